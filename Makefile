@@ -8,7 +8,10 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 BUILD := .build
 COLLECTIONS := $(CURDIR)/$(BUILD)/collections
-SANITY_ROOT := $(BUILD)/sanity/ansible_collections/aicr/runtime
+SANITY_DIR ?= $(BUILD)/sanity
+SANITY_ROOT := $(SANITY_DIR)/ansible_collections/aicr/runtime
+# e.g. make sanity SANITY_DIR=.build/sanity-recipe SANITY_ARGS='plugins/modules/recipe_resolve.py'
+SANITY_ARGS ?=
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 TARBALL := $(BUILD)/dist/aicr-runtime-$(VERSION).tar.gz
 SHARED ?= $(abspath ../shared)
@@ -49,15 +52,29 @@ collection: venv
 unit: venv
 	$(BIN)/pytest tests/unit
 
-# ansible-test insists on running inside ansible_collections/<ns>/<name>: sanity
-# runs on a copy of the files git tracks (plus new, unignored ones).
-sanity: venv
-	rm -rf $(BUILD)/sanity && mkdir -p $(SANITY_ROOT)
+# ansible-test insists on running inside ansible_collections/<ns>/<name> and lists
+# files through git: sanity runs on a fresh git copy of the tracked (plus new,
+# unignored) files, from its own venv holding only ansible-core, so the sanity
+# tools' pins never fight the dev pins. ansible-test fetches get-pip.py from a
+# host this network cannot reach; scripts/ansible-test-get-pip.py stands in.
+SANITY_VENV := .venv-sanity
+ANSIBLE_CORE_PIN := $(shell sed -n 's/^ansible-core==//p' requirements-dev.txt)
+
+$(SANITY_VENV)/.installed: requirements-dev.txt
+	test -x $(SANITY_VENV)/bin/python || $(PYTHON) -m venv $(SANITY_VENV)
+	$(SANITY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check ansible-core==$(ANSIBLE_CORE_PIN)
+	touch $@
+
+sanity: $(SANITY_VENV)/.installed
+	mkdir -p $(HOME)/.ansible/test/cache
+	for v in 24_2 25_0 25_1 25_2 25_3; do cp scripts/ansible-test-get-pip.py $(HOME)/.ansible/test/cache/get_pip_$$v.py; done
+	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_ROOT)
 	git ls-files -z --cached --others --exclude-standard | \
 	  while IFS= read -r -d '' f; do [ -e "$$f" ] && printf '%s\0' "$$f"; done | \
 	  xargs -0 cp --parents -t $(SANITY_ROOT)
-	cd $(SANITY_ROOT) && $(CURDIR)/$(BIN)/ansible-test sanity --color no --python 3.11 \
-	  --requirements --venv
+	cd $(SANITY_ROOT) && git init -q && git add -A && \
+	  $(CURDIR)/$(SANITY_VENV)/bin/ansible-test sanity --color no --python 3.11 \
+	  --requirements --local $(SANITY_ARGS)
 
 lint: collection
 	$(BIN)/ansible-lint --profile production --offline
@@ -76,4 +93,4 @@ bench: collection helm
 	$(PY) tests/bench/run.py
 
 clean:
-	rm -rf $(BUILD) $(VENV)
+	rm -rf $(BUILD) $(VENV) $(SANITY_VENV)

@@ -1,0 +1,1 @@
+"""Local test doubles for aicr.runtime (tests only; never shipped in the collection)."""
