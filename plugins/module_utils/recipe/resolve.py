@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Resolve a recipe: criteria -> AICR RecipeResult -> the managed components, in order.
+
+Pipeline (AICR v0.19.0 ``BuildRecipeResultWithProfile`` + Builder):
+match overlays -> "specify an OS" guard -> find the profile declaration -> merge
+base and every matched chain -> merge mixins -> coverage post-condition -> apply
+the profile -> validate dependencies -> deployment order -> registry defaults and
+health checks -> Slurm accounting default. Then this collection's own inputs:
+``skip_components`` and ``component_overrides``, and the ``components`` view.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import criteria as crit
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import match
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import merge
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import order
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import values as values_mod
+
+API_VERSION = "aicr.run/v1alpha2"
+API_VERSION_CONFIGURED = "aicr.run/v1alpha3"
+RESULT_KIND = "RecipeResult"
+
+_SLURM_ACCOUNTING_COMPONENTS = ("mariadb-operator-crds", "mariadb-operator", "slurm-accounting-mariadb")
+_OVERRIDE_KEYS = ("version", "namespace", "values", "enabled")
+
+
+def _canonical_type(value):
+    if isinstance(value, str):
+        if value.lower() == "helm":
+            return "Helm"
+        if value.lower() == "kustomize":
+            return "Kustomize"
+    return value
+
+
+def apply_registry_defaults(catalog, refs):
+    """Fill type/source/version/namespace/chart/manifestFiles from registry.yaml; hydrate health checks."""
+    for ref in refs:
+        if ref.get("type"):
+            ref["type"] = _canonical_type(ref["type"])
+        config = catalog.registry.get(ref["name"])
+        if config is None:
+            continue
+        kustomize = config.get("kustomize") or {}
+        helm = config.get("helm") or {}
+        if not ref.get("type"):
+            ref["type"] = "Kustomize" if kustomize.get("defaultSource") else "Helm"
+        if ref["type"] == "Helm":
+            for field, key in (("source", "defaultRepository"), ("version", "defaultVersion"), ("namespace", "defaultNamespace")):
+                if not ref.get(field) and helm.get(key):
+                    ref[field] = str(helm[key])
+            if not ref.get("chart") and helm.get("defaultChart"):
+                ref["chart"] = str(helm["defaultChart"]).rsplit("/", 1)[-1]
+        elif ref["type"] == "Kustomize":
+            for field, key in (("source", "defaultSource"), ("tag", "defaultTag"), ("path", "defaultPath")):
+                if not ref.get(field) and kustomize.get(key):
+                    ref[field] = str(kustomize[key])
+        if not ref.get("manifestFiles") and config.get("manifestFiles"):
+            ref["manifestFiles"] = list(config["manifestFiles"])
+        assert_file = (config.get("healthCheck") or {}).get("assertFile")
+        if assert_file and not ref.get("healthCheckSkip") and not ref.get("healthCheckAsserts"):
+            ref["healthCheckAsserts"] = catalog.read_text(assert_file, field="registry %s healthCheck.assertFile" % ref["name"])
+
+
+def _set_override(refs, name, override):
+    for ref in refs:
+        if ref["name"] == name:
+            merged = values_mod.deep_copy(ref.get("overrides") or {})
+            values_mod.deep_merge(merged, override)
+            ref["overrides"] = merged
+            return
+    raise AicrError("Slurm recipe is missing required accounting component %r" % name, component=name)
+
+
+def apply_slurm_accounting_default(result):
+    """Builder default for ``platform: slurm``: accounting mode ``disabled``."""
+    refs = result["componentRefs"]
+    result["configuration"] = {"slurm": {"accounting": {"mode": "disabled"}}}
+    result["apiVersion"] = API_VERSION_CONFIGURED
+    _set_override(refs, "slinky-slurm", {"accounting": {"enabled": False}})
+    for name in _SLURM_ACCOUNTING_COMPONENTS:
+        _set_override(refs, name, {"install": False})
+    result["deploymentOrder"] = order.deployment_order(refs)
+
+
+def build_recipe(catalog, query, profile=None):
+    """The AICR RecipeResult (a plain dict with AICR's field names) for a parsed query."""
+    matched = match.find_matching(catalog, query)
+    match.require_os_if_needed(catalog, query, matched)
+    effective_profile = merge.find_profile(catalog, matched)
+
+    spec = merge.initial_spec(catalog.base["spec"])
+    applied = ["base"]
+    processed = set()
+    for overlay in matched:
+        for doc in catalog.chain(overlay["metadata"]["name"]):
+            name = doc["metadata"]["name"]
+            if name in processed:
+                continue
+            processed.add(name)
+            merge.merge_spec(spec, doc["spec"])
+            applied.append(name)
+    merge.merge_mixins(catalog, spec)
+    match.verify_coverage(catalog, query, applied)
+    selected = merge.apply_profile(spec, effective_profile, profile)
+
+    refs = spec["componentRefs"]
+    order.validate_dependencies(refs, where="merged recipe componentRefs")
+    deployment = order.deployment_order(refs)
+    apply_registry_defaults(catalog, refs)
+    seen = set()
+    for ref in refs:
+        if ref["name"] in seen:
+            raise AicrError("recipe has duplicate component ref name %r" % ref["name"], component=ref["name"])
+        seen.add(ref["name"])
+
+    criteria_out = dict((dim, query[dim]) for dim in crit.DIMENSIONS)
+    if query.get("nodes"):
+        criteria_out["nodes"] = query["nodes"]
+    result = {
+        "kind": RESULT_KIND,
+        "apiVersion": API_VERSION,
+        "metadata": {"appliedOverlays": applied},
+        "criteria": criteria_out,
+        "constraints": spec["constraints"],
+        "componentRefs": refs,
+        "deploymentOrder": deployment,
+    }
+    if spec.get("validation") is not None:
+        result["validation"] = spec["validation"]
+    if selected is not None:
+        result["apiVersion"] = API_VERSION_CONFIGURED
+        result["metadata"]["selectedProfile"] = selected
+    if query.get("platform") == "slurm":
+        apply_slurm_accounting_default(result)
+    return result
+
+
+def _check_user_inputs(result, skip_components, component_overrides):
+    names = [ref["name"] for ref in result["componentRefs"]]
+    skip = list(skip_components or [])
+    for name in skip:
+        if name not in names:
+            raise AicrError("skip_components: component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
+                            field="skip_components", value=name, allowed=sorted(names))
+    overrides = component_overrides or {}
+    if not isinstance(overrides, dict):
+        raise AicrError("component_overrides: expected a mapping of component name to {version, namespace, values, enabled}", field="component_overrides")
+    for name, spec in overrides.items():
+        if name not in names:
+            raise AicrError("component_overrides: component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
+                            field="component_overrides", value=name, allowed=sorted(names))
+        if not isinstance(spec, dict):
+            raise AicrError("component_overrides.%s: expected a mapping with keys %s" % (name, ", ".join(_OVERRIDE_KEYS)), field="component_overrides.%s" % name)
+        for key in spec:
+            if key not in _OVERRIDE_KEYS:
+                raise AicrError("component_overrides.%s: unknown key %r (allowed: %s)" % (name, key, ", ".join(_OVERRIDE_KEYS)),
+                                field="component_overrides.%s.%s" % (name, key), allowed=list(_OVERRIDE_KEYS))
+        for key in ("version", "namespace"):
+            if spec.get(key) is not None and (not isinstance(spec[key], (str, int, float)) or isinstance(spec[key], bool) or str(spec[key]) == ""):
+                raise AicrError("component_overrides.%s.%s: expected a non-empty string, got %r" % (name, key, spec[key]),
+                                field="component_overrides.%s.%s" % (name, key))
+        if spec.get("values") is not None and not isinstance(spec["values"], dict):
+            raise AicrError("component_overrides.%s.values: expected a mapping of Helm values, got %s" % (name, type(spec["values"]).__name__),
+                            field="component_overrides.%s.values" % name)
+        if spec.get("enabled") is not None and not isinstance(spec["enabled"], bool):
+            raise AicrError("component_overrides.%s.enabled: expected a boolean, got %r" % (name, spec["enabled"]),
+                            field="component_overrides.%s.enabled" % name)
+    return skip, overrides
+
+
+def apply_user_inputs(result, skip_components=None, component_overrides=None):
+    """Pin versions/namespaces and disable components as the user asked; recompute the order."""
+    skip, overrides = _check_user_inputs(result, skip_components, component_overrides)
+    changed = False
+    for ref in result["componentRefs"]:
+        spec = overrides.get(ref["name"]) or {}
+        if spec.get("version") is not None:
+            ref["version"] = str(spec["version"])
+        if spec.get("namespace") is not None:
+            ref["namespace"] = str(spec["namespace"])
+        enabled = spec.get("enabled")
+        if ref["name"] in skip:
+            enabled = False
+        if enabled is not None and enabled != order.is_enabled(ref):
+            gates = values_mod.deep_copy(ref.get("overrides") or {})
+            gates["enabled"] = enabled
+            if enabled and gates.get("install") is False:
+                gates["install"] = True
+            ref["overrides"] = gates
+            changed = True
+    if changed:
+        result["deploymentOrder"] = order.deployment_order(result["componentRefs"])
+    return overrides
+
+
+def _is_oci(source):
+    return isinstance(source, str) and source.startswith("oci://")
+
+
+def component_view(catalog, ref, user_values=None):
+    """Everything a Helm-based deployer needs for one enabled componentRef."""
+    source = ref.get("source") or ""
+    chart = ref.get("chart") or ""
+    manifest_only = ref.get("type") == "Helm" and not chart and not source and bool(ref.get("manifestFiles"))
+    effective_chart = chart or ("" if manifest_only else ref["name"])
+    if manifest_only:
+        chart_ref = ""
+    elif _is_oci(source):
+        chart_ref = source.rstrip("/") + "/" + effective_chart
+    else:
+        chart_ref = effective_chart
+    vals, files = values_mod.component_values(catalog, ref, user_values)
+    for key in ("manifestFiles", "preManifestFiles"):
+        for rel in ref.get(key) or []:
+            if not catalog.has_file(rel):
+                raise AicrError("component %s %s: file %s not found in catalog %s" % (ref["name"], key, rel, catalog.source),
+                                component=ref["name"], file=rel)
+    return {
+        "name": ref["name"],
+        "type": ref.get("type") or "",
+        "chart": effective_chart,
+        "chart_ref": chart_ref,
+        "repository": source,
+        "oci": _is_oci(source),
+        "version": ref.get("version") or "",
+        "namespace": ref.get("namespace") or "",
+        "values": vals,
+        "values_files": files,
+        "dependencies": [],
+        "external_dependencies": [],
+        "pre_manifest_files": list(ref.get("preManifestFiles") or []),
+        "pre_manifest_paths": [catalog.abspath(p) for p in ref.get("preManifestFiles") or []],
+        "manifest_files": list(ref.get("manifestFiles") or []),
+        "manifest_paths": [catalog.abspath(p) for p in ref.get("manifestFiles") or []],
+        "manifest_only": manifest_only,
+        "enabled": True,
+        "cleanup": bool(ref.get("cleanup")),
+    }
+
+
+def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True):
+    """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md)."""
+    cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache)
+    query = crit.parse_criteria(criteria, cat.registered)
+    result = build_recipe(cat, query, profile)
+    overrides = apply_user_inputs(result, skip_components, component_overrides)
+
+    refs = dict((ref["name"], ref) for ref in result["componentRefs"])
+    enabled = set(result["deploymentOrder"])
+    components = []
+    for index, name in enumerate(result["deploymentOrder"]):
+        ref = refs[name]
+        view = component_view(cat, ref, (overrides.get(name) or {}).get("values"))
+        view["order"] = index
+        for dep in ref.get("dependencyRefs") or []:
+            (view["dependencies"] if dep in enabled else view["external_dependencies"]).append(dep)
+        components.append(view)
+    return {
+        "recipe": result,
+        "components": components,
+        "recipe_name": crit.recipe_name(query),
+        "catalog_digest": cat.digest,
+        "catalog_root": cat.root,
+        "graph": order.mermaid(result["componentRefs"], result["deploymentOrder"]),
+    }
