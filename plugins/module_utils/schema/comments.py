@@ -1,0 +1,353 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Comments of a values.yaml, associated with keys by line number.
+
+A light line scan, not a round-trip parse: the YAML is composed by libyaml (which
+drops comments), and this module indexes the comment lines so the inference can ask
+"what is written above / beside the key at line L, column C?".
+
+Conventions understood (see docs/modules/values_schema.md):
+
+- the plain comment block directly above a key (no blank line in between, not
+  indented deeper than the key: deeper comments are commented-out YAML of the
+  previous key);
+- helm-docs ``# -- text`` (continued by the following comment lines, with an optional
+  ``(type)`` prefix) and ``# path -- text`` anywhere in the file;
+- bitnami ``## @param path [modifiers] text`` anywhere in the file;
+- losisin ``# @schema key:value; key:value`` inline or above, and the dadav block
+  form (``# @schema`` / YAML lines / ``# @schema``);
+- ``# @type: int`` for null leaves.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+import yaml
+
+try:
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml missing
+    _Loader = yaml.SafeLoader
+
+_HELMDOCS_PATH = re.compile(r'^#\s*((?:[A-Za-z0-9_\-$]+|"[^"]*")(?:\.(?:[A-Za-z0-9_\-$]+|"[^"]*"))*)\s+--\s?(.*)$')
+_HELMDOCS_TYPE = re.compile(r'^\(([A-Za-z0-9_/\-]+)\)\s*(.*)$', re.S)
+_BITNAMI_PARAM = re.compile(r'^##?\s*@param\s+(\S+)\s*(?:\[([^\]]*)\])?\s*(.*)$')
+_TYPE_TAG = re.compile(r'^#+\s*@type\s*:?\s*([A-Za-z\-]+)\s*$')
+_CODE_LINE = re.compile(r'^\s*(?:-\s+)?["\']?[A-Za-z0-9_.\-/]+["\']?\s*:(?:\s+(\S+))?\s*$|^\s*-\s+\S+\s*$|^\s*[{}\[\]]')
+
+# Type names accepted in annotations, normalised to JSON Schema type names.
+TYPE_ALIASES = {
+    "int": "integer", "integer": "integer", "int64": "integer", "int32": "integer", "uint": "integer",
+    "float": "number", "number": "number", "double": "number", "float64": "number",
+    "str": "string", "string": "string", "tpl": "string",
+    "bool": "boolean", "boolean": "boolean",
+    "object": "object", "map": "object", "dict": "object", "dictionary": "object",
+    "array": "array", "list": "array", "slice": "array",
+    "null": "null", "nil": "null",
+    "int-or-string": "int-or-string", "intorstring": "int-or-string", "quantity": "int-or-string",
+    "any": "any",
+}
+
+
+def normalise_type(value, where):
+    """Return a list of JSON Schema type names for an annotation's ``type`` value."""
+    if isinstance(value, str):
+        names = [v.strip() for v in re.split(r"[,|]", value.strip().strip("[]")) if v.strip()]
+    elif isinstance(value, (list, tuple)):
+        names = ["null" if v is None else str(v) for v in value]
+    elif value is None:
+        names = ["null"]
+    else:
+        names = [str(value)]
+    result = []
+    for name in names:
+        norm = TYPE_ALIASES.get(name.lower())
+        if norm is None:
+            from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+            raise AicrError(
+                "annotation type at %s: %r is not a known type (allowed: %s)" % (where, name, ", ".join(sorted(set(TYPE_ALIASES.values())))),
+                field="type", path=where, value=name)
+        result.append(norm)
+    return result
+
+
+def _scalar(text):
+    """Parse a YAML flow scalar/collection as an annotation value; fall back to the raw string."""
+    text = text.strip()
+    if text == "":
+        return True
+    try:
+        return yaml.load(text, Loader=_Loader)  # nosec - safe loader
+    except yaml.YAMLError:
+        return text
+
+
+def parse_schema_annotation(body):
+    """``key: value ; key:value`` (losisin) → dict. A bare key means ``true``."""
+    result = {}
+    for part in _split_semicolons(body):
+        part = part.strip()
+        if not part:
+            continue
+        if ":" in part:
+            key, _sep, value = part.partition(":")
+            result[key.strip()] = _scalar(value)
+        else:
+            result[part] = True
+    return result
+
+
+def _split_semicolons(body):
+    parts, depth, quote, current = [], 0, None, []
+    for char in body:
+        if quote:
+            current.append(char)
+            if char == quote:
+                quote = None
+            continue
+        if char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+        elif char == ";" and depth <= 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def parse_bitnami_modifiers(text):
+    """``[array, nullable, default: x]`` → annotations dict."""
+    result = {}
+    for mod in (text or "").split(","):
+        mod = mod.strip()
+        if not mod:
+            continue
+        low = mod.lower()
+        if low in ("array", "object", "string", "nullable"):
+            if low == "nullable":
+                result["nullable"] = True
+            else:
+                result["type"] = low
+        elif low.startswith("default:"):
+            result["x-default-doc"] = mod.split(":", 1)[1].strip()
+        elif low == "skip":
+            result["x-skip-doc"] = True
+    return result
+
+
+def inline_comment(line):
+    """The comment part of a YAML line (after an unquoted `` #``), or None."""
+    if "#" not in line:
+        return None
+    quote = None
+    prev = " "
+    for index, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "\"'" and prev in " \t:[{,-":
+            quote = char
+        elif char == "#" and prev in " \t":
+            return line[index:]
+        prev = char
+    return None
+
+
+def split_path(path):
+    """``a.b."c.d".e`` → ['a', 'b', 'c.d', 'e']."""
+    parts, current, quote = [], [], False
+    for char in path:
+        if char == '"':
+            quote = not quote
+        elif char == "." and not quote:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+class KeyComments:
+    """What the comments say about one key: a description and annotations."""
+
+    __slots__ = ("description", "annotations")
+
+    def __init__(self, description=None, annotations=None):
+        self.description = description
+        self.annotations = annotations or {}
+
+
+def _strip_hashes(line):
+    body = line.lstrip()
+    while body.startswith("#"):
+        body = body[1:]
+    if body.startswith(" "):
+        body = body[1:]
+    return body.rstrip()
+
+
+class CommentIndex:
+    """Index of a values file's comment lines, queried by the key's line and column."""
+
+    def __init__(self, text, scalar_lines=None):
+        self.lines = text.splitlines()
+        # Lines inside multi-line scalars are not comments even if they start with '#'.
+        self.scalar_lines = scalar_lines or set()
+        self.by_path = {}  # position-independent: helm-docs '# path --' and bitnami '@param'
+        self._scan_position_independent()
+
+    def _is_comment(self, index):
+        if index in self.scalar_lines:
+            return False
+        return self.lines[index].lstrip().startswith("#")
+
+    def _scan_position_independent(self):
+        for index, line in enumerate(self.lines):
+            stripped = line.strip()
+            if not stripped.startswith("#") or index in self.scalar_lines:
+                continue
+            match = _BITNAMI_PARAM.match(stripped)
+            if match:
+                path, mods, text = match.groups()
+                ann = parse_bitnami_modifiers(mods)
+                self.by_path[tuple(split_path(path))] = KeyComments(text.strip() or None, ann)
+                continue
+            if stripped.startswith("# --") or stripped.startswith("#--"):
+                continue
+            match = _HELMDOCS_PATH.match(stripped)
+            if match and not stripped.lstrip("# ").startswith("@"):
+                path, text = match.groups()
+                desc, ann = _helmdocs_text(text, self._continuation(index + 1))
+                self.by_path[tuple(split_path(path))] = KeyComments(desc, ann)
+
+    def _continuation(self, start):
+        out = []
+        index = start
+        while index < len(self.lines) and self._is_comment(index):
+            body = _strip_hashes(self.lines[index])
+            if body.lstrip().startswith("@") or body.lstrip().startswith("--") or _HELMDOCS_PATH.match(self.lines[index].strip()):
+                break
+            out.append(body)
+            index += 1
+        return out
+
+    def block_above(self, line, column):
+        """Comment lines directly above ``line`` (0-based), nearest last."""
+        block = []
+        index = line - 1
+        while index >= 0 and self._is_comment(index):
+            raw = self.lines[index]
+            indent = len(raw) - len(raw.lstrip())
+            if indent > column:
+                break
+            block.append(raw.strip())
+            index -= 1
+        block.reverse()
+        return block
+
+    def for_key(self, line, column):
+        """KeyComments for the key at (line, column), from the block above and the inline comment."""
+        block = self.block_above(line, column) if line > 0 else []
+        inline = inline_comment(self.lines[line]) if line < len(self.lines) else None
+        if not block and not inline:
+            return None
+        description, annotations = parse_block(block)
+        if inline:
+            inline = inline.strip()
+            body = _strip_hashes(inline)
+            if body.startswith("@schema"):
+                annotations.update(parse_schema_annotation(body[len("@schema"):]))
+            else:
+                match = _TYPE_TAG.match(inline)
+                if match:
+                    annotations["type"] = match.group(1)
+                elif body.startswith("-- "):
+                    desc, ann = _helmdocs_text(body[3:], [])
+                    annotations.update(ann)
+                    description = description or desc
+                elif not body.startswith("@") and body and description is None and not _CODE_LINE.match(body):
+                    description = body
+        if description is None and not annotations:
+            return None
+        return KeyComments(description, annotations)
+
+
+def _helmdocs_text(first, rest):
+    text = "\n".join([first] + list(rest)).strip()
+    annotations = {}
+    match = _HELMDOCS_TYPE.match(text)
+    if match:
+        type_name, text = match.groups()
+        if type_name.lower() in TYPE_ALIASES:
+            annotations["x-helm-docs-type"] = type_name
+    return (text.strip() or None), annotations
+
+
+def parse_block(block):
+    """Description and annotations from a comment block (list of stripped '#' lines)."""
+    annotations = {}
+    plain = []
+    helmdocs = None
+    index = 0
+    while index < len(block):
+        line = block[index]
+        body = _strip_hashes(line)
+        lead = body.lstrip()
+        if lead.startswith("@schema"):
+            rest = lead[len("@schema"):].strip()
+            if rest:
+                annotations.update(parse_schema_annotation(rest))
+                index += 1
+                continue
+            # dadav block form: YAML between two '# @schema' lines
+            end = index + 1
+            while end < len(block) and _strip_hashes(block[end]).strip() != "@schema":
+                end += 1
+            text = "\n".join(_strip_hashes(b) for b in block[index + 1:end])
+            try:
+                loaded = yaml.load(text, Loader=_Loader) if text.strip() else None  # nosec - safe loader
+            except yaml.YAMLError:
+                loaded = None
+            if isinstance(loaded, dict):
+                annotations.update(loaded)
+            index = end + 1
+            continue
+        match = _TYPE_TAG.match(line)
+        if match:
+            annotations["type"] = match.group(1)
+            index += 1
+            continue
+        if lead.startswith("-- ") or lead == "--":
+            rest = []
+            index += 1
+            while index < len(block):
+                nxt = _strip_hashes(block[index])
+                if nxt.lstrip().startswith("@"):
+                    break
+                rest.append(nxt)
+                index += 1
+            helmdocs = _helmdocs_text(lead[2:].strip(), rest)
+            continue
+        if lead.startswith("@") or _BITNAMI_PARAM.match(line) or _HELMDOCS_PATH.match(line):
+            index += 1
+            continue
+        if body.strip() and not _CODE_LINE.match(body):
+            plain.append(body.strip())
+        elif not body.strip() and plain:
+            plain.append("")
+        index += 1
+    if helmdocs is not None:
+        annotations.update(helmdocs[1])
+        return helmdocs[0], annotations
+    description = "\n".join(plain).strip() or None
+    return description, annotations
