@@ -1,0 +1,189 @@
+"""A local OCI registry for ``oci://`` chart sources: Debian's ``docker-registry`` (CNCF distribution 2.8).
+
+``start_registry(tmp_dir)`` runs ``docker-registry serve CONFIG`` with filesystem storage under
+``tmp_dir``, plain HTTP on 127.0.0.1 and no auth; helm talks to it with ``--plain-http``.
+The registry cannot bind port 0, so a free port is picked first (and another one tried if
+that port was taken in between).  ``push_shared_oci`` pushes the charts of
+``../shared/charts-repo/oci`` the way its README describes:
+``<oci dir>/<path>/<chart>-<version>.tgz`` -> ``oci://<registry>/<path>/<chart>:<version>``.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import yaml
+
+from aicr_emulators.charts.helm import find_binary, isolated_env, run_helm
+
+REGISTRY_BINARY = "docker-registry"
+NONCE_HEADER = "X-Aicr-Registry"
+
+
+class RegistryError(RuntimeError):
+    """The registry binary is missing, did not start, or a push failed."""
+
+
+def find_registry():
+    """Path of the distribution registry binary (``$AICR_DOCKER_REGISTRY`` or PATH)."""
+    found = os.environ.get("AICR_DOCKER_REGISTRY") or shutil.which(REGISTRY_BINARY) or ("/usr/bin/" + REGISTRY_BINARY)
+    if not os.access(found, os.X_OK):
+        raise RegistryError("%s not found; run scripts/install-system-deps (apt-get install docker-registry)" % REGISTRY_BINARY)
+    return found
+
+
+def free_port(host="127.0.0.1"):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def registry_config(storage, host, port, nonce="aicr"):
+    """The registry's configuration (distribution's config.yml schema, version 0.1).
+
+    Every response carries ``X-Aicr-Registry: <nonce>`` so that readiness is only
+    reported by this very process, not by whatever else answers on the port.
+    """
+    return {
+        "version": 0.1,
+        "log": {"level": "warn", "accesslog": {"disabled": True}},
+        "storage": {"filesystem": {"rootdirectory": str(storage)}, "delete": {"enabled": True}, "cache": {"blobdescriptor": "inmemory"}},
+        "http": {"addr": "%s:%d" % (host, port), "secret": "aicr-test-registry", "headers": {"X-Content-Type-Options": ["nosniff"], NONCE_HEADER: [nonce]}},
+        "health": {"storagedriver": {"enabled": False}},
+    }
+
+
+class Registry:
+    """A running registry: ``host`` ('127.0.0.1:PORT'), ``url`` ('oci://127.0.0.1:PORT'), ``stop()``."""
+
+    def __init__(self, process, host, workdir, log_path):
+        self.process = process
+        self.host = host
+        self.workdir = Path(workdir)
+        self.log_path = Path(log_path)
+
+    @property
+    def url(self):
+        return "oci://" + self.host
+
+    @property
+    def http_url(self):
+        return "http://" + self.host
+
+    def ref(self, path, chart=None, version=None):
+        """``oci://HOST/path[/chart][:version]``."""
+        ref = "%s/%s" % (self.url, path.strip("/"))
+        if chart:
+            ref += "/" + chart
+        if version:
+            ref += ":" + version
+        return ref
+
+    def catalog(self):
+        """Repositories the registry holds (``GET /v2/_catalog``)."""
+        with urllib.request.urlopen(self.http_url + "/v2/_catalog?n=1000", timeout=10) as response:
+            return json.loads(response.read().decode())["repositories"]
+
+    def tags(self, repository):
+        with urllib.request.urlopen("%s/v2/%s/tags/list" % (self.http_url, repository), timeout=10) as response:
+            return json.loads(response.read().decode()).get("tags") or []
+
+    def stop(self, timeout=10):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.stop()
+
+
+def _wait_ready(process, url, nonce, log_path, timeout):
+    """True once this process answers /v2/, False when it exited (e.g. the port was taken)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(url + "/v2/", timeout=1) as response:
+                if response.status == 200 and response.headers.get(NONCE_HEADER) == nonce:
+                    return True
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        time.sleep(0.05)
+    process.terminate()
+    process.wait(timeout=5)
+    raise RegistryError("registry at %s not ready after %ss; log:\n%s" % (url, timeout, Path(log_path).read_text()[-3000:]))
+
+
+def start_registry(tmp_dir, host="127.0.0.1", port=None, timeout=15, attempts=3):
+    """Start a registry storing under ``tmp_dir``; return a ``Registry`` once ``/v2/`` answers."""
+    binary = find_registry()
+    workdir = Path(tmp_dir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    storage = workdir / "storage"
+    storage.mkdir(exist_ok=True)
+    for _attempt in range(attempts):
+        chosen = port or free_port(host)
+        config = workdir / "config.yml"
+        nonce = uuid.uuid4().hex
+        config.write_text(yaml.safe_dump(registry_config(storage, host, chosen, nonce)))
+        log_path = workdir / "registry.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        address = "%s:%d" % (host, chosen)
+        if _wait_ready(process, "http://" + address, nonce, log_path, timeout):
+            return Registry(process, address, workdir, log_path)
+        if port:  # a fixed port that does not work will not work next time either
+            break
+    raise RegistryError("registry exited at start (exit %s); log:\n%s" % (process.returncode, log_path.read_text()[-3000:]))
+
+
+def chart_metadata(tgz):
+    """(name, version) from the Chart.yaml inside a packaged chart."""
+    with tarfile.open(str(tgz), "r:gz") as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if len(parts) == 2 and parts[1] == "Chart.yaml":
+                meta = yaml.safe_load(tar.extractfile(member).read())
+                return meta["name"], str(meta["version"])
+    raise RegistryError("%s holds no <chart>/Chart.yaml" % tgz)
+
+
+def push_chart(registry, tgz, path, helm=None, helm_home=None):
+    """``helm push TGZ oci://HOST/<path> --plain-http``; return the pushed ``oci://HOST/<path>/<chart>:<version>``."""
+    name, version = chart_metadata(tgz)
+    env = isolated_env(helm_home or registry.workdir / "helm-home")
+    run_helm(["push", str(tgz), registry.ref(path), "--plain-http"], helm=helm or find_binary("helm"), env=env)
+    return registry.ref(path, name, version)
+
+
+def push_shared_oci(registry, oci_dir, helm=None):
+    """Push every ``<path>/<chart>-<version>.tgz`` under ``oci_dir``; return ``{upstream ref: local ref}``.
+
+    The upstream ref is ``oci://<path>/<chart>:<version>`` (AICR's rule: source + "/" + chart).
+    """
+    oci_dir = Path(oci_dir)
+    pushed = {}
+    archives = sorted(oci_dir.rglob("*.tgz"))
+    if not archives:
+        raise RegistryError("no .tgz under %s" % oci_dir)
+    for tgz in archives:
+        path = tgz.parent.relative_to(oci_dir).as_posix()
+        name, version = chart_metadata(tgz)
+        pushed["oci://%s/%s:%s" % (path, name, version)] = push_chart(registry, tgz, path, helm=helm)
+    return pushed
