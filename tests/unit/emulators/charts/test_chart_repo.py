@@ -79,7 +79,6 @@ def test_plan_refuses_missing_and_empty_sources(tmp_path):
         plan_repositories([("", tmp_path / "empty")])
 
 
-
 @pytest.mark.helm
 def test_example_repository_serves_index_and_archives_matching_their_digests(tmp_path):
     server = start_chart_repo(tmp_path)

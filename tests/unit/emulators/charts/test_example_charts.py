@@ -151,4 +151,4 @@ def test_templates_are_not_yaml_files_for_the_linters():
     assert templates
     assert not [p for p in templates if p.suffix in (".yaml", ".yml")]
     for path in CHARTS.rglob("*.yaml"):
-        assert len([d for d in yaml.safe_load_all(path.read_text())]) == 1, path
+        assert len(list(yaml.safe_load_all(path.read_text()))) == 1, path
