@@ -1,0 +1,249 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: recipe_resolve
+short_description: Resolve an AICR recipe from criteria, exactly as AICR v0.19.0 does
+version_added: 0.1.0
+description:
+  - Resolves a recipe from an AICR recipe catalog (an AICR C(recipes/) directory or a C(.tar.gz) of one)
+    for the given criteria, with the semantics of NVIDIA AI Cluster Runtime v0.19.0 (C(pkg/recipe)).
+  - Overlays whose criteria match are merged over C(base) along their inheritance chains, mixins are
+    composed, a configuration profile is applied, registry defaults are filled in and the deployment
+    order is computed (topological, ties broken alphabetically).
+  - Returns the AICR C(RecipeResult) and, for deployers, the managed components in deployment order
+    with chart, repository, version, namespace, effective Helm values and manifest files.
+  - The module only reads files; it never changes anything (C(changed) is always C(false)).
+    The parsed catalog is cached by content digest under O(cache_dir).
+author:
+  - aicr.runtime contributors
+extends_documentation_fragment:
+  - aicr.runtime.attributes
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads the catalog; check mode returns the same result.
+  diff_mode:
+    support: none
+    details: Nothing is changed, so there is no diff.
+  idempotent:
+    support: full
+options:
+  catalog:
+    description:
+      - Path to an AICR recipe catalog - a C(recipes/) directory (with C(overlays/base.yaml) and
+        C(registry.yaml)) or a C(.tar.gz)/C(.tgz) of one, with or without a single top folder.
+    type: path
+    required: true
+  criteria:
+    description:
+      - Recipe criteria. Unset (or C(any)) dimensions are unstated. Values are trimmed and lowercased.
+    type: dict
+    default: {}
+    suboptions:
+      service:
+        description:
+          - Kubernetes service, for example C(eks), C(gke), C(aks), C(oke), C(kind), C(lke), C(bcm), C(ocp).
+          - C(self-managed), C(self) and C(vanilla) mean unstated; C(openshift) means C(ocp).
+        type: str
+      accelerator:
+        description: GPU type, for example C(h100), C(gb200), C(b200), C(a100), C(l40s), C(rtx-pro-6000).
+        type: str
+      intent:
+        description: Workload intent, C(training) or C(inference).
+        type: str
+      os:
+        description: Worker node OS, for example C(ubuntu), C(cos), C(ol). C(al2) and C(al2023) mean C(amazonlinux).
+        type: str
+      platform:
+        description: Platform layer, for example C(kubeflow), C(dynamo), C(nim), C(slurm).
+        type: str
+      nodes:
+        description: Number of worker nodes (metadata only; C(0) means unstated).
+        type: int
+  profile:
+    description:
+      - Configuration profile selection C(name=value), for example C(gpuStack=operator-managed).
+      - When omitted, the default value of the profile declared by the resolved overlays applies.
+    type: str
+  skip_components:
+    description:
+      - Components to leave out of the rollout. They stay in the recipe, disabled (C(overrides.enabled=false)),
+        and count as provided externally for their dependents, as AICR does for disabled components.
+    type: list
+    elements: str
+    default: []
+  component_overrides:
+    description:
+      - Per-component changes applied after resolution, keyed by component name.
+      - C(version) and C(namespace) replace the resolved ones; C(values) is merged last into the effective
+        Helm values (maps merge recursively, C(null) deletes a key); C(enabled=false) disables the component.
+    type: dict
+    default: {}
+  cache_dir:
+    description:
+      - Directory for the parsed-catalog cache and for unpacked catalog archives.
+      - Defaults to C($AICR_RUNTIME_CACHE_DIR), else C($XDG_CACHE_HOME/aicr-runtime), else C(~/.cache/aicr-runtime).
+    type: path
+  use_cache:
+    description:
+      - Persist and reuse the parsed catalog metadata in O(cache_dir), keyed by the catalog digest.
+    type: bool
+    default: true
+notes:
+  - Errors (bad criteria value, unknown profile, missing or malformed catalog files, unknown base,
+    dependency cycles, duplicate mixins) fail the task with a one-line message naming the field or
+    file, the value and what is allowed.
+seealso:
+  - name: AICR recipe data architecture
+    description: Overlays, mixins, registry and criteria of the AICR recipe catalog.
+    link: https://github.com/NVIDIA/aicr/tree/main/recipes
+"""
+
+EXAMPLES = r"""
+- name: Resolve the H100 / EKS / Ubuntu / training recipe from a pinned AICR catalog
+  aicr.runtime.recipe_resolve:
+    catalog: /opt/aicr/recipes
+    criteria:
+      service: eks
+      accelerator: h100
+      os: ubuntu
+      intent: training
+  register: plan
+
+- name: Show the rollout plan
+  ansible.builtin.debug:
+    msg: "{{ plan.recipe.deploymentOrder }}"
+
+- name: Resolve from a catalog archive with a profile, a pinned version and a skipped component
+  aicr.runtime.recipe_resolve:
+    catalog: /opt/aicr/recipes-v0.19.0.tar.gz
+    criteria: {service: aks, accelerator: h100, os: ubuntu, intent: training}
+    profile: gpuStack=operator-managed
+    skip_components: [nvsentinel]
+    component_overrides:
+      gpu-operator:
+        version: v26.3.3
+        values:
+          driver: {version: "580.95.05"}
+  register: plan
+"""
+
+RETURN = r"""
+recipe:
+  description:
+    - The AICR C(RecipeResult) with AICR's field names - C(kind), C(apiVersion), C(metadata.appliedOverlays),
+      C(metadata.selectedProfile) (when a profile applies), C(criteria), C(constraints), C(componentRefs),
+      C(deploymentOrder), C(validation), C(configuration) (Slurm recipes).
+  returned: success
+  type: dict
+  sample:
+    kind: RecipeResult
+    apiVersion: aicr.run/v1alpha2
+    metadata: {appliedOverlays: [base, eks, eks-training, h100-eks-training, h100-eks-ubuntu-training]}
+    criteria: {service: eks, accelerator: h100, intent: training, os: ubuntu, platform: any}
+    deploymentOrder: [cert-manager, nfd, gpu-operator]
+components:
+  description: The managed (enabled) components in deployment order.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name: {description: Component (and Helm release) name., type: str}
+    order: {description: Position in the deployment order (0-based)., type: int}
+    type: {description: Deployment type (C(Helm) or C(Kustomize))., type: str}
+    chart: {description: Chart name (empty for manifest-only components)., type: str}
+    chart_ref:
+      description:
+        - The chart reference to pass to Helm. For OCI repositories C(repository/chart), otherwise the chart
+          name (use it with O(components[].repository) as C(--repo)). Empty for manifest-only components.
+      type: str
+    repository: {description: Chart repository URL (C(https://...) or C(oci://...))., type: str}
+    oci: {description: Whether the repository is an OCI registry., type: bool}
+    version: {description: Chart version., type: str}
+    namespace: {description: Target namespace., type: str}
+    values: {description: Effective Helm values (values files, recipe overrides, then O(component_overrides)[].values)., type: dict}
+    values_files: {description: Catalog values files that were merged, in order., type: list, elements: str}
+    dependencies: {description: Enabled components that must be deployed first., type: list, elements: str}
+    external_dependencies: {description: Declared dependencies that are disabled (assumed provided outside the recipe)., type: list, elements: str}
+    pre_manifest_files: {description: Manifests applied before the chart, relative to the catalog root., type: list, elements: str}
+    pre_manifest_paths: {description: Absolute paths of O(components[].pre_manifest_files)., type: list, elements: str}
+    manifest_files: {description: Manifests applied after the chart, relative to the catalog root., type: list, elements: str}
+    manifest_paths: {description: Absolute paths of O(components[].manifest_files)., type: list, elements: str}
+    manifest_only: {description: The component has no chart; its manifests are rendered as a local chart., type: bool}
+    enabled: {description: Always C(true) here (disabled components are not listed)., type: bool}
+    cleanup: {description: AICR's C(cleanup) flag (uninstall after validation)., type: bool}
+recipe_name:
+  description: C(accelerator-service[-os]-intent[-platform]) with unstated dimensions omitted.
+  returned: success
+  type: str
+  sample: h100-eks-ubuntu-training
+catalog_digest:
+  description: sha256 over the catalog's sorted relative paths and file contents.
+  returned: success
+  type: str
+  sample: sha256:85e213936004d93ccb3e53dc1940609fd3686f0cfc09f838d89eaf27d5ac1b34
+catalog_root:
+  description: Directory the catalog was read from (the unpacked directory for an archive).
+  returned: success
+  type: str
+graph:
+  description: The dependency DAG of the managed components as Mermaid C(flowchart) text.
+  returned: success
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import resolve as resolve_mod
+
+CRITERIA_SPEC = dict(
+    service=dict(type="str"),
+    accelerator=dict(type="str"),
+    intent=dict(type="str"),
+    os=dict(type="str"),
+    platform=dict(type="str"),
+    nodes=dict(type="int"),
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            catalog=dict(type="path", required=True),
+            criteria=dict(type="dict", default={}, options=CRITERIA_SPEC),
+            profile=dict(type="str"),
+            skip_components=dict(type="list", elements="str", default=[]),
+            component_overrides=dict(type="dict", default={}),
+            cache_dir=dict(type="path"),
+            use_cache=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    criteria = dict((k, v) for k, v in (params["criteria"] or {}).items() if v is not None)
+    try:
+        result = resolve_mod.resolve(
+            params["catalog"],
+            criteria=criteria,
+            profile=params["profile"],
+            skip_components=params["skip_components"],
+            component_overrides=params["component_overrides"],
+            cache_dir=params["cache_dir"],
+            persist_cache=params["use_cache"],
+        )
+    except AicrError as exc:
+        module.fail_json(**exc.to_result())
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""recipe lookup: terms, options, result selection and errors."""
+
+import pytest
+
+import yaml
+
+from ansible import constants as C
+from ansible.errors import AnsibleLookupError
+
+from ansible_collections.aicr.runtime.plugins.lookup import recipe as recipe_lookup
+
+
+@pytest.fixture
+def lookup():
+    """The plugin with its documented options registered, as the plugin loader would do."""
+    name = "aicr.runtime.recipe"
+    C.config.initialize_plugin_configuration_definitions("lookup", name, yaml.safe_load(recipe_lookup.DOCUMENTATION)["options"])
+    plugin = recipe_lookup.LookupModule(loader=None, templar=None)
+    plugin._load_name = name
+    return plugin
+
+
+@pytest.fixture
+def catalog_dir(shared_dir):
+    return str(shared_dir / "aicr" / "catalog")
+
+
+def test_terms_to_criteria():
+    assert recipe_lookup.criteria_from_terms(["service=eks", "os=ubuntu"], {"service": "gke", "intent": "training"}) == {
+        "service": "eks", "intent": "training", "os": "ubuntu"}
+    with pytest.raises(AnsibleLookupError):
+        recipe_lookup.criteria_from_terms(["eks"], {})
+    with pytest.raises(AnsibleLookupError):
+        recipe_lookup.criteria_from_terms(["gpu=h100"], {})
+
+
+def test_deployment_order(lookup, catalog_dir, tmp_path):
+    out = lookup.run(["service=eks", "accelerator=h100", "os=ubuntu", "intent=training", "platform=kubeflow"],
+                     catalog=catalog_dir, cache_dir=str(tmp_path), result="deployment_order")
+    assert out[0][0] == "aws-ebs-csi-driver" and "kubeflow-trainer" in out[0]
+
+
+def test_all_and_parts(lookup, catalog_dir, tmp_path):
+    whole = lookup.run([], catalog=catalog_dir, criteria={"service": "kind", "intent": "training", "accelerator": "h100"}, cache_dir=str(tmp_path))
+    assert set(whole[0]) >= {"recipe", "components", "recipe_name", "catalog_digest", "graph"}
+    name = lookup.run([], catalog=catalog_dir, criteria={"service": "kind", "intent": "training", "accelerator": "h100"}, result="recipe_name",
+                      cache_dir=str(tmp_path))
+    assert name == ["h100-kind-training"]
+
+
+def test_errors_become_lookup_errors(lookup, catalog_dir, tmp_path):
+    with pytest.raises(AnsibleLookupError) as err:
+        lookup.run(["service=gke"], catalog=catalog_dir, cache_dir=str(tmp_path))
+    assert str(err.value) == "service 'gke' has no OS-agnostic recipe; specify an OS (valid: cos)"
+
+
+def test_result_choice_is_validated(lookup, catalog_dir):
+    with pytest.raises(Exception) as err:
+        lookup.run([], catalog=catalog_dir, result="bogus")
+    assert "bogus" in str(err.value)

@@ -1,0 +1,76 @@
+"""recipe_resolve module: argument handling, exit/fail payloads (engine covered in module_utils tests)."""
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.aicr.runtime.plugins.modules import recipe_resolve
+
+
+def run_module(capsys, args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exc:
+            recipe_resolve.main()
+    out = json.loads(capsys.readouterr().out)
+    return exc.value.code, out
+
+
+@pytest.fixture
+def catalog_dir(shared_dir):
+    return str(shared_dir / "aicr" / "catalog")
+
+
+def test_resolves_real_recipe(capsys, catalog_dir, tmp_path):
+    code, out = run_module(capsys, {
+        "catalog": catalog_dir, "cache_dir": str(tmp_path),
+        "criteria": {"service": "eks", "accelerator": "h100", "os": "ubuntu", "intent": "training"},
+    })
+    assert code == 0
+    assert out["changed"] is False
+    assert out["recipe"]["kind"] == "RecipeResult"
+    assert out["recipe_name"] == "h100-eks-ubuntu-training"
+    assert [c["name"] for c in out["components"]] == out["recipe"]["deploymentOrder"]
+    assert out["catalog_digest"].startswith("sha256:")
+
+
+def test_check_mode_same_result(capsys, catalog_dir, tmp_path):
+    args = {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"service": "kind", "intent": "training", "accelerator": "h100"}}
+    _, normal = run_module(capsys, args)
+    _, checked = run_module(capsys, dict(args, _ansible_check_mode=True))
+    assert checked["changed"] is False
+    assert checked["recipe"] == normal["recipe"]
+
+
+def test_bad_criteria_fails_with_one_line(capsys, catalog_dir, tmp_path):
+    code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"service": "nope"}})
+    assert code == 1 and out["failed"] is True
+    assert out["msg"].startswith("criteria.service: invalid service type 'nope' (valid: aks, bcm, eks, gke, kind, lke, ocp, oke)")
+    assert out["field"] == "criteria.service"
+    assert "exception" not in out
+
+
+def test_missing_catalog(capsys, tmp_path):
+    code, out = run_module(capsys, {"catalog": str(tmp_path / "none")})
+    assert code == 1
+    assert out["msg"] == "catalog: %s does not exist (give a recipes/ directory or a .tar.gz of one)" % (tmp_path / "none")
+
+
+def test_unknown_criteria_key_rejected_by_argspec(capsys, catalog_dir):
+    code, out = run_module(capsys, {"catalog": catalog_dir, "criteria": {"gpu": "h100"}})
+    assert code == 1 and "gpu" in out["msg"]
+
+
+def test_overrides_and_skip(capsys, catalog_dir, tmp_path):
+    code, out = run_module(capsys, {
+        "catalog": catalog_dir, "cache_dir": str(tmp_path),
+        "criteria": {"service": "eks", "accelerator": "h100", "os": "ubuntu", "intent": "training"},
+        "skip_components": ["nvsentinel"],
+        "component_overrides": {"gpu-operator": {"version": "v1.2.3", "values": {"driver": {"version": "x"}}}},
+    })
+    assert code == 0
+    names = [c["name"] for c in out["components"]]
+    assert "nvsentinel" not in names
+    gpu = [c for c in out["components"] if c["name"] == "gpu-operator"][0]
+    assert gpu["version"] == "v1.2.3" and gpu["values"]["driver"]["version"] == "x"
