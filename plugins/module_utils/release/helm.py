@@ -1,0 +1,254 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Helm, as a CLI run with argv lists (helm 3.17+ and helm 4).
+
+- chart references: ``--repo <url>`` for HTTP repositories, ``oci://<registry>/<path>/<chart>``
+  for OCI ones (AICR's rule: source + "/" + chart), local chart paths;
+- ``repository_mirrors`` rewrite an upstream repository (exact or by ``/``-bounded prefix);
+- the *release digest*: sha256 of chart, upstream repository, version and values,
+  recorded as the helm release label ``aicr.io/digest`` (``helm upgrade --labels``,
+  helm >= 3.13 and helm 4; helm stores release labels as labels of the release Secret),
+  so an unchanged release is recognised from one Secret list, without running helm;
+- reading the deployed release (revision, status, values, manifest) from helm's
+  Secret storage driver (``sh.helm.release.v1.<name>.v<revision>``).
+
+Flag differences handled here: helm 3 ``--atomic`` is helm 4 ``--rollback-on-failure``;
+neither is used by default because readiness is observed by the engine, not by helm
+(helm 3 without ``--wait`` and helm 4 with its default ``--wait=hookOnly`` return once the
+objects are created).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+import re
+import subprocess
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+
+DIGEST_LABEL = "aicr.io/digest"
+STACK_LABEL = "aicr.io/stack"
+COMPONENT_LABEL = "aicr.io/component"
+
+
+def release_digest(chart, repository, version, values):
+    """A stable digest of what defines a release; label-safe (48 hex chars)."""
+    canonical = json.dumps({"chart": chart, "repository": repository or "", "version": str(version or ""), "values": values or {}},
+                           sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:48]
+
+
+def _norm(url):
+    return str(url).rstrip("/")
+
+
+def normalize_mirrors(mirrors):
+    """``{upstream: url | {url, plain_http, insecure_skip_tls_verify}}`` -> {upstream: dict}."""
+    result = {}
+    for upstream, target in (mirrors or {}).items():
+        if isinstance(target, str):
+            target = {"url": target}
+        if not isinstance(target, dict) or not target.get("url"):
+            raise AicrError("repository_mirrors: the mirror of %s must be a URL or a dict with 'url'; got %r" % (upstream, target), field="repository_mirrors")
+        unknown = set(target) - set(["url", "plain_http", "insecure_skip_tls_verify"])
+        if unknown:
+            raise AicrError("repository_mirrors: unknown keys %s for %s; allowed: url, plain_http, insecure_skip_tls_verify" % (sorted(unknown), upstream),
+                            field="repository_mirrors")
+        result[_norm(upstream)] = dict(target, url=_norm(target["url"]))
+    return result
+
+
+def resolve_repository(repository, mirrors):
+    """The mirror for ``repository`` (longest exact-or-prefix match), as {url, plain_http, ...}."""
+    repo = _norm(repository or "")
+    best = None
+    for upstream, target in mirrors.items():
+        if repo == upstream or repo.startswith(upstream + "/"):
+            if best is None or len(upstream) > len(best):
+                best = upstream
+    if best is None:
+        return {"url": repo, "mirrored": False}
+    target = dict(mirrors[best])
+    target["url"] = target["url"] + repo[len(best):]
+    target["mirrored"] = True
+    return target
+
+
+def chart_source(chart, repository, mirrors):
+    """``(chart_ref, repo_url_or_None, extra_flags, effective_location)`` for helm."""
+    if not chart:
+        raise AicrError("chart: a Helm component needs a chart name", field="chart")
+    target = resolve_repository(repository, mirrors)
+    url = target["url"]
+    flags = []
+    if target.get("plain_http"):
+        flags.append("--plain-http")
+    if target.get("insecure_skip_tls_verify"):
+        flags.append("--insecure-skip-tls-verify")
+    if url.startswith("oci://"):
+        return "%s/%s" % (url, chart), None, flags, url
+    if url.startswith("file://") or url.startswith("/"):
+        base = url[len("file://"):] if url.startswith("file://") else url
+        return os.path.join(base, chart), None, [], url
+    if not url:
+        raise AicrError("repository: component chart %s has no repository and no mirror" % chart, field="repository")
+    return chart, url, flags, url
+
+
+def decode_release_secret(secret):
+    """Decode a helm ``sh.helm.release.v1`` Secret into the release JSON (or None)."""
+    try:
+        raw = base64.b64decode(((secret.get("data") or {}).get("release")) or "")
+        data = base64.b64decode(raw)
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, TypeError, OSError):
+        return None
+
+
+class DeployedRelease(object):
+    """What is deployed for one release name/namespace (latest revision)."""
+
+    def __init__(self, secret, decoded):
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        decoded = decoded or {}
+        info = decoded.get("info") or {}
+        chart_meta = ((decoded.get("chart") or {}).get("metadata")) or {}
+        self.name = labels.get("name") or decoded.get("name")
+        self.namespace = (secret.get("metadata") or {}).get("namespace") or decoded.get("namespace")
+        self.revision = int(labels.get("version") or decoded.get("version") or 0)
+        self.status = labels.get("status") or info.get("status")
+        self.labels = labels
+        self.digest = labels.get(DIGEST_LABEL)
+        self.stack = labels.get(STACK_LABEL)
+        self.component = labels.get(COMPONENT_LABEL)
+        self.chart = chart_meta.get("name")
+        self.chart_version = chart_meta.get("version")
+        self.values = decoded.get("config") or {}
+        self.manifest = decoded.get("manifest") or ""
+
+
+def read_release(cluster, name, namespace):
+    """The latest revision of helm release ``name`` in ``namespace``, or None."""
+    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % name)
+    secrets = [s for s in secrets if ((s.get("metadata") or {}).get("labels") or {}).get("name") == name]
+    if not secrets:
+        return None
+    latest = max(secrets, key=lambda s: int(((s.get("metadata") or {}).get("labels") or {}).get("version") or 0))
+    return DeployedRelease(latest, decode_release_secret(latest))
+
+
+def stack_releases(cluster, stack):
+    """Latest revision of every helm release labelled with this stack, all namespaces."""
+    secrets = cluster.list("v1", "Secret", label_selector="owner=helm,%s=%s" % (STACK_LABEL, stack))
+    latest = {}
+    for secret in secrets:
+        labels = (secret.get("metadata") or {}).get("labels") or {}
+        key = ((secret.get("metadata") or {}).get("namespace"), labels.get("name"))
+        if key not in latest or int(labels.get("version") or 0) > int(((latest[key].get("metadata") or {}).get("labels") or {}).get("version") or 0):
+            latest[key] = secret
+    return [DeployedRelease(s, None) for s in latest.values()]
+
+
+class HelmRunner(object):
+    """Runs one helm binary against one cluster."""
+
+    def __init__(self, binary="helm", kubeconfig_path=None, context=None, home=None, runner=None):
+        self.binary = binary or "helm"
+        self.kubeconfig_path = kubeconfig_path
+        self.context = context
+        self.home = home
+        self._run = runner or subprocess.run
+        self._major = None
+        self.calls = []
+
+    def _env(self):
+        env = dict(os.environ)
+        if self.home:
+            for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"), ("HELM_DATA_HOME", "data")):
+                env[var] = os.path.join(self.home, sub)
+        env.pop("HELM_KUBECONTEXT", None)
+        return env
+
+    def _global(self):
+        argv = []
+        if self.kubeconfig_path:
+            argv += ["--kubeconfig", self.kubeconfig_path]
+        if self.context:
+            argv += ["--kube-context", self.context]
+        return argv
+
+    def run(self, argv, timeout=None, what="helm"):
+        full = [self.binary] + argv
+        self.calls.append(list(argv))
+        try:
+            proc = self._run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(), timeout=timeout, check=False)
+        except OSError as exc:
+            raise AicrError("helm_binary: cannot run %s (%s); install helm 3.17+ or 4, or set helm_binary" % (self.binary, exc), field="helm_binary")
+        except subprocess.TimeoutExpired:
+            raise AicrError("%s: helm did not finish within %ss" % (what, int(timeout or 0)))
+        stdout = proc.stdout.decode("utf-8", "replace") if isinstance(proc.stdout, bytes) else (proc.stdout or "")
+        stderr = proc.stderr.decode("utf-8", "replace") if isinstance(proc.stderr, bytes) else (proc.stderr or "")
+        if proc.returncode != 0:
+            lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
+            reason = lines[-1] if lines else "exit code %s" % proc.returncode
+            raise AicrError("%s failed: %s" % (what, reason[:500]), stderr=stderr[-2000:])
+        return stdout
+
+    @property
+    def major(self):
+        if self._major is None:
+            out = self.run(["version", "--template", "{{.Version}}"], timeout=30, what="helm version")
+            match = re.match(r"v?(\d+)\.(\d+)", out.strip())
+            if not match:
+                raise AicrError("helm_binary: cannot read the version of %s (got %r)" % (self.binary, out.strip()[:80]), field="helm_binary")
+            self._major = int(match.group(1))
+            minor = int(match.group(2))
+            if self._major < 3 or (self._major == 3 and minor < 13):
+                raise AicrError("helm_binary: %s is helm %s; helm >= 3.13 (release labels) or helm 4 is required" % (self.binary, out.strip()), field="helm_binary")
+        return self._major
+
+    def upgrade_argv(self, release, namespace, chart_ref, repo, version, values_file, labels, extra_flags=None, atomic=False, timeout=None):
+        argv = ["upgrade", release, chart_ref, "--install", "--namespace", namespace, "--create-namespace", "--values", values_file, "--output", "json"]
+        if repo:
+            argv += ["--repo", repo]
+        if version and not chart_ref.startswith("/"):
+            argv += ["--version", str(version)]
+        if labels:
+            argv += ["--labels", ",".join("%s=%s" % (k, v) for k, v in sorted(labels.items()))]
+        if timeout:
+            argv += ["--timeout", "%ds" % max(1, int(timeout))]
+        if atomic:
+            argv += ["--atomic"] if self.major < 4 else ["--rollback-on-failure"]
+        argv += list(extra_flags or [])
+        return argv + self._global()
+
+    def upgrade(self, release, namespace, chart_ref, repo, version, values, labels, extra_flags=None, atomic=False, timeout=None, workdir=None):
+        """``helm upgrade --install``; returns the revision helm reports."""
+        values_file = os.path.join(workdir, "%s-%s.values.json" % (namespace, release))
+        with open(values_file, "w") as handle:
+            json.dump(values or {}, handle)
+        argv = self.upgrade_argv(release, namespace, chart_ref, repo, version, values_file, labels, extra_flags, atomic, timeout)
+        out = self.run(argv, timeout=(timeout + 30) if timeout else None, what="helm upgrade --install %s" % release)
+        try:
+            return int(json.loads(out).get("version") or 0)
+        except (ValueError, AttributeError):
+            return 0
+
+    def uninstall(self, release, namespace, timeout=None):
+        argv = ["uninstall", release, "--namespace", namespace]
+        if timeout:
+            argv += ["--timeout", "%ds" % max(1, int(timeout))]
+        self.run(argv + self._global(), timeout=(timeout + 30) if timeout else None, what="helm uninstall %s" % release)
+
+    def template(self, release, chart_dir, namespace, values_file, output_dir, timeout=120):
+        argv = ["template", release, chart_dir, "--namespace", namespace, "--values", values_file, "--output-dir", output_dir]
+        self.run(argv, timeout=timeout, what="helm template (manifests of %s)" % release)

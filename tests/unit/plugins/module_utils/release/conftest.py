@@ -1,0 +1,332 @@
+"""In-memory stand-ins for the cluster and helm, shared by the release engine tests.
+
+``FakeCluster`` implements the engine's cluster interface (get/list/apply/delete/
+create/replace/is_namespaced) over a dict, with a controllable clock: objects annotated
+``emulator.aicr.io/ready-after-seconds`` become Ready (kind-appropriate status) that
+many seconds after creation; ``fake.aicr.io/fail`` makes them fail. Every mutating call
+is recorded in ``audit``. ``FakeHelm`` installs charts defined in Python into the fake
+cluster and stores releases exactly as helm's Secret driver does (base64 of gzip JSON).
+"""
+
+import base64
+import copy
+import gzip
+import json
+import os
+import threading
+import time
+
+import pytest
+import yaml
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import ClusterError, NotServed
+
+READY_AFTER = "emulator.aicr.io/ready-after-seconds"
+FAIL = "fake.aicr.io/fail"
+
+BUILTIN_KINDS = {
+    ("v1", "ConfigMap"): True, ("v1", "Secret"): True, ("v1", "Service"): True, ("v1", "Namespace"): False,
+    ("v1", "ServiceAccount"): True, ("apps/v1", "Deployment"): True, ("apps/v1", "DaemonSet"): True,
+    ("apps/v1", "StatefulSet"): True, ("batch/v1", "Job"): True, ("coordination.k8s.io/v1", "Lease"): True,
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): False, ("rbac.authorization.k8s.io/v1", "ClusterRole"): False,
+}
+
+
+class FakeClock:
+    """Monotonic time that is real time plus a manual offset (so sleeps can be skipped)."""
+
+    def __init__(self):
+        self.offset = 0.0
+        self.lock = threading.Lock()
+
+    def __call__(self):
+        return time.monotonic() + self.offset
+
+    def advance(self, seconds):
+        with self.lock:
+            self.offset += seconds
+
+
+def _ready_status(obj):
+    kind = obj["kind"]
+    if kind == "Deployment":
+        n = (obj.get("spec") or {}).get("replicas", 1)
+        return {"observedGeneration": 1, "replicas": n, "updatedReplicas": n, "readyReplicas": n, "availableReplicas": n}
+    if kind == "DaemonSet":
+        return {"desiredNumberScheduled": 1, "updatedNumberScheduled": 1, "numberAvailable": 1, "numberReady": 1}
+    if kind == "Job":
+        return {"conditions": [{"type": "Complete", "status": "True"}]}
+    if kind == "CustomResourceDefinition":
+        return {"conditions": [{"type": "Established", "status": "True"}]}
+    return {"conditions": [{"type": "Ready", "status": "True"}]}
+
+
+def _pending_status(obj):
+    kind = obj["kind"]
+    if kind == "Deployment":
+        return {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 0, "availableReplicas": 0}
+    if kind == "Job":
+        return {"active": 1}
+    if kind == "DaemonSet":
+        return {"desiredNumberScheduled": 1, "updatedNumberScheduled": 0, "numberAvailable": 0, "numberReady": 0}
+    return {"conditions": [{"type": "Ready", "status": "False", "reason": "Waiting"}]}
+
+
+class FakeCluster:
+    def __init__(self, clock=None):
+        self.clock = clock or FakeClock()
+        self.kinds = dict(BUILTIN_KINDS)
+        self.objects = {}
+        self.created_at = {}
+        self.audit = []
+        self.lock = threading.RLock()
+        self.rv = 0
+        self.fail_apply = {}  # (kind, name) -> message
+        for name in ("default", "kube-system"):
+            self.objects[("v1", "Namespace", None, name)] = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "uid": name}}
+            self.created_at[("v1", "Namespace", None, name)] = 0.0
+
+    def _namespaced(self, api_version, kind):
+        if (api_version, kind) not in self.kinds:
+            raise NotServed("kind %s (%s) not served" % (kind, api_version), status=404)
+        return self.kinds[(api_version, kind)]
+
+    def is_namespaced(self, api_version, kind):
+        return self._namespaced(api_version, kind)
+
+    def _key(self, api_version, kind, name, namespace):
+        namespaced = self._namespaced(api_version, kind)
+        if namespaced and not namespace:
+            raise ClusterError("namespace required for %s/%s" % (kind, name), status=400)
+        return (api_version, kind, namespace if namespaced else None, name)
+
+    def _observe(self, key, obj):
+        obj = copy.deepcopy(obj)
+        kind = obj["kind"]
+        if kind in ("ConfigMap", "Secret", "Service", "Namespace", "ServiceAccount", "Lease", "ClusterRole"):
+            return obj
+        ann = (obj["metadata"].get("annotations") or {})
+        if ann.get(FAIL):
+            if kind == "Job":
+                obj["status"] = {"conditions": [{"type": "Failed", "status": "True", "message": ann[FAIL]}]}
+            elif kind == "Deployment":
+                obj["status"] = {"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": ann[FAIL]}]}
+            else:
+                obj["status"] = {"conditions": [{"type": "Stalled", "status": "True", "message": ann[FAIL]}]}
+            return obj
+        delay = float(ann.get(READY_AFTER, 0))
+        age = self.clock() - self.created_at[key]
+        obj["status"] = _ready_status(obj) if age >= delay else _pending_status(obj)
+        return obj
+
+    def get(self, api_version, kind, name, namespace=None):
+        with self.lock:
+            try:
+                key = self._key(api_version, kind, name, namespace)
+            except NotServed:
+                return None
+            if key not in self.objects:
+                return None
+            return self._observe(key, self.objects[key])
+
+    def list(self, api_version, kind, namespace=None, label_selector=None):
+        wanted = {}
+        for part in (label_selector or "").split(","):
+            if "=" in part:
+                k, v = part.split("=", 1)
+                wanted[k] = v
+        with self.lock:
+            found = []
+            for key, obj in self.objects.items():
+                if key[0] != api_version or key[1] != kind or (namespace and key[2] != namespace):
+                    continue
+                labels = obj["metadata"].get("labels") or {}
+                if all(labels.get(k) == v for k, v in wanted.items()):
+                    found.append(copy.deepcopy(obj))
+            return found
+
+    def _store(self, obj, verb):
+        meta = obj.setdefault("metadata", {})
+        key = self._key(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
+        if self._namespaced(obj["apiVersion"], obj["kind"]):
+            ns = meta.get("namespace")
+            if obj["kind"] != "Namespace" and ("v1", "Namespace", None, ns) not in self.objects:
+                raise ClusterError("namespaces %s not found" % ns, status=404)
+        existing = self.objects.get(key)
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        if existing is None:
+            self.created_at[key] = self.clock()
+            meta["uid"] = "uid-%d" % self.rv
+        else:
+            meta["uid"] = existing["metadata"]["uid"]
+        obj.pop("status", None)
+        self.objects[key] = obj
+        if obj["kind"] == "CustomResourceDefinition":
+            spec = obj["spec"]
+            for version in spec.get("versions") or []:
+                self.kinds[("%s/%s" % (spec["group"], version["name"]), spec["names"]["kind"])] = spec.get("scope", "Namespaced") == "Namespaced"
+        self.audit.append((verb, obj["kind"], meta.get("namespace"), meta["name"]))
+        return self._observe(key, obj)
+
+    def apply(self, obj, dry_run=False, field_manager="aicr-runtime"):
+        with self.lock:
+            body = copy.deepcopy(obj)
+            meta = body.get("metadata") or {}
+            if (obj["kind"], meta.get("name")) in self.fail_apply:
+                raise ClusterError(self.fail_apply[(obj["kind"], meta.get("name"))], status=422)
+            key = self._key(body["apiVersion"], body["kind"], meta.get("name"), meta.get("namespace"))
+            existing = self.objects.get(key)
+            if dry_run:
+                if existing is None:
+                    return body
+                merged = copy.deepcopy(body)
+                merged["metadata"]["uid"] = existing["metadata"]["uid"]
+                merged["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+                self.audit.append(("dry-run-apply", body["kind"], meta.get("namespace"), meta["name"]))
+                return self._observe(key, merged)
+            return self._store(body, "apply")
+
+    def create(self, obj):
+        with self.lock:
+            meta = obj["metadata"]
+            key = self._key(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
+            if key in self.objects:
+                raise ClusterError("already exists", status=409)
+            return self._store(copy.deepcopy(obj), "create")
+
+    def replace(self, obj):
+        with self.lock:
+            meta = obj["metadata"]
+            key = self._key(obj["apiVersion"], obj["kind"], meta.get("name"), meta.get("namespace"))
+            if key not in self.objects:
+                raise ClusterError("not found", status=404)
+            if meta.get("resourceVersion") and meta["resourceVersion"] != self.objects[key]["metadata"]["resourceVersion"]:
+                raise ClusterError("conflict", status=409)
+            return self._store(copy.deepcopy(obj), "replace")
+
+    def delete(self, api_version, kind, name, namespace=None):
+        with self.lock:
+            try:
+                key = self._key(api_version, kind, name, namespace)
+            except NotServed:
+                return False
+            if key not in self.objects:
+                return False
+            del self.objects[key]
+            self.audit.append(("delete", kind, namespace, name))
+            return True
+
+    def mutations(self):
+        return [a for a in self.audit if a[0] in ("apply", "create", "replace", "delete")]
+
+
+def encode_release(release):
+    raw = gzip.compress(json.dumps(release).encode("utf-8"))
+    return base64.b64encode(base64.b64encode(raw)).decode("ascii")
+
+
+class FakeHelm:
+    """Charts are functions values -> list of docs; releases stored like helm's secret driver."""
+
+    major = 3
+
+    def __init__(self, cluster, charts=None):
+        self.cluster = cluster
+        self.charts = charts or {}
+        self.calls = []
+        self.lock = threading.Lock()
+        self.fail = {}  # release -> message
+
+    def _chart_name(self, chart_ref):
+        return chart_ref.rstrip("/").split("/")[-1]
+
+    def upgrade(self, release, namespace, chart_ref, repo, version, values, labels, extra_flags=None, atomic=False, timeout=None, workdir=None):
+        with self.lock:
+            self.calls.append(("upgrade", release, namespace, chart_ref, repo, version))
+        if release in self.fail:
+            raise AicrError("helm upgrade --install %s failed: %s" % (release, self.fail[release]))
+        chart = self._chart_name(chart_ref)
+        docs = self.charts[chart](values, release, namespace) if chart in self.charts else []
+        if ("v1", "Namespace", None, namespace) not in self.cluster.objects:
+            self.cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        for doc in docs:
+            doc = copy.deepcopy(doc)
+            if self.cluster.is_namespaced(doc["apiVersion"], doc["kind"]):
+                doc["metadata"].setdefault("namespace", namespace)
+            self.cluster.apply(doc)
+        previous = self.cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % release)
+        revision = 1 + max([int(s["metadata"]["labels"]["version"]) for s in previous] or [0])
+        for secret in previous:
+            secret["metadata"]["labels"]["status"] = "superseded"
+            self.cluster.replace(secret)
+        record = {"name": release, "namespace": namespace, "version": revision, "info": {"status": "deployed"},
+                  "chart": {"metadata": {"name": chart, "version": str(version).lstrip("v")}}, "config": values,
+                  "manifest": "\n---\n".join(yaml.safe_dump(d) for d in docs)}
+        secret_labels = dict(labels or {})
+        secret_labels.update({"owner": "helm", "name": release, "status": "deployed", "version": str(revision)})
+        self.cluster.create({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                             "metadata": {"name": "sh.helm.release.v1.%s.v%d" % (release, revision), "namespace": namespace, "labels": secret_labels},
+                             "data": {"release": encode_release(record)}})
+        return revision
+
+    def uninstall(self, release, namespace, timeout=None):
+        with self.lock:
+            self.calls.append(("uninstall", release, namespace))
+        secrets = self.cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % release)
+        for secret in secrets:
+            decoded = json.loads(gzip.decompress(base64.b64decode(base64.b64decode(secret["data"]["release"]))))
+            if secret["metadata"]["labels"]["status"] == "deployed":
+                for doc in yaml.safe_load_all(decoded["manifest"]):
+                    if doc:
+                        self.cluster.delete(doc["apiVersion"], doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", namespace))
+            self.cluster.delete("v1", "Secret", secret["metadata"]["name"], namespace)
+
+    def template(self, release, chart_dir, namespace, values_file, output_dir, timeout=120):
+        """Like ``helm template --output-dir`` without templating: copies the files."""
+        with self.lock:
+            self.calls.append(("template", release))
+        for wave in ("pre", "post"):
+            src = os.path.join(chart_dir, "templates", wave)
+            if not os.path.isdir(src):
+                continue
+            dst = os.path.join(output_dir, "chart", "templates", wave)
+            os.makedirs(dst, exist_ok=True)
+            for name in os.listdir(src):
+                with open(os.path.join(src, name)) as handle, open(os.path.join(dst, name), "w") as out:
+                    out.write(handle.read())
+
+    def upgrades(self):
+        return [c for c in self.calls if c[0] == "upgrade"]
+
+
+def deployment(name, delay=0.0, fail=None, replicas=1):
+    ann = {READY_AFTER: str(delay)}
+    if fail:
+        ann[FAIL] = fail
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "annotations": ann},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+
+
+@pytest.fixture
+def fake_cluster():
+    return FakeCluster()
+
+
+@pytest.fixture
+def fakes():
+    """The fake classes and helpers, for tests that build several instances."""
+
+    class Namespace:
+        pass
+
+    ns = Namespace()
+    ns.FakeCluster = FakeCluster
+    ns.FakeHelm = FakeHelm
+    ns.FakeClock = FakeClock
+    ns.deployment = deployment
+    ns.READY_AFTER = READY_AFTER
+    ns.FAIL = FAIL
+    return ns
