@@ -150,15 +150,24 @@ def inline_comment(line):
         return None
     quote = None
     prev = " "
-    for index, char in enumerate(line):
+    index = 0
+    while index < len(line):
+        char = line[index]
         if quote:
             if char == quote:
+                if quote == "'" and line[index + 1:index + 2] == "'":
+                    index += 2
+                    continue
                 quote = None
+            elif char == "\\" and quote == '"':
+                index += 2
+                continue
         elif char in "\"'" and prev in " \t:[{,-":
             quote = char
         elif char == "#" and prev in " \t":
             return line[index:]
         prev = char
+        index += 1
     return None
 
 
@@ -180,11 +189,12 @@ def split_path(path):
 class KeyComments:
     """What the comments say about one key: a description and annotations."""
 
-    __slots__ = ("description", "annotations")
+    __slots__ = ("description", "annotations", "explicit")
 
-    def __init__(self, description=None, annotations=None):
+    def __init__(self, description=None, annotations=None, explicit=True):
         self.description = description
         self.annotations = annotations or {}
+        self.explicit = explicit  # False: a plain comment block, which a path-addressed comment overrides
 
 
 def _strip_hashes(line):
@@ -261,7 +271,7 @@ class CommentIndex:
         inline = inline_comment(self.lines[line]) if line < len(self.lines) else None
         if not block and not inline:
             return None
-        description, annotations = parse_block(block)
+        description, annotations, explicit = parse_block(block)
         if inline:
             inline = inline.strip()
             body = _strip_hashes(inline)
@@ -274,12 +284,13 @@ class CommentIndex:
                 elif body.startswith("-- "):
                     desc, ann = _helmdocs_text(body[3:], [])
                     annotations.update(ann)
-                    description = description or desc
+                    if desc:
+                        description, explicit = desc, True
                 elif not body.startswith("@") and body and description is None and not _CODE_LINE.match(body):
                     description = body
         if description is None and not annotations:
             return None
-        return KeyComments(description, annotations)
+        return KeyComments(description, annotations, explicit)
 
 
 def _helmdocs_text(first, rest):
@@ -348,6 +359,6 @@ def parse_block(block):
         index += 1
     if helmdocs is not None:
         annotations.update(helmdocs[1])
-        return helmdocs[0], annotations
+        return helmdocs[0], annotations, True
     description = "\n".join(plain).strip() or None
-    return description, annotations
+    return description, annotations, False

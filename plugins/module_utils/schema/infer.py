@@ -54,7 +54,7 @@ SCALAR_TYPES = {
 MERGE_TAG = TAG + "merge"
 
 # Kubernetes quantities with a unit ("100m", "1Gi", "1e3") are int-or-string values.
-QUANTITY = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+|[KMGTPE]i|[mkMGTPE])$")
+QUANTITY = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[KMGTPE]i|[mkMGTPE])$")
 RESOURCE_PARENTS = frozenset(("limits", "requests"))
 RESOURCE_NAMES = frozenset(("cpu", "memory", "storage", "ephemeral-storage", "pods"))
 INT_OR_STRING_KEYS = frozenset(("targetPort", "maxUnavailable", "maxSurge", "minAvailable"))
@@ -215,6 +215,8 @@ class Inferrer:
             if info is not None:
                 if info.description and "description" not in child:
                     child["description"] = info.description
+                    if not info.explicit:
+                        child["x-plain"] = True
                 if info.annotations:
                     apply_annotations(child, info.annotations, _dotted(path + (key,)))
             if key in properties:
@@ -292,8 +294,9 @@ class Inferrer:
             node = _find_path(root, parts)
             if node is None:
                 continue
-            if info.description and "description" not in node:
+            if info.description and ("description" not in node or node.get("x-plain")):
                 node["description"] = info.description
+            node.pop("x-plain", None)
             if info.annotations:
                 apply_annotations(node, info.annotations, ".".join(parts))
 
