@@ -12,7 +12,7 @@ name: recipe
 short_description: Resolve an AICR recipe on the controller
 version_added: 0.1.0
 author:
-  - aicr.runtime contributors
+  - aicr.runtime maintainers (@aicr-runtime)
 description:
   - Resolves a recipe from an AICR recipe catalog on the controller, with the same engine and the same
     semantics (AICR v0.19.0) as the M(aicr.runtime.recipe_resolve) module.

@@ -23,7 +23,7 @@ description:
   - The module only reads files; it never changes anything (C(changed) is always C(false)).
     The parsed catalog is cached by content digest under O(cache_dir).
 author:
-  - aicr.runtime contributors
+  - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
   - aicr.runtime.attributes
 attributes:
@@ -156,30 +156,79 @@ components:
   type: list
   elements: dict
   contains:
-    name: {description: Component (and Helm release) name., type: str}
-    order: {description: Position in the deployment order (0-based)., type: int}
-    type: {description: Deployment type (C(Helm) or C(Kustomize))., type: str}
-    chart: {description: Chart name (empty for manifest-only components)., type: str}
+    name:
+      description: Component (and Helm release) name.
+      type: str
+    order:
+      description: Position in the deployment order (0-based).
+      type: int
+    type:
+      description: Deployment type (C(Helm) or C(Kustomize)).
+      type: str
+    chart:
+      description: Chart name (empty for manifest-only components).
+      type: str
     chart_ref:
       description:
-        - The chart reference to pass to Helm. For OCI repositories C(repository/chart), otherwise the chart
-          name (use it with O(components[].repository) as C(--repo)). Empty for manifest-only components.
+        - The chart reference to pass to Helm. For an OCI repository C(<repository>/<chart>), otherwise the
+          chart name (use it with RV(components[].repository) as C(--repo)). Empty for manifest-only components.
       type: str
-    repository: {description: Chart repository URL (C(https://...) or C(oci://...))., type: str}
-    oci: {description: Whether the repository is an OCI registry., type: bool}
-    version: {description: Chart version., type: str}
-    namespace: {description: Target namespace., type: str}
-    values: {description: Effective Helm values (values files, recipe overrides, then O(component_overrides)[].values)., type: dict}
-    values_files: {description: Catalog values files that were merged, in order., type: list, elements: str}
-    dependencies: {description: Enabled components that must be deployed first., type: list, elements: str}
-    external_dependencies: {description: Declared dependencies that are disabled (assumed provided outside the recipe)., type: list, elements: str}
-    pre_manifest_files: {description: Manifests applied before the chart, relative to the catalog root., type: list, elements: str}
-    pre_manifest_paths: {description: Absolute paths of O(components[].pre_manifest_files)., type: list, elements: str}
-    manifest_files: {description: Manifests applied after the chart, relative to the catalog root., type: list, elements: str}
-    manifest_paths: {description: Absolute paths of O(components[].manifest_files)., type: list, elements: str}
-    manifest_only: {description: The component has no chart; its manifests are rendered as a local chart., type: bool}
-    enabled: {description: Always C(true) here (disabled components are not listed)., type: bool}
-    cleanup: {description: AICR's C(cleanup) flag (uninstall after validation)., type: bool}
+    repository:
+      description: Chart repository URL (C(https://...) or C(oci://...)).
+      type: str
+    oci:
+      description: Whether the repository is an OCI registry.
+      type: bool
+    version:
+      description: Chart version.
+      type: str
+    namespace:
+      description: Target namespace.
+      type: str
+    values:
+      description:
+        - Effective Helm values - the component's C(values.yaml), its C(valuesFile), the recipe C(overrides),
+          then O(component_overrides) C(values); maps merge recursively and C(null) deletes a key.
+      type: dict
+    values_files:
+      description: Catalog values files that were merged, in order.
+      type: list
+      elements: str
+    dependencies:
+      description: Enabled components that must be deployed first.
+      type: list
+      elements: str
+    external_dependencies:
+      description: Declared dependencies that are disabled (assumed to be provided outside the recipe).
+      type: list
+      elements: str
+    pre_manifest_files:
+      description: Manifests applied before the chart, relative to the catalog root.
+      type: list
+      elements: str
+    pre_manifest_paths:
+      description: Absolute paths of RV(components[].pre_manifest_files).
+      type: list
+      elements: str
+    manifest_files:
+      description:
+        - Manifests applied after the chart, relative to the catalog root. They are Helm templates rendered
+          with C(.Values) holding each component's values under its name (AICR's convention).
+      type: list
+      elements: str
+    manifest_paths:
+      description: Absolute paths of RV(components[].manifest_files).
+      type: list
+      elements: str
+    manifest_only:
+      description: The component has no chart; its manifests are rendered as a local chart.
+      type: bool
+    enabled:
+      description: Always C(true) here (disabled components are not listed).
+      type: bool
+    cleanup:
+      description: AICR's C(cleanup) flag (uninstall after validation).
+      type: bool
 recipe_name:
   description: C(accelerator-service[-os]-intent[-platform]) with unstated dimensions omitted.
   returned: success
@@ -200,9 +249,10 @@ graph:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
 from ansible_collections.aicr.runtime.plugins.module_utils.recipe import resolve as resolve_mod
 
 CRITERIA_SPEC = dict(
@@ -228,6 +278,8 @@ def main():
         ),
         supports_check_mode=True,
     )
+    if not catalog_mod.HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=catalog_mod.YAML_IMPORT_ERROR)
     params = module.params
     criteria = dict((k, v) for k, v in (params["criteria"] or {}).items() if v is not None)
     try:

@@ -27,16 +27,23 @@ import posixpath
 import struct
 import tarfile
 import tempfile
+import traceback
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:  # modules report it with missing_required_lib("PyYAML")
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.recipe import criteria as crit
 
-try:
-    _LOADER = yaml.CSafeLoader
-except AttributeError:  # PyYAML built without libyaml
-    _LOADER = yaml.SafeLoader
+if HAS_YAML:
+    _LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader  # SafeLoader when PyYAML lacks libyaml
+else:
+    _LOADER = None
 
 RECIPE_METADATA_KIND = "RecipeMetadata"
 RECIPE_MIXIN_KIND = "RecipeMixin"
@@ -399,6 +406,8 @@ def load_catalog(path, cache_dir=None, persist=True):
     (``None`` -> :func:`default_cache_dir`). ``persist=False`` disables the parsed
     metadata cache on disk (tarballs are still unpacked, to a temp dir if needed).
     """
+    if not HAS_YAML:
+        raise AicrError("catalog: the PyYAML Python library is required to read recipe catalogs", missing_library="PyYAML")
     if not isinstance(path, str) or not path:
         raise AicrError("catalog: a path to an AICR recipes/ directory or a .tar.gz of one is required", field="catalog")
     source = os.path.abspath(os.path.expanduser(path))

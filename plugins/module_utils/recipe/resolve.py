@@ -158,13 +158,15 @@ def _check_user_inputs(result, skip_components, component_overrides):
             raise AicrError("component_overrides: component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
                             field="component_overrides", value=name, allowed=sorted(names))
         if not isinstance(spec, dict):
-            raise AicrError("component_overrides.%s: expected a mapping with keys %s" % (name, ", ".join(_OVERRIDE_KEYS)), field="component_overrides.%s" % name)
+            raise AicrError("component_overrides.%s: expected a mapping with keys %s" % (name, ", ".join(_OVERRIDE_KEYS)),
+                            field="component_overrides.%s" % name)
         for key in spec:
             if key not in _OVERRIDE_KEYS:
                 raise AicrError("component_overrides.%s: unknown key %r (allowed: %s)" % (name, key, ", ".join(_OVERRIDE_KEYS)),
                                 field="component_overrides.%s.%s" % (name, key), allowed=list(_OVERRIDE_KEYS))
         for key in ("version", "namespace"):
-            if spec.get(key) is not None and (not isinstance(spec[key], (str, int, float)) or isinstance(spec[key], bool) or str(spec[key]) == ""):
+            value = spec.get(key)
+            if value is not None and (not isinstance(value, (str, int, float)) or isinstance(value, bool) or str(value) == ""):
                 raise AicrError("component_overrides.%s.%s: expected a non-empty string, got %r" % (name, key, spec[key]),
                                 field="component_overrides.%s.%s" % (name, key))
         if spec.get("values") is not None and not isinstance(spec["values"], dict):
