@@ -87,7 +87,7 @@ def to_structural(node, path="", dropped=None, preserve_unknown=False):
                             "reason": "a structural schema allows one type per node; any value is accepted here"})
     else:
         out["type"] = node["type"]
-    if node.get("nullable"):
+    if node.get("nullable") and not node.get("crdNotNullable"):
         out["nullable"] = True
     for key in _CRD_KEYWORDS[2:]:
         if node.get(key) is not None:

@@ -208,7 +208,7 @@ class Inferrer:
         for key_node, value_node in _flatten_pairs(yaml_node):
             key = _key_text(key_node)
             if key.startswith("#") and isinstance(value_node, yaml.MappingNode):
-                metas[key[1:]] = value_node
+                metas[key[1:]] = (value_node, self.comments.for_key(key_node.start_mark.line, key_node.start_mark.column))
                 continue
             child = self._node(value_node, path + (key,), key, path[-1] if path else None, depth + 1)
             info = self.comments.for_key(key_node.start_mark.line, key_node.start_mark.column)
@@ -222,8 +222,11 @@ class Inferrer:
             if key in properties:
                 child = merge(properties[key], child)
             properties[key] = child
-        for name, meta_node in metas.items():
+        for name, (meta_node, info) in metas.items():
             self._apply_meta(properties, name, meta_node, path, depth)
+            target = properties.get(name)
+            if target is not None and info is not None and info.description and "description" not in target:
+                target["description"] = info.description
         for name, child in properties.items():
             if child.pop("x-required", False):
                 required.append(name)
@@ -271,6 +274,10 @@ class Inferrer:
                 target.pop("emptyList", None)
         if meta:
             apply_annotations(target, meta, where)
+            # the design's meta type is exact: in the CRD a null default does not make the field nullable
+            # (the JSON Schema keeps null allowed so the chart's own defaults validate)
+            if "type" in meta and "nullable" not in meta and "null" not in comments_mod.normalise_type(meta["type"], where):
+                target["crdNotNullable"] = True
         properties[name] = target
 
     def _items_meta(self, yaml_node, path, depth):
@@ -365,7 +372,9 @@ def _multiline_scalars(node, lines, seen):
     seen.add(id(node))
     if isinstance(node, yaml.ScalarNode):
         if node.end_mark.line > node.start_mark.line:
-            lines.update(range(node.start_mark.line + 1, node.end_mark.line + 1))
+            # a block scalar ends at column 0 of the line after its last content line
+            last = node.end_mark.line if node.end_mark.column > 0 else node.end_mark.line - 1
+            lines.update(range(node.start_mark.line + 1, last + 1))
     elif isinstance(node, yaml.SequenceNode):
         for child in node.value:
             _multiline_scalars(child, lines, seen)
