@@ -1,0 +1,456 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fabric_device
+short_description: Attach and detach composable GPUs and CXL memory on a PCIe/CXL fabric, safely and idempotently
+version_added: 0.1.0
+description:
+  - Declares how many devices of a type and model a server (a fabric machine) holds, or which devices it must not hold,
+    and converges the fabric to that through the FTI CDI Fabric Manager, the FTI CDI Cluster Manager or a Redfish
+    CompositionService.
+  - The machine is always read first; only the deficit is attached, one device per request; only devices named by
+    their fabric id are detached (a surplus is chosen by id, never "remove N").
+  - After an ambiguous outcome (timeout, connection reset, HTTP 5xx) or an error answer the machine is re-read; a new
+    matching device is adopted and a device that is gone counts as detached. A request is re-sent only when the
+    re-read, after the fabric had time to settle, shows it had no effect - never a double attach.
+  - An attach whose device comes up failed or critical is rolled back (detached again) and the task fails.
+  - Unless O(force_detach), a GPU is not detached while pods on its node request C(nvidia.com/gpu) or a DRA
+    ResourceClaim names it; the refusal names the pods or claims.
+  - When the composable-resource-operator (C(cro.hpsys.ibm.ie.com)) is installed on the cluster, it detaches devices no
+    ComposableResource claims after about 10 minutes; the module refuses unless O(operator_coexistence=allow).
+  - Several machines (O(machines)) are handled concurrently with a bounded thread pool; devices on one machine
+    sequentially.
+author:
+  - aicr.runtime contributors
+extends_documentation_fragment:
+  - aicr.runtime.attributes
+  - aicr.runtime.fabric
+attributes:
+  check_mode:
+    support: full
+    details: The machines (and the free pool) are read; the attaches and detaches that would happen are returned in RV(actions), nothing is changed.
+  diff_mode:
+    support: full
+    details: RV(diff) holds the device lists of every machine before and after.
+  idempotent:
+    support: full
+    details: A second run with the same arguments reads the machines and sends no mutating request.
+requirements:
+  - requests
+  - kubernetes (when O(node), O(credentials_secret) or O(verify_visible) is used)
+options:
+  node:
+    description:
+      - Kubernetes node name. It is resolved to the fabric machine through C(spec.providerID) C(fsas-cdi://<uuid>) or, on
+        OpenShift, the annotations Node C(machine.openshift.io/machine) -> Machine C(metal3.io/BareMetalHost) ->
+        BareMetalHost C(cluster-manager.cdi.io/machine).
+      - Needed for the pod/claim safety check before a detach and for O(verify_visible).
+    type: str
+  machine_id:
+    description:
+      - Fabric machine UUID (Redfish - the ComputerSystem id). Use instead of, or together with, O(node).
+    type: str
+  type:
+    description: Device type.
+    type: str
+    choices: [gpu, cxlmemory]
+    default: gpu
+  model:
+    description:
+      - Device model as the fabric names it (the C(model eq) condition), for example C(A100). Any model when omitted.
+    type: str
+  count:
+    description:
+      - With O(state=present) - the number of devices of O(type)/O(model) the machine must hold. A deficit is attached,
+        a surplus detached (failed/critical devices first, then the newest).
+    type: int
+  devices:
+    description:
+      - With O(state=absent) - fabric resource ids (C(res_uuid), Redfish block id) or serials to detach. Ids not
+        attached to the machine are ignored.
+      - With O(state=absent) and no O(devices), every device of O(type) (and O(model)) on the machine is detached.
+    type: list
+    elements: str
+  state:
+    description: Whether the devices are to be attached (O(count)) or detached.
+    type: str
+    choices: [present, absent]
+    default: present
+  machines:
+    description:
+      - Several machines in one run (handled concurrently, one token for all). Each item takes O(node) or O(machine_id)
+        and may override O(type), O(model), O(count), O(devices) and O(state); unset keys come from the top-level options.
+    type: list
+    elements: dict
+    suboptions:
+      node:
+        description: Kubernetes node name.
+        type: str
+      machine_id:
+        description: Fabric machine UUID.
+        type: str
+      type:
+        description: Device type.
+        type: str
+        choices: [gpu, cxlmemory]
+      model:
+        description: Device model.
+        type: str
+      count:
+        description: Desired number of devices.
+        type: int
+      devices:
+        description: Device ids to detach.
+        type: list
+        elements: str
+      state:
+        description: present or absent.
+        type: str
+        choices: [present, absent]
+  force_detach:
+    description:
+      - Detach even when pods on the node request C(nvidia.com/gpu) or DRA claims name the device, or when no node is
+        known to check.
+    type: bool
+    default: false
+  operator_coexistence:
+    description:
+      - What to do when the composable-resource-operator is installed on the cluster. C(refuse) fails the task;
+        C(allow) proceeds and returns a warning.
+    type: str
+    choices: [refuse, allow]
+    default: refuse
+  wait:
+    description:
+      - Wait for asynchronous providers (C(fti_cm), C(redfish)) until attached devices are ready and detached ones gone.
+    type: bool
+    default: true
+  wait_timeout:
+    description: Seconds to wait for asynchronous changes and for O(verify_visible).
+    type: int
+    default: 300
+  verify_visible:
+    description:
+      - After attaching GPUs, wait until the node reports them - allocatable C(nvidia.com/gpu) at least the machine's fabric
+        GPU count, or ResourceSlice devices with the GPUs' UUIDs.
+    type: bool
+    default: false
+  poll_interval:
+    description: Seconds between reads while waiting.
+    type: float
+    default: 2
+  settle_timeout:
+    description:
+      - After an ambiguous outcome, seconds to keep re-reading the machine for the change to show before deciding it did not
+        happen. Defaults to twice O(timeout).
+    type: float
+  max_workers:
+    description: Machines handled at the same time.
+    type: int
+    default: 8
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file, or its parsed content. Defaults to C($KUBECONFIG), C(~/.kube/config), then in-cluster.
+    type: raw
+  context:
+    description: kubeconfig context to use.
+    type: str
+notes:
+  - Device status follows the FTI C(res_op_status) first character - C(0) ok, C(1) ok with a warning (returned in
+    RV(devices[].warnings) and RV(warnings)), C(2) critical; an empty or unknown status of a device that counts is an error
+    naming it. Redfish C(Status.Health) C(OK)/C(Warning)/C(Critical) maps the same way.
+  - A machine read that returns no machine or lacks required fields fails with the machine named.
+seealso:
+  - name: composable-resource-operator
+    description: The Kubernetes operator for the same fabrics (ComposabilityRequest, ComposableResource).
+    link: https://github.com/CoHDI/composable-resource-operator
+  - name: DMTF Redfish composability
+    description: CompositionService, ResourceBlocks, AddResourceBlock/RemoveResourceBlock.
+    link: https://www.dmtf.org/standards/redfish
+"""
+
+EXAMPLES = r"""
+- name: Node gpu-worker-1 holds exactly two A100s from the fabric, visible to Kubernetes
+  aicr.runtime.fabric_device:
+    provider: fti_fm
+    endpoint: cdi.example.com
+    tenant_id: 3f1e6f4c-0000-4000-8000-000000000001
+    credentials_secret: {name: fti-credentials, namespace: composable}
+    ca_path: /etc/pki/fabric-ca.pem
+    node: gpu-worker-1
+    type: gpu
+    model: A100
+    count: 2
+    verify_visible: true
+  register: gpus
+
+- name: Two H100s on each of four machines through the Cluster Manager, concurrently
+  aicr.runtime.fabric_device:
+    provider: fti_cm
+    endpoint: cdi.example.com
+    tenant_id: "{{ fti_tenant }}"
+    cluster_id: "{{ fti_cluster }}"
+    realm: cdi
+    client_id: aicr
+    client_secret: "{{ vault_fti_client_secret }}"
+    username: automation
+    password: "{{ vault_fti_password }}"
+    model: H100
+    count: 2
+    machines:
+      - node: gpu-worker-1
+      - node: gpu-worker-2
+      - node: gpu-worker-3
+      - node: gpu-worker-4
+
+- name: Detach one named GPU (refused while pods use GPUs on the node)
+  aicr.runtime.fabric_device:
+    provider: fti_fm
+    endpoint: cdi.example.com
+    tenant_id: "{{ fti_tenant }}"
+    credentials_secret: {name: fti-credentials, namespace: composable}
+    node: gpu-worker-1
+    state: absent
+    devices: [0670c861-2253-593d-8dca-02affed2122a]
+
+- name: Compose a CXL memory block through Redfish
+  aicr.runtime.fabric_device:
+    provider: redfish
+    endpoint: https://bmc-composer.example.com
+    username: admin
+    password: "{{ vault_redfish_password }}"
+    machine_id: System-7
+    type: cxlmemory
+    count: 1
+"""
+
+RETURN = r"""
+devices:
+  description: Devices on the machines after the run (in check mode, the planned list; planned attaches have C(res_uuid) null).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    res_uuid:
+      description: Fabric resource id (Redfish - the ResourceBlock id).
+      type: str
+    serial:
+      description: The serial the node sees (for GPUs, the C(GPU-...) UUID).
+      type: str
+    type:
+      description: C(gpu) or C(cxlmemory).
+      type: str
+    model:
+      description: Device model.
+      type: str
+    status:
+      description: C(ok), C(warning), C(critical), C(unknown), or the phase C(pending), C(removing), C(failed).
+      type: str
+    warnings:
+      description: Status warnings of this device.
+      type: list
+      elements: str
+    machine:
+      description: Fabric machine id.
+      type: str
+    node:
+      description: Kubernetes node, when known.
+      type: str
+  sample:
+    - {res_uuid: 0670c861-2253-593d-8dca-02affed2122a, serial: GPU-9a1e0c55-1c3e-5b2a-9f2d-3a9e1c7b5d11, type: gpu, model: A100,
+       status: ok, warnings: [], machine: cb765435-c696-502d-9ae2-781e57375583, node: node-0}
+attached:
+  description: Devices attached (or adopted after an ambiguous outcome) by this run, same fields as RV(devices).
+  returned: always
+  type: list
+  elements: dict
+detached:
+  description: Devices detached by this run, same fields as RV(devices).
+  returned: always
+  type: list
+  elements: dict
+actions:
+  description:
+    - Every mutation, in order - C(action) (C(attach) or C(detach)), C(machine), C(node), C(type), C(model), C(res_uuid), C(serial),
+      and C(adopted) for an attach found after an ambiguous outcome. In check mode, the planned mutations.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {action: attach, machine: cb765435-c696-502d-9ae2-781e57375583, node: node-0, type: gpu, model: A100,
+       res_uuid: 0670c861-2253-593d-8dca-02affed2122a, serial: GPU-9a1e0c55-1c3e-5b2a-9f2d-3a9e1c7b5d11, adopted: false}
+diff:
+  description: Device lists per machine before and after (C(before.machines.<id>), C(after.machines.<id>)).
+  returned: always
+  type: dict
+machines:
+  description: Per machine - C(machine), C(node), C(attached) and C(detached) counts, C(error), C(warnings).
+  returned: always
+  type: list
+  elements: dict
+fabric_warnings:
+  description: Device status warnings, adopted outcomes, operator coexistence (also emitted as Ansible warnings).
+  returned: always
+  type: list
+  elements: str
+token_requests:
+  description: Access tokens requested during the run (normally 1 for FTI providers, 0 for Redfish).
+  returned: always
+  type: int
+fabric_requests:
+  description: HTTP requests sent to the fabric, by method.
+  returned: always
+  type: dict
+  sample: {GET: 4, PATCH: 2, POST: 1}
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.fabric.transport import HAS_REQUESTS, REQUESTS_IMPORT_ERROR
+
+try:
+    from ansible_collections.aicr.runtime.plugins.module_utils.fabric.factory import build_backend
+    from ansible_collections.aicr.runtime.plugins.module_utils.fabric.service import FabricService, Target
+    from ansible_collections.aicr.runtime.plugins.module_utils.fabric.nodes import KubernetesClusterView, HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR
+    from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
+
+    ENGINE_IMPORT_ERROR = None
+except ImportError:
+    ENGINE_IMPORT_ERROR = traceback.format_exc()
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = None
+
+CREDENTIALS = ("username", "password", "client_id", "client_secret", "realm")
+TARGET_KEYS = ("type", "model", "count", "devices", "state")
+
+
+def argument_spec():
+    return dict(
+        provider=dict(type="str", required=True, choices=["fti_fm", "fti_cm", "redfish"]),
+        endpoint=dict(type="str", required=True),
+        tenant_id=dict(type="str"),
+        cluster_id=dict(type="str"),
+        username=dict(type="str", no_log=True),
+        password=dict(type="str", no_log=True),
+        client_id=dict(type="str", no_log=True),
+        client_secret=dict(type="str", no_log=True),
+        realm=dict(type="str", no_log=True),
+        credentials_secret=dict(type="dict", options=dict(name=dict(type="str", required=True), namespace=dict(type="str", default="default"))),
+        ca_path=dict(type="path"),
+        validate_certs=dict(type="bool", default=True),
+        timeout=dict(type="float", default=30),
+        node=dict(type="str"),
+        machine_id=dict(type="str"),
+        type=dict(type="str", choices=["gpu", "cxlmemory"], default="gpu"),
+        model=dict(type="str"),
+        count=dict(type="int"),
+        devices=dict(type="list", elements="str"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        machines=dict(type="list", elements="dict", options=dict(
+            node=dict(type="str"),
+            machine_id=dict(type="str"),
+            type=dict(type="str", choices=["gpu", "cxlmemory"]),
+            model=dict(type="str"),
+            count=dict(type="int"),
+            devices=dict(type="list", elements="str"),
+            state=dict(type="str", choices=["present", "absent"]),
+        )),
+        force_detach=dict(type="bool", default=False),
+        operator_coexistence=dict(type="str", choices=["refuse", "allow"], default="refuse"),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=300),
+        verify_visible=dict(type="bool", default=False),
+        poll_interval=dict(type="float", default=2),
+        settle_timeout=dict(type="float"),
+        max_workers=dict(type="int", default=8),
+        kubeconfig=dict(type="raw", no_log=True),
+        context=dict(type="str"),
+    )
+
+
+def targets_from(params):
+    defaults = dict((key, params[key]) for key in TARGET_KEYS)
+    items = params["machines"] or [{"node": params["node"], "machine_id": params["machine_id"]}]
+    targets = []
+    for item in items:
+        merged = dict(defaults)
+        merged.update(dict((k, v) for k, v in item.items() if v is not None and k in TARGET_KEYS))
+        targets.append(Target(machine_id=item.get("machine_id"), node=item.get("node"), dtype=merged["type"], model=merged["model"],
+                              count=merged["count"], devices=merged["devices"], state=merged["state"]))
+    return targets
+
+
+def needs_cluster(params, targets):
+    return bool(params["credentials_secret"] or params["verify_visible"] or any(t.node for t in targets))
+
+
+def run_module(module):
+    params = module.params
+    targets = targets_from(params)
+    cluster = None
+    if needs_cluster(params, targets):
+        if not HAS_KUBERNETES:
+            module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+        cluster = KubernetesClusterView(build_api_client(params["kubeconfig"], params["context"]))
+    credentials = {}
+    if params["credentials_secret"]:
+        secret = params["credentials_secret"]
+        credentials.update(cluster.read_secret(secret["namespace"], secret["name"]))
+        for value in credentials.values():
+            module.no_log_values.add(value)
+    for key in CREDENTIALS:
+        if params[key]:
+            credentials[key] = params[key]
+    backend = build_backend(params["provider"], params["endpoint"], credentials, tenant_id=params["tenant_id"], cluster_id=params["cluster_id"],
+                            ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"])
+    settle = params["settle_timeout"] if params["settle_timeout"] is not None else 2 * params["timeout"]
+    service = FabricService(backend, cluster=cluster, check_mode=module.check_mode, force_detach=params["force_detach"],
+                            operator_coexistence=params["operator_coexistence"], wait=params["wait"], wait_timeout=params["wait_timeout"],
+                            verify_visible=params["verify_visible"], poll_interval=params["poll_interval"], settle_timeout=settle,
+                            max_workers=params["max_workers"])
+    try:
+        return service.run(targets)
+    finally:
+        backend.transport.close()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        supports_check_mode=True,
+        mutually_exclusive=[("count", "devices"), ("machines", "node"), ("machines", "machine_id")],
+        required_one_of=[("node", "machine_id", "machines")],
+    )
+    if not HAS_REQUESTS:
+        module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
+    if ENGINE_IMPORT_ERROR:
+        module.fail_json(msg="aicr.runtime fabric engine failed to import", exception=ENGINE_IMPORT_ERROR)
+    try:
+        result = run_module(module)
+    except AicrError as exc:
+        module.fail_json(**surface_warnings(module, exc.to_result()))
+    module.exit_json(**surface_warnings(module, result))
+
+
+def surface_warnings(module, result):
+    """Engine warnings become Ansible warnings and stay readable in ``fabric_warnings``."""
+    warnings = result.pop("warnings", None) or []
+    for warning in warnings:
+        module.warn(warning)
+    result["fabric_warnings"] = warnings
+    return result
+
+
+if __name__ == "__main__":
+    main()
