@@ -639,3 +639,73 @@ class _Leftover(object):
 
 
 __all__ = ["GatedRelease", "Options", "levels", "ClusterError"]
+
+
+def validate_values(plan, schemas):
+    """Validate each component's values against a JSON Schema (``{component: schema}``)."""
+    if not schemas:
+        return
+    try:
+        import jsonschema  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        raise AicrError("values_schemas: the Python package 'jsonschema' is required to validate values", field="values_schemas")
+    problems = []
+    for name in plan.order:
+        schema = schemas.get(name)
+        if not schema:
+            continue
+        validator = jsonschema.Draft7Validator(schema) if "$schema" not in schema else jsonschema.validators.validator_for(schema)(schema)
+        for error in sorted(validator.iter_errors(plan.by_name[name].values), key=lambda e: list(e.absolute_path)):
+            path = ".".join(str(p) for p in error.absolute_path) or "(root)"
+            problems.append("%s: values.%s: %s" % (name, path, error.message))
+    if problems:
+        raise AicrError("values: %d value(s) do not match the component schemas; first: %s" % (len(problems), problems[0]), field="values", problems=problems[:50])
+
+
+def execute(params, check_mode=False, diff=False, cluster=None, helm=None):
+    """Run gated_release from module parameters; returns the result dict (``failed_message`` when it failed).
+
+    ``cluster``/``helm`` are injected by tests; otherwise built from kubeconfig/context/helm_binary.
+    """
+    # Imported here so unit tests of the engine do not need the kubernetes package.
+    from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import KubeCluster  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils.release.plan import build_plan  # pylint: disable=import-outside-toplevel
+    import os  # pylint: disable=import-outside-toplevel
+
+    recipe = params.get("recipe")
+    plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
+                      skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"))
+    if params.get("validate_values", True):
+        validate_values(plan, params.get("values_schemas") or {})
+    recipe_name = params.get("recipe_name") or (recipe.get("recipe_name") if isinstance(recipe, dict) else "") or ""
+    options = Options(
+        stack=params.get("stack") or recipe_name or "default", state=params.get("state"), concurrency=params.get("concurrency"),
+        timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
+        prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
+        atomic=params.get("atomic"), lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
+        holder_message=params.get("holder_message"), recipe_name=recipe_name,
+    )
+    kubeconfig = params.get("kubeconfig")
+    tmp = tempfile.mkdtemp(prefix="aicr-gated-")
+    try:
+        kubeconfig_path = None
+        if isinstance(kubeconfig, dict):
+            kubeconfig_path = os.path.join(tmp, "kubeconfig")
+            fd = os.open(kubeconfig_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                json.dump(kubeconfig, handle)
+        elif kubeconfig:
+            kubeconfig_path = os.path.expanduser(str(kubeconfig))
+        if cluster is None:
+            cluster = KubeCluster(build_api_client(kubeconfig, params.get("context")))
+        if helm is None:
+            helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=params.get("context"),
+                              home=params.get("helm_home") or os.path.join(tmp, "helm"))
+            helm.major  # pylint: disable=pointless-statement  # fail early on a missing/old helm
+        result = GatedRelease(cluster, helm, plan, options).run()
+        result["helm_version"] = getattr(helm, "major", None)
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    """Cluster connection options (``module_utils/kube.py`` ``KUBE_ARG_SPEC``) and readiness wait options."""
+
+    DOCUMENTATION = r"""
+options:
+  kubeconfig:
+    description:
+      - Path to a kubeconfig file, or the kubeconfig content as a dictionary.
+      - Without it, C($KUBECONFIG), then C(~/.kube/config), then the in-cluster service account are used,
+        as kubectl does.
+      - The value is a secret; it is never logged or returned.
+    type: raw
+  context:
+    description:
+      - The kubeconfig context to use; the current context when omitted.
+    type: str
+"""
+
+    WAIT = r"""
+options:
+  timeout:
+    description:
+      - Seconds one component may take, from the moment its gate opens until it is Ready
+        (objects applied, release installed, every resource current).
+      - A component that runs out of time fails and names the first resource that is not ready.
+    type: int
+    default: 600
+  overall_timeout:
+    description:
+      - Seconds the whole run may take. No component is started after it; running ones stop waiting.
+    type: int
+    default: 3600
+  poll_interval:
+    description:
+      - Seconds between two readiness observations of the resources a component is waiting for.
+    type: float
+    default: 0.5
+"""

@@ -1,0 +1,335 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gated_release
+short_description: Roll out a resolved AICR recipe in dependency order, concurrently and idempotently
+version_added: 0.1.0
+description:
+  - Deploys the managed components of a recipe resolved by M(aicr.runtime.recipe_resolve) - one Helm release per
+    component plus its pre- and post-manifest objects - starting every component the moment its gate opens.
+  - "Gates: pre-manifest objects wait for the component's managed dependencies to be Ready; the release waits for those
+    dependencies and for its pre-manifest objects; post-manifest objects wait for the release; a manifest-only component's
+    objects wait for its dependencies and it is Ready when all its objects are. A dependency that is not managed (skipped,
+    disabled, absent) counts as satisfied. Nothing already deployed is torn down because a sibling is not ready."
+  - Readiness is observed from the cluster (short polling), never assumed - kstatus-like rules per kind
+    (Deployment available with updated replicas, StatefulSet/DaemonSet rolled out, Job complete, CRD established,
+    custom resources with a C(Ready) condition True, Services/ConfigMaps immediately). A release is Ready when every
+    resource of its manifest is.
+  - A DAG scheduler runs up to O(concurrency) components at once. A failing component blocks exactly its dependents,
+    independent branches continue and the task fails at the end listing the failed and blocked components.
+    A re-run resumes - what is already deployed and Ready is not touched.
+  - Idempotency - a digest of chart, repository, version and values is recorded as the Helm release label
+    C(aicr.io/digest) (C(helm upgrade --labels)); a release whose digest matches is skipped without running helm.
+    Manifest objects are compared with a server-side dry-run apply and applied with server-side apply
+    (field manager C(aicr-runtime)) only when they differ.
+  - "Manifest files are rendered with the real helm template engine (a generated chart), with C(.Values) set to
+    C({<component>: values}), C(.Release.Namespace), C(.Release.Service), C(.Chart.Name) and C(.Chart.Version)
+    (without a leading C(v)). Object identity is C(<component>-<pre|post>-<kind>-<slug of name>)."
+  - A C(coordination.k8s.io/v1) Lease per stack keeps two runs from interleaving; a stale Lease is taken over
+    after its duration. The Lease is taken only when something has to change, so a no-op run writes nothing.
+  - An inventory ConfigMap C(aicr-runtime-<stack>-inventory) (in O(lease_namespace)) records which objects each
+    component owns, for O(prune) and O(state=absent).
+author:
+  - aicr.runtime contributors
+extends_documentation_fragment:
+  - aicr.runtime.attributes
+  - aicr.runtime.kube
+  - aicr.runtime.kube.wait
+attributes:
+  check_mode:
+    support: full
+    details: Returns the plan (waves; install, upgrade, unchanged or remove per component and object, with the reason); nothing is changed.
+  diff_mode:
+    support: full
+    details: Returns the Helm values before and after for every release that would change.
+  idempotent:
+    support: full
+    details: A second run with the same recipe reports C(changed=false), runs no C(helm upgrade) and makes no mutating API call.
+requirements:
+  - kubernetes (Python package)
+  - helm 3.13 or later, or helm 4, on the controller/target that runs the module
+options:
+  recipe:
+    description:
+      - The registered result of M(aicr.runtime.recipe_resolve) (a dict with C(components), C(recipe_name) and
+        C(catalog_root)), or just its C(components) list.
+      - Each component has C(name), C(chart), C(repository) (http(s) URL or C(oci://)), C(version), C(namespace),
+        C(values), C(dependencies), C(pre_manifest_paths)/C(manifest_paths) (or catalog-relative
+        C(pre_manifest_files)/C(manifest_files)) and C(manifest_only).
+    type: raw
+    required: true
+  catalog:
+    description:
+      - Directory that catalog-relative manifest file names are relative to, when the recipe gives no absolute paths.
+    type: path
+  stack:
+    description:
+      - Name of this deployment on the cluster; it names the Lease, labels every release and object, and scopes O(prune).
+      - Defaults to the recipe name.
+    type: str
+  state:
+    description:
+      - C(present) deploys; C(absent) removes every component (objects and releases) in reverse dependency order.
+    type: str
+    choices: [present, absent]
+    default: present
+  prune:
+    description:
+      - Remove components this stack installed earlier that the recipe no longer has (or that are now disabled),
+        and objects a component no longer renders. Components listed in O(skip_components) are kept.
+    type: bool
+    default: false
+  helm_binary:
+    description:
+      - The helm executable (helm 3.13+ or helm 4); flags are adapted to its major version.
+    type: str
+    default: helm
+  helm_home:
+    description:
+      - Directory for helm's cache, config and data (C(HELM_CACHE_HOME) and friends). Defaults to a temporary directory per run.
+    type: path
+  repository_mirrors:
+    description:
+      - Map of upstream repository URL (C(https://...) or C(oci://...)) to a mirror. Matching is exact or by a
+        C(/)-bounded prefix (the longest wins), so C(oci://ghcr.io) mirrors every C(oci://ghcr.io/...) source.
+      - A value is a URL (C(http(s)://), C(oci://), or a local directory holding C(<chart>) folders or archives),
+        or a dict with C(url), C(plain_http) (OCI registries without TLS) and C(insecure_skip_tls_verify).
+      - The release digest uses the upstream repository, so switching mirrors does not upgrade anything.
+    type: dict
+    default: {}
+  skip_components:
+    description:
+      - Components not to deploy; they count as satisfied dependencies.
+    type: list
+    elements: str
+    default: []
+  component_overrides:
+    description:
+      - Per-component changes keyed by name - C(chart), C(repository), C(version), C(namespace), C(enabled), and
+        C(values) (deep-merged into the resolved values; C(null) deletes a key).
+    type: dict
+    default: {}
+  skip_deployment_order:
+    description:
+      - Start every component at once, ignoring dependencies.
+    type: bool
+    default: false
+  concurrency:
+    description:
+      - How many components may be deploying at the same time.
+    type: int
+    default: 4
+  validate_values:
+    description:
+      - Validate each component's values before anything is deployed against the JSON Schemas in O(values_schemas).
+        Charts that ship a C(values.schema.json) are also validated by helm itself on install and upgrade.
+    type: bool
+    default: true
+  values_schemas:
+    description:
+      - JSON Schema per component name (for example produced by the values_schema module).
+    type: dict
+    default: {}
+  atomic:
+    description:
+      - Roll a failed install/upgrade back (helm 3 C(--atomic), helm 4 C(--rollback-on-failure); both make helm wait).
+    type: bool
+    default: false
+  lease_namespace:
+    description:
+      - Namespace of the stack Lease and of the inventory ConfigMap.
+    type: str
+    default: default
+  lease_duration:
+    description:
+      - Seconds after which a Lease that was not renewed is considered stale and may be taken over.
+    type: int
+    default: 60
+  holder_message:
+    description:
+      - Text stored with the Lease, shown to a concurrent run that finds the stack busy.
+    type: str
+notes:
+  - The task fails when any component failed or was blocked; the result still lists every component.
+  - A no-op run performs only reads and server-side dry-run applies.
+seealso:
+  - module: aicr.runtime.recipe_resolve
+"""
+
+EXAMPLES = r"""
+- name: Resolve the recipe
+  aicr.runtime.recipe_resolve:
+    catalog: /opt/aicr/recipes
+    criteria: {service: kind, accelerator: h100, intent: training}
+  register: resolved
+
+- name: Roll it out
+  aicr.runtime.gated_release:
+    recipe: "{{ resolved }}"
+    kubeconfig: ~/.kube/config
+    context: kind-gpu
+    concurrency: 4
+    timeout: 600
+  register: rollout
+
+- name: Roll out from an air-gapped mirror with helm 4, replacing one chart
+  aicr.runtime.gated_release:
+    recipe: "{{ resolved }}"
+    helm_binary: /usr/local/bin/helm4
+    repository_mirrors:
+      https://helm.ngc.nvidia.com/nvidia: http://charts.mirror.internal/nvidia
+      oci://ghcr.io: {url: "oci://registry.mirror.internal:5000/ghcr.io", plain_http: true}
+    component_overrides:
+      nodewright-operator:
+        chart: skyhook-operator
+        version: v0.15.1
+
+- name: Show the plan only
+  aicr.runtime.gated_release:
+    recipe: "{{ resolved }}"
+  check_mode: true
+  diff: true
+  register: plan
+
+- name: Remove everything this stack deployed
+  aicr.runtime.gated_release:
+    recipe: "{{ resolved }}"
+    state: absent
+"""
+
+RETURN = r"""
+components:
+  description: One entry per component, in deployment order (then removed leftovers).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: Component name., type: str}
+    kind: {description: C(release) (Helm chart) or C(objects) (manifest-only)., type: str}
+    phase: {description: "C(Pending) (check mode), C(Blocked), C(Deploying), C(Ready), C(Failed), C(Unchanged) or C(Removed).", type: str}
+    blocked_by: {description: The failed components that blocked this one., type: list, elements: str}
+    chart: {description: Chart name., type: str}
+    version: {description: Chart version., type: str}
+    revision: {description: Helm release revision after the run (or deployed, in check mode)., type: int}
+    namespace: {description: Namespace., type: str}
+    objects:
+      description: Manifest objects with C(id), C(apiVersion), C(kind), C(name), C(namespace), C(wave), C(action), C(reason).
+      type: list
+      elements: dict
+    started: {description: UTC time the component's gate opened., type: str}
+    duration: {description: Seconds from start until Ready/Failed., type: float}
+    message: {description: What happened, or why it failed (naming the resource that is not ready)., type: str}
+    action: {description: "Planned release action: C(install), C(upgrade), C(unchanged) or C(remove).", type: str}
+    reason: {description: Why that action., type: str}
+    dependencies: {description: The managed dependencies gating this component., type: list, elements: str}
+    changed: {description: Whether this component changed anything., type: bool}
+  sample:
+    - name: example-operator
+      kind: release
+      phase: Ready
+      blocked_by: []
+      chart: example-operator
+      version: 1.0.0
+      revision: 1
+      namespace: example-system
+      objects: [{id: example-operator-post-widget-demo, kind: Widget, name: demo, action: create}]
+      started: "2026-11-29T14:00:01.12Z"
+      duration: 1.42
+      message: deployed (3 resources)
+summary:
+  description: Recipe name, stack, component count, components that reached Ready in order, skipped, failed, blocked, phase counts.
+  returned: always
+  type: dict
+  sample:
+    recipe_name: h100-kind-training
+    component_count: 12
+    deployed_components: [cert-manager, prometheus-operator-crds]
+    failed: []
+    blocked: []
+waves:
+  description: The plan - dependency levels in order, each with its components' action, reason and object action counts.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - wave: 1
+      components: [{name: example-crds, action: install, reason: release example-crds not found in namespace example-system, objects: {}}]
+actions:
+  description: What was done (or, in check mode, what would be done), in order.
+  returned: always
+  type: list
+  elements: str
+diff:
+  description: Helm values before and after for each release that changes (diff mode).
+  returned: when diff mode is on
+  type: list
+  elements: dict
+helm_version:
+  description: Major version of the helm binary used.
+  returned: always
+  type: int
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
+from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import execute
+
+
+def argument_spec():
+    spec = dict(
+        recipe=dict(type="raw", required=True),
+        catalog=dict(type="path"),
+        stack=dict(type="str"),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        prune=dict(type="bool", default=False),
+        helm_binary=dict(type="str", default="helm"),
+        helm_home=dict(type="path"),
+        repository_mirrors=dict(type="dict", default={}),
+        skip_components=dict(type="list", elements="str", default=[]),
+        component_overrides=dict(type="dict", default={}),
+        skip_deployment_order=dict(type="bool", default=False),
+        concurrency=dict(type="int", default=4),
+        validate_values=dict(type="bool", default=True),
+        values_schemas=dict(type="dict", default={}),
+        atomic=dict(type="bool", default=False),
+        lease_namespace=dict(type="str", default="default"),
+        lease_duration=dict(type="int", default=60),
+        holder_message=dict(type="str"),
+        timeout=dict(type="int", default=600),
+        overall_timeout=dict(type="int", default=3600),
+        poll_interval=dict(type="float", default=0.5),
+    )
+    spec.update(KUBE_ARG_SPEC)
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    try:
+        result = execute(module.params, check_mode=module.check_mode, diff=module._diff)
+    except AicrError as exc:
+        module.fail_json(**exc.to_result())
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg="gated_release: unexpected %s: %s" % (exc.__class__.__name__, exc), exception=traceback.format_exc())
+    failed_message = result.pop("failed_message", None)
+    if failed_message:
+        module.fail_json(msg=failed_message, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""gated_release module: argument spec, check/diff propagation, exit/fail payloads.
+
+The engine is covered in tests/unit/plugins/module_utils/release and, end to end, by
+tests/integration/test_gated_release.py; here it is replaced to observe what the module passes and returns.
+"""
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.modules import gated_release
+
+RECIPE = {"recipe_name": "demo", "components": [{"name": "a", "chart": "a", "repository": "https://x", "version": "1", "namespace": "n", "values": {}}]}
+
+
+def run_module(capsys, monkeypatch, args, outcome):
+    seen = {}
+
+    def fake_execute(params, check_mode=False, diff=False):
+        seen.update(params=dict(params), check_mode=check_mode, diff=diff)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return dict(outcome)
+
+    monkeypatch.setattr(gated_release, "execute", fake_execute)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exc:
+            gated_release.main()
+    return exc.value.code, json.loads(capsys.readouterr().out), seen
+
+
+OK = {"changed": True, "components": [{"name": "a", "phase": "Ready"}], "waves": [], "actions": ["install a"], "summary": {}, "helm_version": 3}
+
+
+def test_defaults_and_success(capsys, monkeypatch):
+    code, out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "kubeconfig": {"users": [{"user": {"token": "s3cr3t-t0ken"}}]}}, OK)
+    assert code == 0 and out["changed"] is True and out["components"][0]["phase"] == "Ready"
+    params = seen["params"]
+    assert params["concurrency"] == 4 and params["state"] == "present" and params["helm_binary"] == "helm"
+    assert params["timeout"] == 600 and params["overall_timeout"] == 3600 and params["poll_interval"] == 0.5
+    assert seen["check_mode"] is False and seen["diff"] is False
+    assert "s3cr3t-t0ken" not in json.dumps(out), "the kubeconfig must never be returned"
+
+
+def test_check_and_diff_mode_are_passed(capsys, monkeypatch):
+    _code, _out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "_ansible_check_mode": True, "_ansible_diff": True}, OK)
+    assert seen["check_mode"] is True and seen["diff"] is True
+
+
+def test_failed_components_fail_the_task_with_the_full_result(capsys, monkeypatch):
+    failed = dict(OK, failed_message="gated_release: 1 of 1 components did not converge; failed: a (boom)")
+    code, out, _seen = run_module(capsys, monkeypatch, {"recipe": RECIPE}, failed)
+    assert code == 1 and out["failed"] is True
+    assert out["msg"] == "gated_release: 1 of 1 components did not converge; failed: a (boom)"
+    assert out["components"] == OK["components"]
+    assert "failed_message" not in out
+
+
+def test_engine_error_is_one_line(capsys, monkeypatch):
+    code, out, _seen = run_module(capsys, monkeypatch, {"recipe": RECIPE}, AicrError("state: 'x' is not allowed", field="state"))
+    assert code == 1 and out["msg"] == "state: 'x' is not allowed" and out["field"] == "state"
+    assert "exception" not in out
+
+
+def test_argspec_rejects_bad_state(capsys, monkeypatch):
+    code, out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "state": "gone"}, OK)
+    assert code == 1 and "state" in out["msg"] and not seen
+
+
+def test_unexpected_error_has_no_raw_traceback_in_msg(capsys, monkeypatch):
+    code, out, _seen = run_module(capsys, monkeypatch, {"recipe": RECIPE}, KeyError("x"))
+    assert code == 1 and out["msg"] == "gated_release: unexpected KeyError: 'x'"
