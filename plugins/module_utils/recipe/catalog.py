@@ -442,9 +442,12 @@ def load_catalog(path, cache_dir=None, persist=True):
             docs[relpath] = parse_yaml(entries[relpath], relpath)
     catalog = Catalog(root, digest, entries.keys(), source)
     catalog.from_disk_cache = from_disk
-    # classify() normalises docs in place (e.g. a missing spec); persist what was parsed.
+    catalog.cache_written = False
     if persist and not from_disk:
-        _store_cached_docs(cache_dir, digest, docs)
+        # Only the documents classify() uses; others (evidence, validators) were parsed to be skipped.
+        relevant = dict((p, d) for p, d in docs.items()
+                        if p == "registry.yaml" or p.startswith("mixins/") or (isinstance(d, dict) and d.get("kind") == RECIPE_METADATA_KIND))
+        catalog.cache_written = _store_cached_docs(cache_dir, digest, relevant)
     catalog.classify(docs)
     _PROCESS_CACHE[key] = catalog
     return catalog

@@ -205,6 +205,15 @@ def test_non_recipe_yaml_is_ignored(tmp_path):
     assert cat.overlays == {}
 
 
+def test_real_catalog_is_cached_on_disk(aicr_catalog_dir, tmp_path):
+    first = catalog_mod.load_catalog(str(aicr_catalog_dir), cache_dir=str(tmp_path))
+    assert first.cache_written is True
+    catalog_mod.clear_process_cache()
+    second = catalog_mod.load_catalog(str(aicr_catalog_dir), cache_dir=str(tmp_path))
+    assert second.from_disk_cache is True
+    assert second.overlays == first.overlays and second.mixins == first.mixins and second.registry == first.registry
+
+
 def test_real_catalog_loads(aicr_catalog):
     assert len(aicr_catalog.overlays) == 102
     assert len(aicr_catalog.mixins) == 4
