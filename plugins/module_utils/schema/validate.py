@@ -51,10 +51,35 @@ def format_path(parts):
     return out or "(root)"
 
 
-def validate(schema, values, limit=1000):
-    """Return the list of violations (empty when valid): {path, value, rule, message, schema_path}."""
+def strip_remote_refs(schema, unresolved):
+    """A copy of schema without non-local ``$ref`` (nothing is fetched); their URIs go to ``unresolved``."""
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if key == "$ref" and isinstance(value, str) and not value.startswith("#"):
+                unresolved.append(value)
+                continue
+            out[key] = strip_remote_refs(value, unresolved)
+        return out
+    if isinstance(schema, list):
+        return [strip_remote_refs(v, unresolved) for v in schema]
+    return schema
+
+
+def validate(schema, values, limit=1000, warnings=None):
+    """Return the list of violations (empty when valid): {path, value, rule, message, schema_path}.
+
+    Remote ``$ref`` (e.g. losisin's ``$k8s/...``) are never fetched: they are treated as
+    accepting any value, and listed in ``warnings`` when a list is given.
+    """
     if not HAS_JSONSCHEMA:
         raise AicrError("the Python package 'jsonschema' is required to validate values", exception=JSONSCHEMA_IMPORT_ERROR)
+    if not isinstance(schema, dict):
+        raise AicrError("schema: must be a JSON Schema mapping, got %s" % type(schema).__name__, field="schema")
+    unresolved = []
+    schema = strip_remote_refs(schema, unresolved)
+    if unresolved and warnings is not None:
+        warnings.append("%d remote $ref not fetched, treated as any value: %s" % (len(unresolved), ", ".join(sorted(set(unresolved))[:5])))
     cls = _validator_class(schema)
     try:
         cls.check_schema(schema)
@@ -62,7 +87,11 @@ def validate(schema, values, limit=1000):
         raise AicrError("schema: not a valid JSON Schema at %s (%s)" % (format_path(exc.absolute_path), exc.message), field="schema")
     validator = cls(schema)
     errors = []
-    for error in sorted(validator.iter_errors(values), key=lambda e: (list(map(str, e.absolute_path)), e.validator)):
+    try:
+        found = sorted(validator.iter_errors(values), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
+    except Exception as exc:  # pylint: disable=broad-except  # unresolvable local $ref and the like
+        raise AicrError("schema: cannot be applied (%s)" % str(exc).splitlines()[0], field="schema")
+    for error in found:
         errors.append({
             "path": format_path(error.absolute_path),
             "value": error.instance,
