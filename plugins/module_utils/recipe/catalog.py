@@ -52,6 +52,7 @@ CACHE_FORMAT = 1
 CACHE_ENV = "AICR_RUNTIME_CACHE_DIR"
 
 _PROCESS_CACHE = {}
+_SIGNATURES = {}  # directory -> (file name/size/mtime signature, digest): skip re-reading unchanged trees
 
 _MIXIN_TOP_KEYS = ("kind", "apiVersion", "metadata", "spec")
 _MIXIN_SPEC_KEYS = ("constraints", "componentRefs")
@@ -96,19 +97,31 @@ def _digest(entries):
     return "sha256:" + digest.hexdigest()
 
 
-def _read_directory(root):
+def _scan_directory(root):
+    """(relative path, absolute path, size, mtime_ns) of every regular file; dot entries skipped."""
+    out = []
+    stack = [("", root)]
+    while stack:
+        prefix, path = stack.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                rel = prefix + entry.name
+                if entry.is_dir():
+                    stack.append((rel + "/", entry.path))
+                elif entry.is_file():
+                    info = entry.stat()
+                    out.append((rel, entry.path, info.st_size, info.st_mtime_ns))
+    out.sort()
+    return out
+
+
+def _read_directory(scan):
     entries = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for filename in filenames:
-            if filename.startswith("."):
-                continue
-            path = os.path.join(dirpath, filename)
-            if not os.path.isfile(path):
-                continue
-            relpath = os.path.relpath(path, root).replace(os.sep, "/")
-            with open(path, "rb") as handle:
-                entries[relpath] = handle.read()
+    for relpath, path, _, _ in scan:
+        with open(path, "rb") as handle:
+            entries[relpath] = handle.read()
     return entries
 
 
@@ -414,8 +427,14 @@ def load_catalog(path, cache_dir=None, persist=True):
     if cache_dir is None:
         cache_dir = default_cache_dir()
     if os.path.isdir(source):
-        entries = _read_directory(source)
+        scan = _scan_directory(source)
+        signature = tuple((rel, size, mtime) for rel, _, size, mtime in scan)
+        known = _SIGNATURES.get(source)
+        if known is not None and known[0] == signature and (source, known[1]) in _PROCESS_CACHE:
+            return _PROCESS_CACHE[(source, known[1])]
+        entries = _read_directory(scan)
         digest = _digest(entries)
+        _SIGNATURES[source] = (signature, digest)
         root = source
     elif os.path.isfile(source):
         if not source.endswith((".tar.gz", ".tgz")):
@@ -455,3 +474,4 @@ def load_catalog(path, cache_dir=None, persist=True):
 
 def clear_process_cache():
     _PROCESS_CACHE.clear()
+    _SIGNATURES.clear()

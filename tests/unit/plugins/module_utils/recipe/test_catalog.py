@@ -219,3 +219,13 @@ def test_real_catalog_loads(aicr_catalog):
     assert len(aicr_catalog.mixins) == 4
     assert "l40s" in aicr_catalog.registered["accelerator"]
     assert "ol" in aicr_catalog.registered["os"]
+
+
+def test_changed_directory_is_reloaded_without_clearing_the_cache(tmp_path):
+    root = make_catalog(tmp_path / "cat")
+    first = catalog_mod.load_catalog(root, persist=False)
+    assert catalog_mod.load_catalog(root, persist=False) is first
+    write(root, "components/beta/values.yaml", {"mode": "a-much-longer-value"})
+    second = catalog_mod.load_catalog(root, persist=False)
+    assert second is not first and second.digest != first.digest
+    assert second.values_doc("components/beta/values.yaml") == {"mode": "a-much-longer-value"}
