@@ -222,7 +222,7 @@ def run(params, check_mode=False):
     """Do what ``output`` asks. Returns (result, failure message or None)."""
     params = _params(params)
     output = params["output"]
-    result = {"changed": False, "output": output}
+    result = {"changed": False}
     failure = None
     if output == "compare" and params.get("new_crd") is not None:
         chart, files = None, []
@@ -247,7 +247,10 @@ def run(params, check_mode=False):
         else:
             raise AicrError("validate: give a chart (its schema is generated) or a schema to validate against", field="schema")
         values = values_to_validate(params, chart, files)
-        content = validate.validate(schema, values)
+        warnings = []
+        content = validate.validate(schema, values, warnings=warnings)
+        if warnings:
+            result["warnings"] = warnings
         result["errors"] = content
         result["valid"] = not content
         if content and params["fail_on_error"]:

@@ -1,0 +1,312 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: values_schema
+short_description: Helm values.yaml to JSON Schema and CRD, values validation and CRD breaking-change reports
+version_added: "0.1.0"
+description:
+  - Infers a schema from a chart's C(values.yaml) (types from YAML tags, descriptions and annotations from comments:
+    plain blocks, helm-docs, bitnami C(@param), losisin C(@schema), C(@type)), with subcharts merged under their keys.
+  - O(output=json_schema) returns a JSON Schema (draft 2020-12, or draft-07 as Helm uses) usable as C(values.schema.json).
+  - O(output=crd) returns an C(apiextensions.k8s.io/v1) CustomResourceDefinition with the values under C(.spec.values),
+    checked to be a structural schema.
+  - O(output=validate) validates values (files, a mapping and C(--set) overrides) and returns every violation.
+  - O(output=compare) reports breaking changes between two CRDs (crdify rules) with configurable severities.
+  - O(dest) writes the result to a file, idempotently.
+author:
+  - aicr.runtime contributors
+extends_documentation_fragment:
+  - aicr.runtime.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written in check mode; RV(changed) and RV(diff) tell what O(dest) would become.
+  diff_mode:
+    support: full
+    details: With O(dest), the diff shows the file before and after.
+  idempotent:
+    support: full
+options:
+  output:
+    description: What to produce. The result is returned under RV(schema), RV(crd), RV(errors) or RV(findings).
+    type: str
+    choices: [json_schema, crd, validate, compare]
+    default: json_schema
+  chart:
+    description:
+      - A chart directory, a packaged C(.tgz), an C(oci://) reference, or a chart name in O(repository) (fetched with C(helm pull)).
+    type: str
+  chart_version:
+    description: Version to pull for a repository or C(oci://) chart.
+    type: str
+  repository:
+    description: URL of an http(s) chart repository holding O(chart); also where O(discover_versions) reads C(index.yaml).
+    type: str
+  helm_binary:
+    description: The helm executable used to pull charts from repositories.
+    type: str
+    default: helm
+  values_files:
+    description:
+      - Values files merged in order (later wins). For O(output=json_schema)/O(output=crd) they add to the schema's sources;
+        for O(output=validate) they are the values validated.
+    type: list
+    elements: path
+  values:
+    description: Values (a mapping) merged over O(values_files) for O(output=validate).
+    type: dict
+  set:
+    description: C(helm --set) style overrides (C(a.b=1), C(list[0].x=y), C({a,b}) lists), applied last for O(output=validate).
+    type: list
+    elements: str
+  set_string:
+    description: Like O(set), every value kept as a string (C(helm --set-string)).
+    type: list
+    elements: str
+  schema:
+    description: For O(output=validate), a JSON Schema (a mapping or a file) to validate against instead of the one inferred from O(chart).
+    type: raw
+  draft:
+    description: JSON Schema dialect of O(output=json_schema).
+    type: str
+    choices: ["2020-12", "draft-07"]
+    default: "2020-12"
+  name:
+    description: Chart name used to derive the CRD names when there is no O(chart) (default the values file's directory name).
+    type: str
+  group:
+    description: CRD API group (default C(<chart>.bundles.<domain>)).
+    type: str
+  kind:
+    description: CRD kind (default the chart name in CamelCase).
+    type: str
+  plural:
+    description: CRD plural (default the lower-case kind plus C(s)).
+    type: str
+  domain:
+    description: Domain of the default group.
+    type: str
+    default: aicr.io
+  api_version:
+    description: Version name of the CRD (C(v1alpha1) when unset).
+    type: str
+  scope:
+    description: Scope of the custom resource.
+    type: str
+    choices: [Namespaced, Cluster]
+    default: Namespaced
+  versions:
+    description: Chart versions allowed in C(.spec.version) (an enum).
+    type: list
+    elements: str
+  discover_versions:
+    description: Read the chart's versions from O(repository)'s C(index.yaml) for the C(.spec.version) enum.
+    type: bool
+    default: false
+  preserve_unknown_fields:
+    description: Keep unknown keys in every object of C(.spec.values) instead of pruning them (free-form maps always keep them).
+    type: bool
+    default: false
+  old_crd:
+    description: For O(output=compare), the current CRD - a mapping, a YAML/JSON file, or the name of a live CRD (C(<plural>.<group>)).
+    type: raw
+  new_crd:
+    description: For O(output=compare), the proposed CRD (a mapping or a file); default the CRD generated from the sources.
+    type: raw
+  severities:
+    description:
+      - Severity (C(error), C(warn), C(ignore)) per check (e.g. C(enum_value_added)) or per crdify rule name (e.g. C(description)).
+    type: dict
+  fail_on_error:
+    description: Fail when O(output=validate) finds violations or O(output=compare) finds findings of severity error.
+    type: bool
+    default: true
+  kubeconfig:
+    description: Path to a kubeconfig, or its content as a mapping, to read a live O(old_crd).
+    type: raw
+  context:
+    description: Kubeconfig context.
+    type: str
+  dest:
+    description: Write the result (schema, CRD, errors or findings) to this file; JSON when it ends in C(.json), YAML otherwise.
+    type: path
+  dest_format:
+    description: Format of O(dest).
+    type: str
+    choices: [auto, json, yaml]
+    default: auto
+notes:
+  - Remote C($ref) in schemas are never fetched during validation; they accept any value and a warning is returned.
+  - Details of the inference rules and of the differences with other generators are in C(docs/modules/values_schema.md).
+requirements:
+  - jsonschema (for O(output=validate))
+  - kubernetes (for a live O(old_crd))
+  - helm (for charts from repositories)
+seealso:
+  - plugin: aicr.runtime.values_schema
+    plugin_type: lookup
+"""
+
+EXAMPLES = r"""
+- name: Write values.schema.json for a chart
+  aicr.runtime.values_schema:
+    chart: charts/gpu-operator
+    output: json_schema
+    draft: draft-07
+    dest: charts/gpu-operator/values.schema.json
+
+- name: CRD for a chart from a repository, with the versions it offers
+  aicr.runtime.values_schema:
+    chart: gpu-operator
+    repository: https://helm.ngc.nvidia.com/nvidia
+    chart_version: v25.3.0
+    discover_versions: true
+    output: crd
+  register: api
+
+- name: Validate site values before an install
+  aicr.runtime.values_schema:
+    chart: charts/gpu-operator
+    output: validate
+    values_files: [site/gpu-operator.yaml]
+    set: ["driver.enabled=false"]
+
+- name: Refuse breaking changes against the live CRD
+  aicr.runtime.values_schema:
+    chart: charts/gpu-operator
+    output: compare
+    old_crd: gpuoperators.gpu-operator.bundles.aicr.io
+    severities:
+      enum_value_added: warn
+"""
+
+RETURN = r"""
+schema:
+  description: The JSON Schema (O(output=json_schema)).
+  returned: output is json_schema
+  type: dict
+crd:
+  description: The CustomResourceDefinition (O(output=crd)).
+  returned: output is crd
+  type: dict
+dropped:
+  description: JSON-Schema-only annotation keywords that a structural CRD cannot carry ({path, keyword, value, reason}).
+  returned: output is crd
+  type: list
+  elements: dict
+errors:
+  description: Every violation, each {path, value, rule, constraint, message, schema_path}.
+  returned: output is validate
+  type: list
+  elements: dict
+  sample: [{"path": "driver.enabled", "value": "yes", "rule": "type", "constraint": "boolean", "message": "'yes' is not of type 'boolean'"}]
+valid:
+  description: Whether the values validate.
+  returned: output is validate
+  type: bool
+findings:
+  description: Breaking-change findings, each {rule, check, version, path, message, severity}; ignored ones are left out.
+  returned: output is compare
+  type: list
+  elements: dict
+  sample: [{"rule": "type", "check": "type_changed", "version": "v1alpha1", "path": "^.spec.values.port",
+            "message": "type changed : \"integer\" -> \"string\"", "severity": "error"}]
+breaking:
+  description: Whether any finding has severity error.
+  returned: output is compare
+  type: bool
+old_found:
+  description: Whether O(old_crd) exists (false for a live name the cluster does not have; no findings then).
+  returned: output is compare
+  type: bool
+summary:
+  description: One line counting errors and warnings, listing the first errors.
+  returned: output is compare
+  type: str
+chart:
+  description: Name, version, app_version and subchart keys of the chart read.
+  returned: when chart is given
+  type: dict
+dest:
+  description: The file written (or that would be written).
+  returned: when dest is given
+  type: str
+actions:
+  description: What was done (or would be done in check mode).
+  returned: when dest is given
+  type: list
+  elements: str
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine, validate
+
+ARGUMENT_SPEC = dict(
+    output=dict(type="str", default="json_schema", choices=["json_schema", "crd", "validate", "compare"]),
+    chart=dict(type="str"),
+    chart_version=dict(type="str"),
+    repository=dict(type="str"),
+    helm_binary=dict(type="str", default="helm"),
+    values_files=dict(type="list", elements="path"),
+    values=dict(type="dict"),
+    set=dict(type="list", elements="str"),
+    set_string=dict(type="list", elements="str"),
+    schema=dict(type="raw"),
+    draft=dict(type="str", default="2020-12", choices=["2020-12", "draft-07"]),
+    name=dict(type="str"),
+    group=dict(type="str"),
+    kind=dict(type="str"),
+    plural=dict(type="str"),
+    domain=dict(type="str", default="aicr.io"),
+    api_version=dict(type="str"),
+    scope=dict(type="str", default="Namespaced", choices=["Namespaced", "Cluster"]),
+    versions=dict(type="list", elements="str"),
+    discover_versions=dict(type="bool", default=False),
+    preserve_unknown_fields=dict(type="bool", default=False),
+    old_crd=dict(type="raw"),
+    new_crd=dict(type="raw"),
+    severities=dict(type="dict"),
+    fail_on_error=dict(type="bool", default=True),
+    kubeconfig=dict(type="raw", no_log=True),
+    context=dict(type="str"),
+    dest=dict(type="path"),
+    dest_format=dict(type="str", default="auto", choices=["auto", "json", "yaml"]),
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        supports_check_mode=True,
+        required_if=[("output", "compare", ["old_crd"])],
+    )
+    if module.params["output"] == "validate" and not validate.HAS_JSONSCHEMA:
+        module.fail_json(msg=missing_required_lib("jsonschema"), exception=validate.JSONSCHEMA_IMPORT_ERROR)
+    params = dict(module.params)
+    try:
+        result, failure = engine.run(params, check_mode=module.check_mode)
+    except AicrError as exc:
+        module.fail_json(**exc.to_result())
+    except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user
+        module.fail_json(msg="values_schema: unexpected %s: %s" % (exc.__class__.__name__, str(exc).splitlines()[0] if str(exc) else ""),
+                         exception=traceback.format_exc())
+    if not module._diff:  # pylint: disable=protected-access
+        result.pop("diff", None)
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
