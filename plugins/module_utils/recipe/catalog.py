@@ -119,7 +119,8 @@ def _scan_directory(root):
 
 def _read_directory(scan):
     entries = {}
-    for relpath, path, _, _ in scan:
+    for item in scan:
+        relpath, path = item[0], item[1]
         with open(path, "rb") as handle:
             entries[relpath] = handle.read()
     return entries
@@ -428,7 +429,7 @@ def load_catalog(path, cache_dir=None, persist=True):
         cache_dir = default_cache_dir()
     if os.path.isdir(source):
         scan = _scan_directory(source)
-        signature = tuple((rel, size, mtime) for rel, _, size, mtime in scan)
+        signature = tuple((item[0], item[2], item[3]) for item in scan)
         known = _SIGNATURES.get(source)
         if known is not None and known[0] == signature and (source, known[1]) in _PROCESS_CACHE:
             return _PROCESS_CACHE[(source, known[1])]
