@@ -1,0 +1,178 @@
+"""The official ``kubernetes`` Python client against the emulator: CRUD, watch, server-side apply conflicts."""
+
+import threading
+import time
+
+import pytest
+from kubernetes import client, dynamic, watch
+from kubernetes.client.rest import ApiException
+
+pytestmark = pytest.mark.helm
+
+NS = "py-fid"
+
+
+@pytest.fixture
+def core(kube):
+    api = client.CoreV1Api(kube)
+    api.create_namespace({"metadata": {"name": NS}})
+    return api
+
+
+def test_configmap_crud_with_resource_versions(core):
+    created = core.create_namespaced_config_map(NS, {"metadata": {"name": "c1", "labels": {"team": "a"}}, "data": {"k": "v"}})
+    assert created.metadata.uid and created.metadata.resource_version and created.metadata.creation_timestamp
+    read = core.read_namespaced_config_map("c1", NS)
+    assert read.data == {"k": "v"} and read.metadata.resource_version == created.metadata.resource_version
+
+    read.data["k"] = "v2"
+    replaced = core.replace_namespaced_config_map("c1", NS, read)
+    assert replaced.data == {"k": "v2"}
+    assert int(replaced.metadata.resource_version) > int(created.metadata.resource_version)
+
+    stale = core.read_namespaced_config_map("c1", NS)
+    stale.metadata.resource_version = created.metadata.resource_version
+    with pytest.raises(ApiException) as conflict:
+        core.replace_namespaced_config_map("c1", NS, stale)
+    assert conflict.value.status == 409
+
+    patched = core.patch_namespaced_config_map("c1", NS, {"data": {"extra": "1"}, "metadata": {"labels": {"team": "b"}}})
+    assert patched.data == {"k": "v2", "extra": "1"} and patched.metadata.labels == {"team": "b"}
+
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "c2", "labels": {"team": "a"}}})
+    assert [c.metadata.name for c in core.list_namespaced_config_map(NS, label_selector="team=a").items] == ["c2"]
+    assert [c.metadata.name for c in core.list_namespaced_config_map(NS, field_selector="metadata.name=c1").items] == ["c1"]
+
+    with pytest.raises(ApiException) as exists:
+        core.create_namespaced_config_map(NS, {"metadata": {"name": "c2"}})
+    assert exists.value.status == 409
+
+    core.delete_namespaced_config_map("c1", NS)
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_config_map("c1", NS)
+    assert gone.value.status == 404
+
+
+def test_deployment_generation_and_status_are_separate(kube, core):
+    apps = client.AppsV1Api(kube)
+    template = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    body = {"metadata": {"name": "d"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": template}}
+    created = apps.create_namespaced_deployment(NS, body)
+    assert created.metadata.generation == 1
+    apps.patch_namespaced_deployment("d", NS, {"metadata": {"labels": {"only": "metadata"}}})
+    assert apps.read_namespaced_deployment("d", NS).metadata.generation == 1, "a metadata change does not bump generation"
+    apps.patch_namespaced_deployment("d", NS, {"spec": {"replicas": 2}})
+    assert apps.read_namespaced_deployment("d", NS).metadata.generation == 2
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        dep = apps.read_namespaced_deployment("d", NS)
+        if dep.status is not None and dep.status.observed_generation == 2 and dep.status.available_replicas == 2:
+            break
+        time.sleep(0.1)
+    assert dep.status.available_replicas == 2 and dep.status.observed_generation == 2
+    # a spec change through /status is ignored; a status change through the main resource is ignored
+    apps.patch_namespaced_deployment_status("d", NS, {"spec": {"replicas": 7}})
+    assert apps.read_namespaced_deployment("d", NS).spec.replicas == 2
+
+
+def test_namespace_delete_cascades(core):
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "inside"}})
+    core.delete_namespace(NS)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespace(NS)
+        except ApiException as exc:
+            assert exc.status == 404
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("namespace %s still there after 30s" % NS)
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_config_map("inside", NS)
+    assert gone.value.status == 404
+
+
+def test_watch_from_a_resource_version(core):
+    start_rv = core.list_namespaced_config_map(NS).metadata.resource_version
+
+    def mutate():
+        time.sleep(0.3)
+        core.create_namespaced_config_map(NS, {"metadata": {"name": "w", "labels": {"watch": "me"}}, "data": {"n": "1"}})
+        core.create_namespaced_config_map(NS, {"metadata": {"name": "other"}})
+        core.patch_namespaced_config_map("w", NS, {"data": {"n": "2"}})
+        core.delete_namespaced_config_map("w", NS)
+
+    worker = threading.Thread(target=mutate)
+    worker.start()
+    seen = []
+    stream = watch.Watch()
+    for event in stream.stream(core.list_namespaced_config_map, NS, label_selector="watch=me", resource_version=start_rv, timeout_seconds=20):
+        seen.append((event["type"], event["object"].metadata.name, (event["object"].data or {}).get("n")))
+        if event["type"] == "DELETED":
+            stream.stop()
+    worker.join()
+    assert seen == [("ADDED", "w", "1"), ("MODIFIED", "w", "2"), ("DELETED", "w", "2")]
+
+
+def test_server_side_apply_conflicts_and_force(kube, core):
+    resources = dynamic.DynamicClient(kube)
+    cms = resources.resources.get(api_version="v1", kind="ConfigMap")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": NS}, "data": {"owned": "by-a", "a-only": "x"}}
+    cms.server_side_apply(body=body, name="ssa", namespace=NS, field_manager="manager-a")
+    # re-applying the same object is a no-op: resourceVersion unchanged
+    before = core.read_namespaced_config_map("ssa", NS).metadata.resource_version
+    cms.server_side_apply(body=body, name="ssa", namespace=NS, field_manager="manager-a")
+    assert core.read_namespaced_config_map("ssa", NS).metadata.resource_version == before
+
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": NS}, "data": {"owned": "by-b", "b-only": "y"}}
+    with pytest.raises(ApiException) as conflict:
+        cms.server_side_apply(body=other, name="ssa", namespace=NS, field_manager="manager-b")
+    assert conflict.value.status == 409
+    assert "manager-a" in conflict.value.body and ".data.owned" in conflict.value.body
+    assert core.read_namespaced_config_map("ssa", NS).data == {"owned": "by-a", "a-only": "x"}
+
+    cms.server_side_apply(body=other, name="ssa", namespace=NS, field_manager="manager-b", force_conflicts=True)
+    live = core.read_namespaced_config_map("ssa", NS)
+    assert live.data == {"owned": "by-b", "a-only": "x", "b-only": "y"}
+    managers = {m.manager: m.fields_v1 for m in live.metadata.managed_fields}
+    assert "f:owned" in managers["manager-b"]["f:data"] and "f:owned" not in managers["manager-a"]["f:data"]
+
+    # manager-a drops a field it alone owns: the field is removed
+    cms.server_side_apply(body={"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": NS}, "data": {}},
+                          name="ssa", namespace=NS, field_manager="manager-a")
+    assert core.read_namespaced_config_map("ssa", NS).data == {"owned": "by-b", "b-only": "y"}
+
+
+def test_dry_run_writes_nothing(core):
+    core.create_namespaced_config_map(NS, {"metadata": {"name": "dry"}}, dry_run="All")
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_config_map("dry", NS)
+    assert gone.value.status == 404
+
+
+def test_custom_resources_validated_against_the_crd_schema(kube, core, repo_root):
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    crd = yaml.safe_load((repo_root / "examples" / "charts" / "example-crds" / "crds" / "widgets.example.aicr.io.yaml").read_text())
+    ext = client.ApiextensionsV1Api(kube)
+    ext.create_custom_resource_definition(crd)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        conds = ext.read_custom_resource_definition("widgets.example.aicr.io").status.conditions or []
+        if any(c.type == "Established" and c.status == "True" for c in conds):
+            break
+        time.sleep(0.1)
+    custom = client.CustomObjectsApi(kube)
+    args = ("example.aicr.io", "v1alpha1", NS, "widgets")
+    created = custom.create_namespaced_custom_object(*args, {"apiVersion": "example.aicr.io/v1alpha1", "kind": "Widget", "metadata": {"name": "w"},
+                                                             "spec": {"size": 2, "unknown": "pruned"}})
+    assert created["spec"] == {"size": 2, "color": "green"}, "unknown field pruned, default applied"
+    with pytest.raises(ApiException) as invalid:
+        custom.create_namespaced_custom_object(*args, {"apiVersion": "example.aicr.io/v1alpha1", "kind": "Widget", "metadata": {"name": "bad"},
+                                                       "spec": {"size": "big", "color": "purple"}})
+    assert invalid.value.status == 422
+    assert "spec.size" in invalid.value.body and "spec.color" in invalid.value.body
+    status = custom.patch_namespaced_custom_object_status(*args, "w", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    assert status["status"]["conditions"][0]["type"] == "Ready"
+    assert status["metadata"]["generation"] == 1, "a /status write does not bump generation"

@@ -1,0 +1,64 @@
+"""Real upstream charts from ../shared/charts-repo, default values, CRDs and hooks included, helm --wait."""
+
+import json
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.helm, pytest.mark.slow]
+
+TIMEOUT = "300s"
+REAL_CHARTS = {
+    # chart: (repository prefix on the shared server, version, namespace)
+    "gpu-operator": ("/helm.ngc.nvidia.com_nvidia", "v26.3.3", "gpu-operator"),
+    "kube-prometheus-stack": ("/prometheus-community.github.io_helm-charts", "84.4.0", "monitoring"),
+}
+
+
+def rendered_kinds(manifest):
+    return [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(manifest) if d]
+
+
+@pytest.mark.parametrize("chart", sorted(REAL_CHARTS))
+def test_real_chart_installs_with_default_values_and_uninstalls(helm, kubectl, shared_repo, chart):
+    prefix, version, ns = REAL_CHARTS[chart]
+    repo = shared_repo.repository(prefix)
+    source = [chart, "--repo", repo.url, "--version", version, "-n", ns]
+    crds = [name for kind, name in rendered_kinds(helm.run("show", "crds", *source[:5]).stdout) if kind == "CustomResourceDefinition"]
+    assert crds, "the chart ships CRDs"
+
+    helm.run("install", chart, *(source + ["--create-namespace", "--wait", "--wait-for-jobs", "--timeout", TIMEOUT]), timeout=900)
+
+    status = helm.json("status", chart, "-n", ns)
+    assert status["info"]["status"] == "deployed"
+    for name in crds:
+        conditions = kubectl.json("get", "crd", name)["status"].get("conditions", [])
+        assert [c["status"] for c in conditions if c["type"] == "Established"] == ["True"], name
+    manifest = rendered_kinds(helm.run("get", "manifest", chart, "-n", ns).stdout)
+    workloads = [(kind, name) for kind, name in manifest if kind in ("Deployment", "DaemonSet", "StatefulSet")]
+    assert workloads
+    for kind, name in workloads:
+        obj = kubectl.json("get", kind.lower(), name, "-n", ns)
+        if kind == "DaemonSet":
+            assert obj["status"]["numberReady"] == obj["status"]["desiredNumberScheduled"] >= 1, (name, obj["status"])
+        else:
+            assert obj["status"].get("readyReplicas", 0) == obj["spec"].get("replicas", 1), (name, obj["status"])
+    # every object of the release manifest exists (custom resources of the chart's own CRDs included)
+    for kind, name in manifest:
+        found = kubectl.run("get", kind, name, "-n", ns, "-o", "name", check=False)
+        assert found.returncode == 0, "%s %s missing: %s" % (kind, name, found.stderr)
+    hooks = rendered_kinds(helm.run("get", "hooks", chart, "-n", ns).stdout)
+    assert ("Job" in [kind for kind, _name in hooks]), "the chart has hook Jobs"
+
+    # an upgrade with the same values runs the pre/post-upgrade hooks (gpu-operator: the CRD upgrade Job)
+    helm.run("upgrade", chart, *(source + ["--reuse-values", "--wait", "--wait-for-jobs", "--timeout", TIMEOUT]), timeout=900)
+    assert [(h["revision"], h["status"]) for h in helm.json("history", chart, "-n", ns)] == [(1, "superseded"), (2, "deployed")]
+
+    helm.run("uninstall", chart, "-n", ns, "--wait", "--timeout", TIMEOUT, timeout=900)
+    assert helm.json("list", "-n", ns) == []
+    assert kubectl.json("get", "secrets", "-n", ns, "-l", "owner=helm")["items"] == [], "release records left behind"
+    left = json.loads(kubectl.run("get", "deployments,daemonsets,statefulsets,services,configmaps,secrets", "-n", ns, "-l",
+                                  "app.kubernetes.io/managed-by=Helm", "-o", "json").stdout)["items"]
+    assert [(i["kind"], i["metadata"]["name"]) for i in left] == []
+    for name in crds:
+        assert kubectl.run("get", "crd", name, check=False).returncode == 0, "helm keeps what it installed from crds/"
