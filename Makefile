@@ -21,7 +21,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv helm collection unit sanity lint integration test demo bench clean
+.PHONY: all venv helm collection unit sanity lint integration test demo bench ee-context clean
 
 all: test
 
@@ -83,6 +83,13 @@ integration: collection helm
 	$(BIN)/pytest tests/integration
 
 test: unit sanity lint integration
+
+# Execution environment build context (the image build itself needs podman/docker).
+ee-context: collection helm
+	rm -rf $(BUILD)/ee $(BUILD)/ee-stage && mkdir -p $(BUILD)/ee-stage
+	cp $(TARBALL) $(BUILD)/ee-stage/aicr-runtime.tar.gz
+	cp $(BIN)/helm $(BUILD)/ee-stage/helm
+	$(BIN)/ansible-builder create -f execution-environment.yml --context $(BUILD)/ee --output-filename Containerfile
 
 # --- the main job -----------------------------------------------------------
 
