@@ -40,6 +40,8 @@ def build_parser():
                         help="field validation when a request does not ask for one (apiserver default: Warn)")
     parser.add_argument("--tick", type=float, default=0.05, help="controller period in seconds")
     parser.add_argument("--bookmark-seconds", type=float, default=5.0, help="watch bookmark period")
+    parser.add_argument("--require-token", action="store_true",
+                        help="refuse requests without the bearer token (Go clients send none over plain HTTP)")
     parser.add_argument("--verbose", action="store_true", help="log requests to stderr (never headers or tokens)")
     return parser
 
@@ -54,7 +56,8 @@ def main(argv=None):
                       node_labels=args.node_labels, gpus_per_node=args.gpus_per_node,
                       validate_builtins=not args.no_builtin_validation, default_field_validation=args.field_validation,
                       tick_seconds=args.tick, default_ready_after=args.ready_after, bookmark_seconds=args.bookmark_seconds,
-                      state_file=args.state, create_pods=not args.no_pods, verbose=args.verbose)
+                      state_file=args.state, create_pods=not args.no_pods, verbose=args.verbose,
+                      require_token=args.require_token)
     emulator = Emulator(options)
     done = threading.Event()
 

@@ -44,7 +44,7 @@ class Options:
     def __init__(self, host="127.0.0.1", port=0, token=None, kube_version="v1.35.0", nodes=None, node_count=3,
                  node_labels=None, gpus_per_node=0, validate_builtins=True, default_field_validation="Warn",
                  tick_seconds=0.05, default_ready_after=0.0, bookmark_seconds=5.0, state_file=None, create_pods=True,
-                 verbose=False, audit_size=200000):
+                 verbose=False, audit_size=200000, require_token=False):
         self.host = host
         self.port = port
         self.token = token or secrets.token_hex(24)
@@ -62,6 +62,7 @@ class Options:
         self.create_pods = create_pods
         self.verbose = verbose
         self.audit_size = audit_size
+        self.require_token = require_token
 
 
 class _HTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -350,7 +351,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                        "types include: application/json, application/yaml, application/vnd.kubernetes.protobuf")
 
     def _authorized(self):
+        """A wrong token is always refused. No token at all is accepted unless ``require_token``: Go clients
+        (kubectl, helm) never send credentials over plain HTTP (clientcmd reads auth info only for TLS)."""
         header = self.headers.get("Authorization") or ""
+        if not header:
+            self._auth = "anonymous"
+            return not self.emu.options.require_token
+        self._auth = "token"
         if not header.startswith("Bearer "):
             return False
         return hmac.compare_digest(header[7:].strip().encode(), self.emu.options.token.encode())
@@ -368,8 +375,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._query_multi = parse_qs(url.query, keep_blank_values=True)
         user_agent = self.headers.get("User-Agent", "")
         control = path.startswith("/__emulator")
+        self._auth = "anonymous"
         try:
-            if path not in PUBLIC_PATHS and not self._authorized():
+            if not self._authorized() and (control or path not in PUBLIC_PATHS):
                 self._verb = _verb_for(method, path, query)
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if control:
@@ -404,7 +412,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         finally:
             if not control:
                 entry = {"time": started, "verb": self._verb, "method": method, "path": path, "query": url.query,
-                         "userAgent": user_agent, "code": self._code, "mutating": self._verb in MUTATING,
+                         "userAgent": user_agent, "code": self._code, "mutating": self._verb in MUTATING, "auth": self._auth,
                          "durationMs": round((time.time() - started) * 1000, 3)}
                 if self._resource:
                     entry.update(self._resource)
@@ -576,8 +584,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                         "details": {"name": name, "group": rtype.group, "kind": rtype.plural,
                                                     "uid": obj["metadata"].get("uid")}})
-            return self._send(200 if gone else 202 if obj.get("metadata", {}).get("deletionTimestamp") and False else 200,
-                              store.serve(rtype, obj, version))
+            return self._send(200, store.serve(rtype, obj, version))
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
     def _selectors(self, rtype, query):

@@ -92,6 +92,30 @@ def _collect(value, schema, path, out):
     out.add(path)
 
 
+def fill_key_defaults(value, schema):
+    """Fill missing key fields of associative-list items with their defaults (``protocol: TCP`` for ports),
+    as the apiserver defaults an apply configuration before merging it."""
+    if schema is None:
+        return value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            fill_key_defaults(item, _child(schema, key))
+    elif isinstance(value, list):
+        ltype, keys = schema.list_type()
+        item_schema = schema.items()
+        for item in value:
+            if ltype == "map" and isinstance(item, dict):
+                for key in keys:
+                    if key not in item:
+                        sub = _child(item_schema, key)
+                        if sub is not None and "default" in sub.node:
+                            item[key] = copy.deepcopy(sub.node["default"])
+                        elif key == "protocol":
+                            item[key] = "TCP"
+            fill_key_defaults(item, item_schema)
+    return value
+
+
 def to_fieldsv1(paths):
     trie = {}
     for path in sorted(paths):
@@ -273,9 +297,20 @@ def apply(live, applied, manager, schema, api_version, force=False, subresource=
         _prune_empty(result, path)
     new_entries = []
     stamp = now()
+    mine = None
+    if applied_fields:
+        mine = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": stamp,
+                "fieldsType": "FieldsV1", "fieldsV1": to_fieldsv1(applied_fields)}
+        if subresource:
+            mine["subresource"] = subresource
     for entry in entries:
         key = _entry_key(entry)
         if key == me:
+            if mine is not None:
+                if from_fieldsv1(entry.get("fieldsV1")) == applied_fields and entry.get("apiVersion") == api_version:
+                    mine["time"] = entry.get("time", stamp)
+                new_entries.append(mine)
+                mine = None
             continue
         if key in owned:
             fields = {p for p in owned[key][1] if get_path(result, p) is not _MISSING}
@@ -283,11 +318,7 @@ def apply(live, applied, manager, schema, api_version, force=False, subresource=
                 continue
             entry = dict(entry, fieldsV1=to_fieldsv1(fields))
         new_entries.append(entry)
-    if applied_fields:
-        mine = {"manager": manager, "operation": "Apply", "apiVersion": api_version, "time": stamp,
-                "fieldsType": "FieldsV1", "fieldsV1": to_fieldsv1(applied_fields)}
-        if subresource:
-            mine["subresource"] = subresource
+    if mine is not None:
         new_entries.append(mine)
     result.setdefault("metadata", {})["managedFields"] = new_entries
     return result
@@ -299,16 +330,18 @@ def track_update(old, new, manager, schema, api_version, subresource="", operati
     old_fields = fields_of(old, schema, status_mode) if old else set()
     new_fields = fields_of(new, schema, status_mode)
     changed = {p for p in new_fields if p not in old_fields or get_path(old, p) != get_path(new, p)}
-    removed = old_fields - new_fields
+    removed = {p for p in old_fields - new_fields if get_path(new, p) is _MISSING}
     entries = _entries(old) if old else []
     me = (manager, operation, subresource)
     out = []
     mine = set()
+    position = None
     for entry in entries:
         key = _entry_key(entry)
         fields = from_fieldsv1(entry.get("fieldsV1"))
         if key == me:
             mine = fields
+            position = len(out)
             continue
         if entry.get("subresource", "") == subresource:
             fields = fields - changed - removed
@@ -323,7 +356,7 @@ def track_update(old, new, manager, schema, api_version, subresource="", operati
                  "fieldsType": "FieldsV1", "fieldsV1": to_fieldsv1(mine)}
         if subresource:
             entry["subresource"] = subresource
-        out.append(entry)
+        out.insert(len(out) if position is None else position, entry)
     new.setdefault("metadata", {})["managedFields"] = out
     return new
 

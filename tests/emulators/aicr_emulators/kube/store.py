@@ -619,6 +619,8 @@ class Store:
             self._metadata_checks(rtype, obj)
             if rtype.status and rtype.plural != "nodes":
                 obj.pop("status", None)
+                if rtype.crd is None:
+                    obj["status"] = {}  # built-in status structs serialise as {} even when empty
             obj = self._check_schema(rtype, obj, ctx, name, version)
             meta = obj["metadata"]
             for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
@@ -771,6 +773,7 @@ class Store:
             applied.pop("status", None)
         applied = self._check_schema(rtype, applied, ctx, name, version, partial=True)
         schema = self.schema_for(rtype, version)
+        ssa.fill_key_defaults(applied, schema)
         api_version = rtype.api_version(version)
         if old is None:
             if subresource:
