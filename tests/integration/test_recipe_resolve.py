@@ -125,7 +125,9 @@ def test_errors(run_playbook, real_catalog, tmp_path):
         assert "\n" not in res["msg"] and "module_stderr" not in res, task
         # ansible-core 2.19 marks failures without a traceback as "(traceback unavailable)"
         assert "Traceback" not in str(res.get("exception", "")), task
-    lookup = run.result("Lookup error")
     assert "Lookup error" in failed
-    assert "no recipe provides os 'ubuntu' for criteria(service=kind, os=ubuntu)" in lookup["msg"]
+    recorded = run.result("Report")["messages"]
+    assert set(recorded) == {"bad_criteria", "missing_catalog", "malformed_catalog", "os_guard", "profile", "lookup"}
+    assert recorded["os_guard"] == expected["OS guard"]
+    assert "no recipe provides os 'ubuntu' for criteria(service=kind, os=ubuntu)" in recorded["lookup"]
     assert "Traceback" not in run.stdout
