@@ -221,6 +221,14 @@ class GatedRelease(object):
                     continue
                 action, reason = plan_object(self.cluster, mobj, comp.namespace)
                 st.objects[wave].append((mobj, action, reason))
+        if comp.manifest_only:
+            acts = st.object_actions()
+            if acts and all(a == "create" for a in acts):
+                st.action, st.reason = "install", "manifest-only: %d object(s) to create" % len(acts)
+            elif any(a != "unchanged" for a in acts):
+                st.action, st.reason = "upgrade", "manifest-only: %d object(s) differ" % sum(1 for a in acts if a != "unchanged")
+            else:
+                st.action, st.reason = "unchanged", "manifest-only: every object matches its dry-run apply" if acts else "manifest-only: renders no object"
         previous = (self.inventory["components"].get(comp.name) or {}).get("objects") or []
         st.stale_objects = [ref for ref in previous if ref.get("id") not in seen]
         return st

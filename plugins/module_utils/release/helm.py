@@ -199,8 +199,11 @@ class HelmRunner(object):
         stderr = proc.stderr.decode("utf-8", "replace") if isinstance(proc.stderr, bytes) else (proc.stderr or "")
         if proc.returncode != 0:
             lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
-            errors = [line for line in lines if line.startswith("Error")]
-            reason = (errors[-1] if errors else lines[-1]) if lines else "exit code %s" % proc.returncode
+            starts = [i for i, line in enumerate(lines) if line.startswith("Error")]
+            if starts:
+                reason = " ".join(lines[starts[-1]:starts[-1] + 4])  # helm puts multi-error details on the next lines
+            else:
+                reason = lines[-1] if lines else "exit code %s" % proc.returncode
             raise AicrError("%s failed: %s" % (what, reason[:500]), stderr=stderr[-2000:])
         return stdout
 
