@@ -69,6 +69,52 @@ def apply_registry_defaults(catalog, refs):
             ref["healthCheckAsserts"] = catalog.read_text(assert_file, field="registry %s healthCheck.assertFile" % ref["name"])
 
 
+def coherence_problem(ref):
+    """Why an enabled, defaulted componentRef cannot be deployed as declared ("" when coherent).
+
+    AICR's ``coherenceProblem``: the deployment-shape fields of a ref must agree with its type.
+    """
+    name = ref["name"]
+    if ref.get("patches"):
+        return "component %r declares patches, but no deployer applies patch files; remove `patches`" % name
+    rtype = ref.get("type") or ""
+    tag, path = ref.get("tag") or "", ref.get("path") or ""
+    if rtype == "Helm":
+        if tag or path:
+            return "component %r is Helm but carries Kustomize field(s) (tag=%r, path=%r); remove the tag/path" % (name, tag, path)
+        for field in ("chart", "source", "version"):
+            value = ref.get(field) or ""
+            if value != value.strip():
+                return "Helm component %r has a %s with surrounding whitespace (%r)" % (name, field, value)
+        version = ref.get("version") or ""
+        if version and not version.strip().lstrip("v"):
+            return "Helm component %r has chart version %r; set a full chart version" % (name, version)
+        if ref.get("source"):
+            if not version:
+                return "Helm component %r has no chart version; set version: on the componentRef or helm.defaultVersion in the registry" % name
+        elif ref.get("chart"):
+            return "Helm component %r has a chart name (%r) but no source repository; set source:, or remove the chart for a manifest-only component" % (
+                name, ref["chart"])
+        elif not ref.get("manifestFiles"):
+            return "Helm component %r has no deployable primary (no source, no chart, and no primary manifestFiles)" % name
+        return ""
+    if rtype == "Kustomize":
+        if not path:
+            return "component %r is Kustomize but has no path; a path is required to build from" % name
+        if tag and not ref.get("source"):
+            return "component %r is Kustomize with tag %r but no source; a tag is only meaningful with a git source" % (name, tag)
+        if ref.get("manifestFiles"):
+            return "component %r is Kustomize but also declares manifestFiles; declare either Kustomize (tag/path) or manifest files" % name
+        return ""
+    return "component %r has unsupported type %r; expected 'Helm' or 'Kustomize'" % (name, rtype)
+
+
+def validate_coherence(refs):
+    problems = sorted(p for p in (coherence_problem(ref) for ref in refs if order.is_enabled(ref)) if p)
+    if problems:
+        raise AicrError("recipe has incoherent component ref(s): " + "; ".join(problems), problems=problems)
+
+
 def _set_override(refs, name, override):
     for ref in refs:
         if ref["name"] == name:
@@ -120,6 +166,7 @@ def build_recipe(catalog, query, profile=None):
         if ref["name"] in seen:
             raise AicrError("recipe has duplicate component ref name %r" % ref["name"], component=ref["name"])
         seen.add(ref["name"])
+    validate_coherence(refs)
 
     criteria_out = dict((dim, query[dim]) for dim in crit.DIMENSIONS)
     if query.get("nodes"):

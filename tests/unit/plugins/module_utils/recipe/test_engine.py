@@ -384,3 +384,33 @@ def test_real_recipe_components_shape(aicr_catalog_dir):
     assert comps["nodewright-customizations"]["manifest_only"] is True
     assert out["recipe_name"] == "h100-eks-ubuntu-training"
     assert out["graph"].startswith("flowchart TD\n")
+
+
+@pytest.mark.parametrize("ref,fragment", [
+    ({"name": "alpha", "patches": ["p.yaml"]}, "component 'alpha' declares patches"),
+    ({"name": "alpha", "tag": "v1"}, "component 'alpha' is Helm but carries Kustomize field(s)"),
+    ({"name": "alpha", "version": "v"}, "Helm component 'alpha' has chart version 'v'"),
+    ({"name": "gamma", "chart": "gamma-chart"}, "Helm component 'gamma' has a chart name ('gamma-chart') but no source repository"),
+    ({"name": "gamma"}, "Helm component 'gamma' has no deployable primary"),
+    ({"name": "delta", "type": "Kustomize", "source": "https://git.example/x"}, "component 'delta' is Kustomize but has no path"),
+    ({"name": "delta", "type": "Operator"}, "component 'delta' has unsupported type 'Operator'"),
+])
+def test_incoherent_refs_are_rejected(tmp_path, ref, fragment):
+    root = _cat(tmp_path, overlays=[overlay("svc", {"service": "eks"}, refs=[ref])])
+    with pytest.raises(AicrError) as err:
+        resolve_mod.resolve(root, {"service": "eks"}, persist_cache=False)
+    assert err.value.msg.startswith("recipe has incoherent component ref(s): ")
+    assert fragment in err.value.msg
+
+
+def test_disabled_incoherent_ref_is_ignored(tmp_path):
+    root = _cat(tmp_path, overlays=[overlay("svc", {"service": "eks"}, refs=[{"name": "gamma", "overrides": {"enabled": False}}])])
+    out = resolve_mod.resolve(root, {"service": "eks"}, persist_cache=False)
+    assert "gamma" not in out["recipe"]["deploymentOrder"]
+
+
+def test_helm_source_without_version(tmp_path):
+    root = _cat(tmp_path, overlays=[overlay("svc", {"service": "eks"}, refs=[{"name": "delta", "type": "Helm", "source": "https://x"}])])
+    with pytest.raises(AicrError) as err:
+        resolve_mod.resolve(root, {"service": "eks"}, persist_cache=False)
+    assert "Helm component 'delta' has no chart version" in err.value.msg
