@@ -27,11 +27,15 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "kubernetes-core"
 DEFAULT_DEST = REPO_ROOT / ".build" / "deps-collections"
 
-# ansible 12.x is the community package built for ansible-core 2.19 (our pin).
-REQUIREMENT = "ansible==12.3.0"
-WHEEL = "ansible-12.3.0-py3-none-any.whl"
-WHEEL_SHA256 = "cd156f82fa87f7a899212b0efa9f7ca3a24d609212de9f78428a572eb01e5414"
-COLLECTION_VERSION = "6.2.0"
+# kubernetes.core 6.6.0 (in ansible 14.5.0) is the first we found whose helm module works with
+# helm 4 (6.2.0, in ansible 12.x for ansible-core 2.19, runs `helm list --all`, which helm 4
+# removed).  It declares requires_ansible >=2.16, so it runs on our ansible-core 2.19 pin; the
+# wheel itself wants Python >= 3.12, hence --python-version for the download (nothing is installed).
+REQUIREMENT = "ansible==14.5.0"
+WHEEL = "ansible-14.5.0-py3-none-any.whl"
+WHEEL_SHA256 = "245623ccc2d31d0f6f4bdb63168d550cad305fb032cc43d96e8f61ce8ab0ba84"
+COLLECTION_VERSION = "6.6.0"
+WHEEL_PYTHON = "3.12"
 PREFIX = "ansible_collections/kubernetes/core/"
 MARKER = ".aicr-source"
 
@@ -63,8 +67,8 @@ def fetch_wheel(cache):
     if wheel.is_file() and sha256_of(wheel) == WHEEL_SHA256:
         return wheel
     cache.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps", "--only-binary", ":all:", "--dest", str(cache),
-           REQUIREMENT]
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps", "--only-binary", ":all:",
+           "--python-version", WHEEL_PYTHON, "--dest", str(cache), REQUIREMENT]
     result = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     if result.returncode != 0:
         raise ExtractError("pip download %s failed (exit %d): %s" % (REQUIREMENT, result.returncode, result.stdout.strip()[-2000:]))
