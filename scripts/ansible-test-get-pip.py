@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Offline stand-in for the get-pip.py that ansible-test downloads.
 
 ansible-test bootstraps pip in each of its sanity virtual environments by fetching

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """`make bench`: run every tests/bench/bench_<area>.py and print one JSON document.
 
 Each bench module exposes ``run() -> dict`` with its figures (and, where the issue
