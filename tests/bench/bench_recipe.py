@@ -28,7 +28,7 @@ CATALOG = SHARED / "aicr" / "catalog"
 DEV_PATH = REPO / ".build" / "dev"
 COLLECTIONS = REPO / ".build" / "collections"
 VENV_BIN = Path(sys.executable).parent
-TASK_REPEATS = 7
+TASK_REPEATS = 9
 
 _COLD = r"""
 import sys, time, json
@@ -74,9 +74,9 @@ def cold_figures():
     startup = min(_timed([sys.executable, "-c", "pass"]) for _ in range(3))
     cache = tempfile.mkdtemp(prefix="aicr-bench-cache-")
     try:
-        no_cache = _best_of(3, lambda: _cold(cache, False))
+        no_cache = _best_of(5, lambda: _cold(cache, False))
         _cold(cache, True)  # populate the parsed-metadata cache
-        disk = _best_of(3, lambda: _cold(cache, True))
+        disk = _best_of(5, lambda: _cold(cache, True))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     return {
