@@ -12,8 +12,8 @@ module: values_schema
 short_description: Helm values.yaml to JSON Schema and CRD, values validation and CRD breaking-change reports
 version_added: "0.1.0"
 description:
-  - Infers a schema from a chart's C(values.yaml) (types from YAML tags, descriptions and annotations from comments:
-    plain blocks, helm-docs, bitnami C(@param), losisin C(@schema), C(@type)), with subcharts merged under their keys.
+  - Infers a schema from a chart's C(values.yaml), with subcharts merged under their keys. Types come from the YAML tags;
+    descriptions and annotations come from the comments (plain blocks, helm-docs, bitnami C(@param), losisin C(@schema), C(@type)).
   - O(output=json_schema) returns a JSON Schema (draft 2020-12, or draft-07 as Helm uses) usable as C(values.schema.json).
   - O(output=crd) returns an C(apiextensions.k8s.io/v1) CustomResourceDefinition with the values under C(.spec.values),
     checked to be a structural schema.
@@ -250,7 +250,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine, validate
+from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine, infer, validate
 
 ARGUMENT_SPEC = dict(
     output=dict(type="str", default="json_schema", choices=["json_schema", "crd", "validate", "compare"]),
@@ -291,6 +291,8 @@ def main():
         supports_check_mode=True,
         required_if=[("output", "compare", ["old_crd"])],
     )
+    if not infer.HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=infer.YAML_IMPORT_ERROR)
     if module.params["output"] == "validate" and not validate.HAS_JSONSCHEMA:
         module.fail_json(msg=missing_required_lib("jsonschema"), exception=validate.JSONSCHEMA_IMPORT_ERROR)
     params = dict(module.params)

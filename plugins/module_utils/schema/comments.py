@@ -25,13 +25,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-
-import yaml
+import traceback
 
 try:
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml missing
-    _Loader = yaml.SafeLoader
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:  # the module reports it with missing_required_lib("PyYAML")
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
+
+_Loader = (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader) if HAS_YAML else None
 
 _HELMDOCS_PATH = re.compile(r'^#\s*((?:[A-Za-z0-9_\-$]+|"[^"]*")(?:\.(?:[A-Za-z0-9_\-$]+|"[^"]*"))*)\s+--\s?(.*)$')
 _HELMDOCS_TYPE = re.compile(r'^\(([A-Za-z0-9_/\-]+)\)\s*(.*)$', re.S)

@@ -52,7 +52,8 @@ DEFAULT_SEVERITIES = {
 }
 RULE_OF_CHECK = {
     "field_removed": "existingFieldRemoval", "scope_changed": "scope", "stored_version_removed": "storedVersionRemoval",
-    "served_version_removed": "servedVersionRemoval", "type_changed": "type", "type_widened": "type", "required_added": "required", "nonempty_added": "required",
+    "served_version_removed": "servedVersionRemoval", "type_changed": "type", "type_widened": "type",
+    "required_added": "required", "nonempty_added": "required",
     "enum_added": "enum", "enum_value_removed": "enum", "enum_value_added": "enum", "enum_removed": "enum",
     "default_changed": "default", "default_removed": "default", "default_added": "default", "description_changed": "description",
     "pattern_added": "pattern", "pattern_changed": "pattern", "pattern_removed": "pattern",

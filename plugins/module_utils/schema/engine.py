@@ -19,7 +19,6 @@ import os
 import tempfile
 import traceback
 
-import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import compat, crd as crd_mod, infer, jsonschema, sources, structural, validate
@@ -117,8 +116,8 @@ def load_crd(value, field, kubeconfig=None, context=None):
     if os.path.isfile(path):
         with open(path) as handle:
             try:
-                documents = list(yaml.load_all(handle.read(), Loader=infer.ValuesLoader))  # nosec - safe loader
-            except yaml.YAMLError as exc:
+                documents = list(infer.yaml.load_all(handle.read(), Loader=infer.ValuesLoader))  # nosec - safe loader
+            except infer.yaml.YAMLError as exc:
                 raise AicrError("%s: %s is not valid YAML (%s)" % (field, path, getattr(exc, "problem", exc)), field=field, value=path)
         for document in documents:
             if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
@@ -152,7 +151,7 @@ def _load_schema(value):
     try:
         return json.loads(text)
     except ValueError:
-        loaded = yaml.load(text, Loader=infer.ValuesLoader)  # nosec - safe loader
+        loaded = infer.yaml.load(text, Loader=infer.ValuesLoader)  # nosec - safe loader
         if not isinstance(loaded, dict):
             raise AicrError("schema: %s is not a JSON Schema mapping" % value, field="schema", value=value)
         return loaded
@@ -176,8 +175,8 @@ def values_to_validate(params, chart, files):
 def render(content, fmt):
     if fmt == "json":
         return json.dumps(content, indent=2, sort_keys=False) + "\n"
-    return yaml.dump(content, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, default_flow_style=False, width=160,
-                     allow_unicode=True)
+    dumper = getattr(infer.yaml, "CSafeDumper", None) or infer.yaml.SafeDumper
+    return infer.yaml.dump(content, Dumper=dumper, sort_keys=False, default_flow_style=False, width=160, allow_unicode=True)
 
 
 def write_dest(dest, content, fmt="auto", check_mode=False):
@@ -220,6 +219,7 @@ def write_dest(dest, content, fmt="auto", check_mode=False):
 
 def run(params, check_mode=False):
     """Do what ``output`` asks. Returns (result, failure message or None)."""
+    infer.require_yaml()
     params = _params(params)
     output = params["output"]
     result = {"changed": False}

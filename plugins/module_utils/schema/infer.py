@@ -28,23 +28,34 @@ __metaclass__ = type
 
 import copy
 import re
+import traceback
 
-import yaml
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:  # the module reports it with missing_required_lib("PyYAML")
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import comments as comments_mod
 
-try:
-    _BaseLoader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - libyaml missing
-    _BaseLoader = yaml.SafeLoader
+if HAS_YAML:
+    _BaseLoader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader  # SafeLoader when PyYAML lacks libyaml
+
+    class ValuesLoader(_BaseLoader):  # pylint: disable=too-many-ancestors
+        """Safe loader that keeps timestamps as strings (as Helm's YAML→JSON does)."""
+
+    ValuesLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+else:
+    _BaseLoader = ValuesLoader = None
 
 
-class ValuesLoader(_BaseLoader):  # pylint: disable=too-many-ancestors
-    """Safe loader that keeps timestamps as strings (as Helm's YAML→JSON does)."""
+def require_yaml():
+    if not HAS_YAML:
+        raise AicrError("the Python package PyYAML is required to read values files", missing_library="PyYAML", exception=YAML_IMPORT_ERROR)
 
-
-ValuesLoader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
 
 TAG = "tag:yaml.org,2002:"
 SCALAR_TYPES = {
@@ -147,6 +158,7 @@ class Inferrer:
     """Walks a composed YAML document and builds the node tree."""
 
     def __init__(self, text, source="values.yaml"):
+        require_yaml()
         self.text = text
         self.source = source
         try:
@@ -197,7 +209,8 @@ class Inferrer:
                 node = {"type": None, "nullable": False, "intOrString": True}
             elif parent_key in RESOURCE_PARENTS and (key in RESOURCE_NAMES or "/" in str(key) or str(key).startswith("hugepages-")):
                 node = {"type": None, "nullable": False, "intOrString": True}
-            elif type_name == "string" and QUANTITY.match(yaml_node.value):
+            elif type_name == "string" and QUANTITY.match(yaml_node.value) and (not yaml_node.value.endswith("m") or "cpu" in str(key).lower()):
+                # "1m"/"5m" are usually durations: milli-units only count where a CPU quantity is meant
                 node = {"type": None, "nullable": False, "intOrString": True}
         return node
 
@@ -579,6 +592,7 @@ def infer_text(text, source="values.yaml"):
 
 def load_values(text, source="values.yaml"):
     """The values (plain Python) of a values file, helmetica ``'#key'`` meta entries removed."""
+    require_yaml()
     try:
         data = yaml.load(text, Loader=ValuesLoader)  # nosec - safe loader
     except yaml.YAMLError as exc:

@@ -20,7 +20,6 @@ import subprocess
 import tarfile
 import tempfile
 
-import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import infer
@@ -72,8 +71,8 @@ class Chart:
 
 def _parse_chart_yaml(text, origin):
     try:
-        meta = yaml.load(text, Loader=infer.ValuesLoader) or {}  # nosec - safe loader
-    except yaml.YAMLError as exc:
+        meta = infer.yaml.load(text, Loader=infer.ValuesLoader) or {}  # nosec - safe loader
+    except infer.yaml.YAMLError as exc:
         raise AicrError("chart %s: Chart.yaml is not valid YAML (%s)" % (origin, getattr(exc, "problem", exc)), field="chart", value=origin)
     if not isinstance(meta, dict) or not meta.get("name"):
         raise AicrError("chart %s: Chart.yaml has no name" % origin, field="chart", value=origin)
@@ -201,7 +200,8 @@ def pull(chart, version=None, repository=None, helm_binary="helm", username=None
             raise AicrError("chart: helm pull %s timed out after 300 s" % chart, field="chart", value=chart)
         if proc.returncode != 0:
             reason = (proc.stderr or proc.stdout or "").strip().splitlines()
-            raise AicrError("chart: helm pull %s%s failed: %s" % (chart, " --version %s" % version if version else "", reason[-1] if reason else proc.returncode),
+            where = "%s%s" % (chart, " --version %s" % version if version else "")
+            raise AicrError("chart: helm pull %s failed: %s" % (where, reason[-1] if reason else proc.returncode),
                             field="chart", value=chart, rc=proc.returncode, cmd=[a for a in argv if a != password])
         archives = [f for f in os.listdir(tmp) if f.endswith(".tgz")]
         if len(archives) != 1:
@@ -215,6 +215,7 @@ def pull(chart, version=None, repository=None, helm_binary="helm", username=None
 
 def load_chart(chart, version=None, repository=None, helm_binary="helm", **auth):
     """A chart given as a directory, a .tgz, an ``oci://`` reference or a repository chart name."""
+    infer.require_yaml()
     if not chart:
         raise AicrError("chart: empty; allowed: a chart directory, a .tgz, oci://..., or a chart name with repository", field="chart")
     path = os.path.expanduser(str(chart))
@@ -231,6 +232,7 @@ def load_chart(chart, version=None, repository=None, helm_binary="helm", **auth)
 
 def discover_versions(repository, chart_name, timeout=30):
     """Versions of a chart listed in an http(s)/file repository's index.yaml, newest first as listed."""
+    infer.require_yaml()
     if not repository or str(repository).startswith("oci://"):
         raise AicrError("discover_versions: repository %r has no index.yaml (oci registries list no versions); give versions instead" % (repository,),
                         field="repository", value=repository)
@@ -244,7 +246,7 @@ def discover_versions(repository, chart_name, timeout=30):
                 raise AicrError("discover_versions: ansible.module_utils.urls is not available", field="repository")
             response = open_url(url, timeout=timeout)
             text = response.read().decode("utf-8")
-        index = yaml.load(text, Loader=infer.ValuesLoader) or {}  # nosec - safe loader
+        index = infer.yaml.load(text, Loader=infer.ValuesLoader) or {}  # nosec - safe loader
     except AicrError:
         raise
     except Exception as exc:  # pylint: disable=broad-except

@@ -96,13 +96,17 @@ def validate(schema, values, limit=1000, warnings=None):
             "path": format_path(error.absolute_path),
             "value": error.instance,
             "rule": error.validator,
-            "constraint": error.validator_value if not isinstance(error.validator_value, (dict, list)) or error.validator in ("enum", "type", "required") else None,
+            "constraint": error.validator_value if _plain_constraint(error) else None,
             "message": error.message,
             "schema_path": "/".join(str(p) for p in error.absolute_schema_path),
         })
         if len(errors) >= limit:
             break
     return errors
+
+
+def _plain_constraint(error):
+    return not isinstance(error.validator_value, (dict, list)) or error.validator in ("enum", "type", "required")
 
 
 def summarise(errors, limit=5):

@@ -9,6 +9,11 @@ from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import 
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine, structural
 
 
+def first(params, check_mode=False):
+    """The result of engine.run, without the failure message."""
+    return engine.run(params, check_mode=check_mode)[0]
+
+
 @pytest.fixture
 def chart_dir(shared_dir):
     return str(shared_dir / "values-corpus" / "nvidia-device-plugin")
@@ -19,7 +24,7 @@ def test_json_schema_and_crd(chart_dir):
     assert failure is None and result["changed"] is False
     assert result["schema"]["$schema"].endswith("2020-12/schema")
     assert result["chart"]["name"] == "nvidia-device-plugin"
-    result, _ = engine.run({"chart": chart_dir, "output": "crd", "versions": ["0.17.0", "0.18.0"]})
+    result = first({"chart": chart_dir, "output": "crd", "versions": ["0.17.0", "0.18.0"]})
     assert structural.check_crd(result["crd"]) == []
     assert result["crd"]["metadata"]["name"] == "nvidiadeviceplugins.nvidia-device-plugin.bundles.aicr.io"
     assert result["dropped"] == []
@@ -31,7 +36,7 @@ def test_values_files_only_and_name(tmp_path):
     base.write_text("a: 1\n")
     extra = tmp_path / "extra.yaml"
     extra.write_text("b: x\na: 2.5\n")
-    result, _ = engine.run({"values_files": [str(base), str(extra)], "output": "crd"})
+    result = first({"values_files": [str(base), str(extra)], "output": "crd"})
     values = result["crd"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["values"]
     assert values["properties"] == {"a": {"type": "number"}, "b": {"type": "string"}}
     assert result["crd"]["spec"]["names"]["kind"] == "Demo"
@@ -63,15 +68,15 @@ def test_validate_against_shipped_schema(shared_dir):
 def test_dest_is_idempotent_with_check_mode_and_diff(chart_dir, tmp_path):
     dest = tmp_path / "values.schema.json"
     params = {"chart": chart_dir, "draft": "draft-07", "dest": str(dest)}
-    result, _ = engine.run(params, check_mode=True)
+    result = first(params, check_mode=True)
     assert result["changed"] is True and not dest.exists()
     assert result["diff"]["before"] == "" and json.loads(result["diff"]["after"])["$schema"].startswith("http://json-schema.org/draft-07")
-    result, _ = engine.run(params)
+    result = first(params)
     assert result["changed"] is True and result["actions"][0].startswith("write %s (" % dest)
     assert json.loads(dest.read_text()) == result["schema"]
-    result, _ = engine.run(params)
+    result = first(params)
     assert result["changed"] is False and "diff" not in result and result["actions"] == []
-    result, _ = engine.run(dict(params, draft="2020-12"), check_mode=True)
+    result = first(dict(params, draft="2020-12"), check_mode=True)
     assert result["changed"] is True and "draft-07" in result["diff"]["before"] and "2020-12" in result["diff"]["after"]
     crd_dest = tmp_path / "crd.yaml"
     engine.run({"chart": chart_dir, "output": "crd", "dest": str(crd_dest)})
@@ -81,7 +86,7 @@ def test_dest_is_idempotent_with_check_mode_and_diff(chart_dir, tmp_path):
 def test_compare_files_and_generated(shared_dir, tmp_path):
     original = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-original" / "values.yaml")
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
-    old, _ = engine.run({"values_files": [original], "output": "crd", "name": "juiceshop", "dest": str(tmp_path / "old.yaml")})
+    old = first({"values_files": [original], "output": "crd", "name": "juiceshop", "dest": str(tmp_path / "old.yaml")})
     result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juiceshop", "old_crd": str(tmp_path / "old.yaml")})
     assert result["breaking"] is True and result["old_found"] is True
     assert failure.startswith("breaking changes from juiceshops.juiceshop.bundles.aicr.io: 5 breaking change(s), 0 warning(s): ")

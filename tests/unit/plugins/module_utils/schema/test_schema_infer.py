@@ -85,6 +85,9 @@ def test_resources_and_quantities_are_int_or_string():
     assert schema["properties"]["size"]["type"] == ["integer", "string"]
     assert schema["properties"]["maxUnavailable"]["type"] == ["integer", "string"]
     assert schema["properties"]["name"]["type"] == "string"
+    durations = schema_of("timeout: 1m\ncpuLimit: 500m\nsize: 1G\n")["properties"]
+    assert durations["timeout"]["type"] == "string"
+    assert durations["cpuLimit"]["type"] == ["integer", "string"] and durations["size"]["type"] == ["integer", "string"]
 
 
 def test_multiline_strings_stay_strings_and_hash_lines_inside_are_not_comments():
