@@ -29,7 +29,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: The module only reads the catalog; check mode returns the same result.
+    details:
+      - The module only reads the catalog; check mode returns the same result.
+      - In check mode the parsed-catalog cache is read but not written (an archive is still unpacked into O(cache_dir)).
   diff_mode:
     support: none
     details: Nothing is changed, so there is no diff.
@@ -291,6 +293,7 @@ def main():
             component_overrides=params["component_overrides"],
             cache_dir=params["cache_dir"],
             persist_cache=params["use_cache"],
+            write_cache=not module.check_mode,
         )
     except AicrError as exc:
         module.fail_json(**exc.to_result())

@@ -413,12 +413,13 @@ def _store_cached_docs(cache_dir, digest, docs):
         return False
 
 
-def load_catalog(path, cache_dir=None, persist=True):
+def load_catalog(path, cache_dir=None, persist=True, write_cache=True):
     """Load (or fetch from the process cache) the catalog at ``path``.
 
     ``cache_dir``: where tarballs are unpacked and parsed metadata is persisted
     (``None`` -> :func:`default_cache_dir`). ``persist=False`` disables the parsed
-    metadata cache on disk (tarballs are still unpacked, to a temp dir if needed).
+    metadata cache on disk (tarballs are still unpacked, to a temp dir if needed);
+    ``write_cache=False`` reads an existing cache entry but never writes one (check mode).
     """
     if not HAS_YAML:
         raise AicrError("catalog: the PyYAML Python library is required to read recipe catalogs", missing_library="PyYAML")
@@ -463,7 +464,7 @@ def load_catalog(path, cache_dir=None, persist=True):
     catalog = Catalog(root, digest, entries.keys(), source)
     catalog.from_disk_cache = from_disk
     catalog.cache_written = False
-    if persist and not from_disk:
+    if persist and write_cache and not from_disk:
         # Only the documents classify() uses; others (evidence, validators) were parsed to be skipped.
         relevant = dict((p, d) for p, d in docs.items()
                         if p == "registry.yaml" or p.startswith("mixins/") or (isinstance(d, dict) and d.get("kind") == RECIPE_METADATA_KIND))

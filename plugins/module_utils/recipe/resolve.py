@@ -136,6 +136,17 @@ def apply_slurm_accounting_default(result):
     result["deploymentOrder"] = order.deployment_order(refs)
 
 
+def _omit_empty_phase_fields(validation):
+    """Drop empty/unset fields inside validation phases, as AICR's omitempty serialisation does."""
+    out = {}
+    for phase, body in validation.items():
+        if isinstance(body, dict):
+            out[phase] = dict((k, v) for k, v in body.items() if v not in (None, "", [], {}))
+        elif body is not None:
+            out[phase] = body
+    return out
+
+
 def build_recipe(catalog, query, profile=None):
     """The AICR RecipeResult (a plain dict with AICR's field names) for a parsed query."""
     matched = match.find_matching(catalog, query)
@@ -180,8 +191,11 @@ def build_recipe(catalog, query, profile=None):
         "componentRefs": refs,
         "deploymentOrder": deployment,
     }
+    for ref in refs:  # AICR always serialises these two (no omitempty)
+        ref.setdefault("type", "")
+        ref.setdefault("source", "")
     if spec.get("validation") is not None:
-        result["validation"] = spec["validation"]
+        result["validation"] = _omit_empty_phase_fields(spec["validation"])
     if selected is not None:
         result["apiVersion"] = API_VERSION_CONFIGURED
         result["metadata"]["selectedProfile"] = selected
@@ -295,9 +309,10 @@ def component_view(catalog, ref, user_values=None):
     }
 
 
-def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True):
+def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True,
+            write_cache=True):
     """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md)."""
-    cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache)
+    cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache, write_cache=write_cache)
     query = crit.parse_criteria(criteria, cat.registered)
     result = build_recipe(cat, query, profile)
     overrides = apply_user_inputs(result, skip_components, component_overrides)

@@ -74,3 +74,12 @@ def test_overrides_and_skip(capsys, catalog_dir, tmp_path):
     assert "nvsentinel" not in names
     gpu = [c for c in out["components"] if c["name"] == "gpu-operator"][0]
     assert gpu["version"] == "v1.2.3" and gpu["values"]["driver"]["version"] == "x"
+
+
+def test_check_mode_does_not_write_the_cache(capsys, catalog_dir, tmp_path):
+    from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
+    catalog_mod.clear_process_cache()
+    code, _ = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path / "c"), "_ansible_check_mode": True,
+                                  "criteria": {"service": "eks", "intent": "training"}})
+    assert code == 0
+    assert not (tmp_path / "c" / "parsed").exists()

@@ -229,3 +229,14 @@ def test_changed_directory_is_reloaded_without_clearing_the_cache(tmp_path):
     second = catalog_mod.load_catalog(root, persist=False)
     assert second is not first and second.digest != first.digest
     assert second.values_doc("components/beta/values.yaml") == {"mode": "a-much-longer-value"}
+
+
+def test_write_cache_false_reads_but_never_writes(tmp_path):
+    root = make_catalog(tmp_path / "cat")
+    cache = tmp_path / "cache"
+    cat = catalog_mod.load_catalog(root, cache_dir=str(cache), write_cache=False)
+    assert cat.cache_written is False and not (cache / "parsed").exists()
+    catalog_mod.clear_process_cache()
+    catalog_mod.load_catalog(root, cache_dir=str(cache))
+    catalog_mod.clear_process_cache()
+    assert catalog_mod.load_catalog(root, cache_dir=str(cache), write_cache=False).from_disk_cache is True
