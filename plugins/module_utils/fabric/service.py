@@ -10,7 +10,8 @@ Rules (see docs/modules/fabric_device.md):
 - After an ambiguous outcome (timeout, reset, 5xx) or any error answer, re-read the machine: a new
   matching device is adopted; a device that is gone counts as detached. Only when the re-read (after
   letting the fabric settle) shows no effect is a mutation sent again, at most ``mutation_retries``
-  times. An attach whose device ends failed/critical is rolled back (it is ours and unused).
+  times. An attach whose device ends failed, critical or with an unknown status is rolled back
+  (it is ours and unused).
 - Unless ``force_detach``, a GPU is not detached while pods on its node request ``nvidia.com/gpu``
   or a DRA claim names it.
 - Machines are handled concurrently (bounded thread pool); devices on one machine sequentially.
@@ -339,17 +340,14 @@ class FabricService:
                 raise AicrError("%s: device %s still being added after %.0fs (wait_timeout)" % (where, device.res_uuid, self.wait_timeout),
                                 device=device.to_result())
             device = hit
-        if device.phase == FAILED or device.health == CRITICAL:
+        if device.phase == FAILED or device.health in (CRITICAL, UNKNOWN):
             reason = device.warnings[-1] if device.warnings else "status %s" % device.raw_status
             self._action(run, "attach", target, device)
             devices = self._rollback(run, target, device, devices)
-            raise AicrError("%s: attached device %s failed on the fabric (%s); it was detached again (rolled back)" % (where, device.res_uuid, reason),
+            raise AicrError("%s: attached device %s is not usable (%s); it was detached again (rolled back)" % (where, device.res_uuid, reason),
                             device=device.to_result())
         self._action(run, "attach", target, device, adopted=adopted)
         run.attached.append(run.tag(device.to_result()))
-        if device.health == UNKNOWN:
-            raise AicrError(device.warnings[-1] if device.warnings else "%s: device %s has an unknown status" % (where, device.res_uuid),
-                            device=device.to_result())
         run.warnings.extend(device.warnings)
         return devices
 
@@ -395,13 +393,14 @@ class FabricService:
             self._action(run, "detach", target, device)
             return [d for d in devices if d.res_uuid != device.res_uuid]
 
-        def gone(current):
+        def accepted(current):
             mine = [d for d in current if d.res_uuid == device.res_uuid]
             if not mine:
                 return "gone"
-            if mine[0].phase == REMOVING and not self.wait:
-                return "removing"
-            return None
+            return "removing" if mine[0].phase == REMOVING else None
+
+        def gone(current):
+            return "gone" if not [d for d in current if d.res_uuid == device.res_uuid] else None
 
         attempts = 0
         while True:
@@ -411,8 +410,12 @@ class FabricService:
                 self.backend.detach(run.machine_id, device, devices)
             except (AmbiguousOutcome, FabricHTTPError) as exc:
                 error = exc
-            timeout = self.wait_timeout if self.backend.asynchronous and self.wait and error is None else self.settle_timeout
-            outcome, devices = self._reread(run, gone, error, timeout)
+            outcome, devices = self._reread(run, accepted, error, self.settle_timeout)
+            if outcome == "removing" and self.wait:
+                outcome, devices = self._reread(run, gone, None, self.wait_timeout)
+                if outcome is None:
+                    raise AicrError("%s: %s is still being removed after %.0fs (wait_timeout)" % (where, device.res_uuid, self.wait_timeout),
+                                    device=device.to_result())
             if outcome:
                 if error is not None:
                     run.warnings.append("%s: detach of %s answered '%s' but the device is gone; counted as detached" % (where, device.res_uuid, error.msg))
@@ -421,7 +424,7 @@ class FabricService:
             if still and still[0].phase == FAILED:
                 raise AicrError("%s: detach of %s failed on the fabric (%s)" % (where, device.res_uuid, still[0].raw_status), device=still[0].to_result())
             if error is None:
-                raise AicrError("%s: the fabric accepted the detach of %s but it is still attached after %.0fs" % (where, device.res_uuid, timeout),
+                raise AicrError("%s: the fabric accepted the detach of %s but it is still attached after %.0fs" % (where, device.res_uuid, self.settle_timeout),
                                 device=device.to_result())
             if isinstance(error, AmbiguousOutcome) and attempts <= self.mutation_retries:
                 run.warnings.append("%s: detach outcome unknown (%s); %s still attached, sending it once more" % (where, error.msg, device.res_uuid))

@@ -9,7 +9,8 @@ many matching requests through first). Actions:
 - ``error`` (``status`` with ``body`` fti | plain | html | empty | redfish, nothing applied),
 - ``commit_then_fail`` (change applied, then the error returned),
 - ``reset`` (connection dropped without a response; ``commit`` true applies the change first),
-- ``unauthorized`` (401), ``malformed_jwt`` (token endpoint hands out a non-JWT),
+- ``unauthorized`` (401), ``expire_token`` (every issued token expires now, so this request gets 401),
+  ``malformed_jwt`` (token endpoint hands out a non-JWT),
 - ``empty_machines`` (machine read returns no machine), ``omit_device`` (machine read leaves out
   ``res_uuid`` or the newest device), ``pool_exhausted`` (attach: 409, free pool: empty),
 - ``partial_attach`` (the device is bound but broken: FM op status 2 + HTTP 500, CM ADD_FAILED,
@@ -291,6 +292,8 @@ class Handler(BaseHTTPRequestHandler):
         if rule and rule["action"] == "error":
             entry["status"] = int(rule.get("status", 500))
             return self._error(entry["status"], rule.get("body", "fti"), rule.get("message", "simulated failure"))
+        if rule and rule["action"] == "expire_token":
+            sim.expire_tokens()
         if rule and rule["action"] == "unauthorized":
             entry["status"] = 401
             return self._send(401, {"error": "invalid_token", "error_description": "simulated 401"})
