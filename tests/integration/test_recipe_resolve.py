@@ -87,6 +87,7 @@ def test_check_mode(run_playbook, cache_dir):
     assert res["changed"] is False
     assert res["recipe"]["deploymentOrder"] == ["example-crds", "example-config", "example-monitoring", "example-operator"]
     assert run.changed_tasks == []
+    assert not os.path.exists(os.path.join(cache_dir, "parsed")), "check mode must not write the parsed-catalog cache"
 
 
 def test_lookup(run_playbook, cache_dir):
