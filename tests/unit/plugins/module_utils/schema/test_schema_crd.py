@@ -124,7 +124,7 @@ def test_crd_name_options_and_errors():
 
 
 def test_crd_node_rendering_rules():
-    text = "n:\ne: {}\nl: []\nq: 100m\nf: 1.5\ns: |\n  multi\n  line\n# @type: int\nt:\nm: [1, x]\n"
+    text = "n:\ne: {}\nl: []\nq: 100Mi\nf: 1.5\ns: |\n  multi\n  line\n# @type: int\nt:\nm: [1, x]\n"
     doc = _crd_for(text)[0]
     values = crd.values_schema_of(doc)["properties"]
     assert values["n"] == {"x-kubernetes-preserve-unknown-fields": True, "nullable": True}
