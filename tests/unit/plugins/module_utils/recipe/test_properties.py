@@ -159,4 +159,3 @@ def test_merge_ref_scalars_later_non_empty_wins(v1, v2, c1, c2):
     out = merge.merge_ref(merge.clean_ref({"name": "n", "version": v1, "cleanup": c1}), merge.clean_ref({"name": "n", "version": v2, "cleanup": c2}))
     assert out.get("version", "") == (v2 or v1)
     assert bool(out.get("cleanup")) == (c1 or c2)
-
