@@ -206,3 +206,32 @@ def test_leaf_resolves(aicr_catalog, aicr_catalog_dir, leaf):
     assert out["recipe"]["deploymentOrder"] == [c["name"] for c in out["components"]]
     for component in out["components"]:
         assert component["manifest_only"] or component["chart"], component["name"]
+
+
+# -- chart pins vs the independently packaged charts (../shared/charts-repo/INDEX.tsv) -------
+
+def _chart_index():
+    path = SHARED / "charts-repo" / "INDEX.tsv"
+    if not path.is_file():
+        return {}
+    rows = [line.split("\t") for line in path.read_text().splitlines()[1:] if line.strip()]
+    return dict((r[0], (r[1], r[2])) for r in rows if "/" not in r[0])
+
+
+@pytest.mark.parametrize("criteria", [
+    {"service": "eks", "accelerator": "h100", "os": "ubuntu", "intent": "training"},
+    {"service": "kind", "accelerator": "h100", "intent": "training"},
+], ids=["h100-eks-ubuntu-training", "h100-kind-training"])
+def test_chart_pins_match_charts_repo_index(shared_dir, aicr_catalog_dir, criteria):
+    index = _chart_index()
+    assert index, "charts-repo/INDEX.tsv missing"
+    out = resolve_mod.resolve(str(aicr_catalog_dir), criteria, persist_cache=False)
+    checked = 0
+    for comp in out["components"]:
+        chart, version = index[comp["name"]]
+        if comp["manifest_only"]:
+            assert chart == "(manifest-only)"
+            continue
+        assert (comp["chart"], comp["version"]) == (chart, version), comp["name"]
+        checked += 1
+    assert checked >= 11
