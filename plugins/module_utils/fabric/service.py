@@ -83,6 +83,7 @@ class MachineRun:
         self.actions = []
         self.warnings = []
         self.error = None
+        self.error_details = {}
         self.devices = []
 
     def tag(self, record):
@@ -159,6 +160,7 @@ class FabricService:
         result = {"changed": False, "devices": [], "attached": [], "detached": [], "actions": [], "warnings": list(warnings),
                   "machines": [], "diff": {"before": {"machines": {}}, "after": {"machines": {}}}}
         errors = []
+        failed = []
         for run in runs:
             result["devices"].extend(run.tag(d) for d in run.after)
             result["attached"].extend(run.attached)
@@ -169,13 +171,18 @@ class FabricService:
             result["diff"]["before"]["machines"][run.machine_id] = run.before
             result["diff"]["after"]["machines"][run.machine_id] = run.after
             if run.error:
-                errors.append("%s: %s" % (run.node or run.machine_id, run.error) if len(runs) > 1 else run.error)
+                named = run.machine_id in run.error or (run.node and run.node in run.error)
+                errors.append(run.error if named else "%s: %s" % (run.node or run.machine_id, run.error))
+                failed.append(run)
         result["changed"] = bool(result["actions"])
         result["token_requests"] = self.backend.token_requests
         result["fabric_requests"] = dict(self.backend.transport.counts)
         if errors:
-            msg = errors[0] if len(errors) == 1 else "%d of %d machines failed: %s" % (len(errors), len(runs), "; ".join(errors))
-            raise AicrError(msg, **result)
+            msg = errors[0] if len(runs) == 1 else "%d of %d machines failed: %s" % (len(errors), len(runs), "; ".join(errors))
+            details = dict(result)
+            if len(failed) == 1:
+                details.update((k, v) for k, v in failed[0].error_details.items() if k not in details and k != "msg")
+            raise AicrError(msg, **details)
         return result
 
     # --- one machine --------------------------------------------------------------------
@@ -194,6 +201,7 @@ class FabricService:
                 self._verify_visible(run, devices)
         except AicrError as exc:
             run.error = exc.msg
+            run.error_details = dict(exc.details)
         except Exception as exc:  # pylint: disable=broad-except
             # Never let a traceback reach the user; name the machine and the failure.
             run.error = "machine %s: unexpected %s: %s" % (run.machine_id, exc.__class__.__name__, exc)

@@ -23,6 +23,7 @@ import re
 import threading
 import time
 import traceback
+import warnings
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 
@@ -149,6 +150,14 @@ class Transport:
         if ca_path and not os.path.isfile(ca_path):
             raise AicrError("ca_path: file %s does not exist" % ca_path, field="ca_path")
         self.verify = (ca_path or True) if validate_certs else False
+        if not validate_certs:
+            # The user opted out explicitly; urllib3 would otherwise warn on every request.
+            try:
+                from urllib3.exceptions import InsecureRequestWarning  # pylint: disable=import-outside-toplevel
+
+                warnings.simplefilter("ignore", InsecureRequestWarning)
+            except ImportError:
+                pass
         self.timeout = float(timeout)
         self.read_retries = int(read_retries)
         self.retry_backoff = float(retry_backoff)
