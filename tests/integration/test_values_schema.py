@@ -1,8 +1,15 @@
-"""values_schema module and lookup, driven through ansible-playbook against the installed collection."""
+"""values_schema module and lookup driven through ansible-playbook against the installed collection, and the
+acceptance on the Kubernetes API emulator: every corpus chart's CRD is accepted, and a custom resource whose
+.spec.values are the chart's values reads back unchanged (nothing pruned); compare reads a live CRD by name."""
 
 import json
+import time
 
+import pytest
 import yaml
+
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
+from ansible_collections.aicr.runtime.plugins.module_utils.schema import crd, engine, infer
 
 
 def _run(run_playbook, shared_dir, tmp_path, check=False, diff=False):
@@ -57,3 +64,106 @@ def test_values_schema_check_mode_writes_nothing(run_playbook, shared_dir, tmp_p
     assert result["changed"] is True
     assert "diff" in result or "diff" in json.dumps(result)
     assert not (tmp_path / "values.schema.json").exists()
+
+
+kubernetes = pytest.importorskip("kubernetes")
+pytest_fixture = pytest.importorskip("aicr_emulators.kube.pytest_fixture")
+
+# export: false fields, and nulls of fields the design types exactly (not nullable), are pruned by design
+PRUNED_BY_DESIGN = {
+    "juiceshop-helmetica-v3.1.0": {
+        "readinessProbe": {"httpGet": ["path", "port"]},
+        "hooks": {"preInstall": {"job": ["ttlSecondsAfterFinished", "sleepSeconds"]}, "postInstall": {"job": ["ttlSecondsAfterFinished", "sleepSeconds"]}},
+        "private": None,
+    },
+}
+
+
+def _drop(values, spec):
+    for key, sub in spec.items():
+        if sub is None:
+            values.pop(key, None)
+        elif isinstance(sub, list):
+            for leaf in sub:
+                values[key].pop(leaf, None)
+        else:
+            _drop(values[key], sub)
+    return values
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    handle = pytest_fixture.start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
+    yield handle
+    handle.stop()
+
+
+def _wait_established(api, name, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        conditions = (api.read_custom_resource_definition(name).status.conditions or [])
+        if any(c.type == "Established" and c.status == "True" for c in conditions):
+            return
+        time.sleep(0.1)
+    raise AssertionError("CRD %s not Established" % name)
+
+
+def test_corpus_crds_accepted_and_values_round_trip(emulator, shared_dir):
+    client = build_api_client(emulator.kubeconfig)
+    ext = kubernetes.client.ApiextensionsV1Api(client)
+    objects = kubernetes.client.CustomObjectsApi(client)
+    charts = sorted(p for p in (shared_dir / "values-corpus").iterdir() if (p / "values.yaml").is_file())
+    assert len(charts) == 30
+    for chart in charts:
+        text = (chart / "values.yaml").read_text()
+        name = yaml.safe_load((chart / "Chart.yaml").read_text())["name"]
+        # several corpus charts share a chart name: one kind per corpus entry
+        doc, _dropped = crd.build_crd(infer.infer_text(text, chart.name), chart.name)
+        ext.create_custom_resource_definition(body=doc)
+        _wait_established(ext, doc["metadata"]["name"])
+        values = infer.load_values(text)
+        spec = doc["spec"]
+        body = {"apiVersion": "%s/%s" % (spec["group"], spec["versions"][0]["name"]), "kind": spec["names"]["kind"],
+                "metadata": {"name": name[:50]}, "spec": {"version": "1.0.0", "values": values}}
+        objects.create_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], "default", spec["names"]["plural"], body)
+        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], "default", spec["names"]["plural"], name[:50])
+        expected = _drop(infer.load_values(text), PRUNED_BY_DESIGN.get(chart.name, {}))
+        assert back["spec"]["values"] == expected, chart.name
+
+
+def test_compare_with_live_crd_by_name(emulator, shared_dir, tmp_path):
+    original = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-original" / "values.yaml")
+    updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
+    client = build_api_client(emulator.kubeconfig)
+    ext = kubernetes.client.ApiextensionsV1Api(client)
+    live = engine.run({"values_files": [original], "output": "crd", "name": "juicepair"})[0]["crd"]
+    missing, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
+                                   "kubeconfig": emulator.kubeconfig})
+    assert failure is None and missing["old_found"] is False and missing["findings"] == []
+    ext.create_custom_resource_definition(body=live)
+    _wait_established(ext, live["metadata"]["name"])
+    result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
+                                  "kubeconfig": emulator.kubeconfig})
+    assert result["old_found"] is True
+    assert ("existingFieldRemoval", "^.spec.values.removedKey") in set((f["rule"], f["path"]) for f in result["findings"])
+    assert failure.startswith("breaking changes from juicepairs.juicepair.bundles.aicr.io: 5 breaking change(s)")
+
+
+def test_module_compares_with_live_crd(run_playbook, emulator, shared_dir):
+    original = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-original" / "values.yaml")
+    updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
+    client = build_api_client(emulator.kubeconfig)
+    ext = kubernetes.client.ApiextensionsV1Api(client)
+    live = engine.run({"values_files": [original], "output": "crd", "name": "juicelive"})[0]["crd"]
+    ext.create_custom_resource_definition(body=live)
+    _wait_established(ext, live["metadata"]["name"])
+    run = run_playbook("values_schema_live.yml", extravars={
+        "kubeconfig": emulator.kubeconfig, "crd_name": live["metadata"]["name"], "same": original, "changed": updated, "name": "juicelive"})
+    assert "Traceback" not in run.stdout
+    same = run.result("Compare an unchanged chart with the live CRD")
+    assert same["findings"] == [] and same["old_found"] is True and same["changed"] is False
+    broken = run.result("Compare a changed chart with the live CRD")
+    assert "Compare a changed chart with the live CRD" in run.failed_tasks
+    assert broken["msg"].startswith("breaking changes from juicelives.juicelive.bundles.aicr.io: 5 breaking change(s)")
+    allowed = run.result("Compare with relaxed severities")
+    assert allowed["breaking"] is False and allowed["findings"]
