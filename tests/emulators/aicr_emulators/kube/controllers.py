@@ -147,6 +147,7 @@ class Controllers:
         self._stop = threading.Event()
         self.thread = None
         self.ticks = 0
+        self.errors = 0
         self.ip_counter = 10
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -269,18 +270,17 @@ class Controllers:
     def tick(self):
         with self.store.lock:
             self.ticks += 1
-            self._crds()
-            self.store.sync_crds()
-            self._namespaces()
-            self._gc()
-            self._nodes()
-            self._deployments()
-            self._replicasets()
-            self._statefulsets()
-            self._daemonsets()
-            self._jobs()
-            self._pods()
-            self._simple_status()
+            for step in (self._crds, self.store.sync_crds, self._namespaces, self._gc, self._nodes, self._deployments,
+                         self._replicasets, self._statefulsets, self._daemonsets, self._jobs, self._pods,
+                         self._simple_status):
+                try:
+                    step()
+                except Exception:  # pylint: disable=broad-except
+                    # one controller failing on an odd object must not stall the others
+                    self.errors += 1
+                    if self.errors <= 20:
+                        import traceback  # pylint: disable=import-outside-toplevel
+                        traceback.print_exc()
             if len(self.seen) > 50000:
                 self.seen.clear()
 
@@ -470,7 +470,7 @@ class Controllers:
             if meta.get("deletionTimestamp"):
                 continue
             spec = dep.get("spec") or {}
-            replicas = spec.get("replicas", 1)
+            replicas = 1 if spec.get("replicas") is None else spec["replicas"]
             template = copy.deepcopy(spec.get("template") or {})
             thash = template_hash(template)
             owned = self._owned("apps", "replicasets", meta.get("namespace"), meta.get("uid"))
@@ -514,7 +514,8 @@ class Controllers:
                     updated = copy.deepcopy(old_rs)
                     updated["spec"]["replicas"] = 0
                     self._write("apps", "replicasets", updated, old_rs, "")
-            limit = spec.get("revisionHistoryLimit", 10)
+            limit = spec.get("revisionHistoryLimit")
+            limit = 10 if limit is None else limit
             old_sets = sorted([r for r in owned if new_rs is None or r["metadata"]["uid"] != new_rs["metadata"]["uid"]],
                               key=lambda r: int((r["metadata"].get("annotations") or {}).get(
                                   "deployment.kubernetes.io/revision", "0") or 0))

@@ -229,15 +229,18 @@ class Walker:
             return value
         node = schema.node
         if value is None:
-            if schema.nullable:
+            if schema.nullable and self.custom:
                 return None
-            return _PRUNE
+            return _PRUNE  # built-in: null decodes to the zero value / nil pointer and is omitted
         if schema.int_or_string:
             if not isinstance(value, (str, int, float)) or isinstance(value, bool):
                 self._type_error(value, "integer or string" if "integer" in schema.types else "number or string",
                                  path, schema)
             return value
         types = [t for t in schema.types if t != "null"]
+        if not self.custom and not any(k in node for k in ("properties", "additionalProperties", "items")) and \
+                (not types or types == ["object"]):
+            return value  # free-form built-in fields (RawExtension, JSON, JSONSchemaProps items...)
         if types and not any(_matches_type(value, t) for t in types):
             self._type_error(value, types[0], path, schema)
             return value
@@ -269,7 +272,7 @@ class Walker:
         preserve = schema.preserve_unknown
         out = {}
         for key, item in value.items():
-            if root and key in ("apiVersion", "kind", "metadata"):
+            if root and (key in ("apiVersion", "kind", "metadata") or (key == "status" and not self.custom)):
                 out[key] = item
                 continue
             if schema.embedded_resource and key in ("apiVersion", "kind", "metadata"):

@@ -391,17 +391,29 @@ class Store:
             spec.setdefault("revisionHistoryLimit", 10)
             if plural == "deployments":
                 spec.setdefault("progressDeadlineSeconds", 600)
-                spec.setdefault("strategy", {"type": "RollingUpdate",
-                                             "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}})
+                strategy = spec.setdefault("strategy", {})
+                strategy.setdefault("type", "RollingUpdate")
+                if strategy["type"] == "RollingUpdate":
+                    rolling = strategy.setdefault("rollingUpdate", {})
+                    rolling.setdefault("maxSurge", "25%")
+                    rolling.setdefault("maxUnavailable", "25%")
             if plural == "statefulsets":
                 spec.setdefault("podManagementPolicy", "OrderedReady")
-                spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+                strategy = spec.setdefault("updateStrategy", {})
+                strategy.setdefault("type", "RollingUpdate")
+                if strategy["type"] == "RollingUpdate":
+                    strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+                spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
             self._pod_template_defaults(spec.get("template"))
         elif (group, plural) == ("apps", "daemonsets"):
             spec = obj.setdefault("spec", {})
             spec.setdefault("revisionHistoryLimit", 10)
-            spec.setdefault("updateStrategy", {"type": "RollingUpdate",
-                                               "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}})
+            strategy = spec.setdefault("updateStrategy", {})
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                rolling = strategy.setdefault("rollingUpdate", {})
+                rolling.setdefault("maxSurge", 0)
+                rolling.setdefault("maxUnavailable", 1)
             self._pod_template_defaults(spec.get("template"))
         elif (group, plural) == ("batch", "jobs"):
             spec = obj.setdefault("spec", {})
