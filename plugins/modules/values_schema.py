@@ -21,13 +21,13 @@ description:
   - O(output=compare) reports breaking changes between two CRDs (crdify rules) with configurable severities.
   - O(dest) writes the result to a file, idempotently.
 author:
-  - aicr.runtime contributors
+  - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
   - aicr.runtime.attributes
 attributes:
   check_mode:
     support: full
-    details: Nothing is written in check mode; RV(changed) and RV(diff) tell what O(dest) would become.
+    details: Nothing is written in check mode; C(changed) and C(diff) tell what O(dest) would become.
   diff_mode:
     support: full
     details: With O(dest), the diff shows the file before and after.

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """values_schema figures: inference speed on the corpus, and type agreement with the shipped values.schema.json.
 
 ``run()`` returns:
@@ -42,7 +41,7 @@ CORPUS = SHARED / "values-corpus"
 
 def _best(func, repeat):
     best = None
-    for _ in range(repeat):
+    for _round in range(repeat):
         began = time.perf_counter()
         func()
         elapsed = time.perf_counter() - began
