@@ -182,6 +182,7 @@ class Handler(BaseHTTPRequestHandler):
     """One request: route, fault, auth, provider logic, response, log entry."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes; no 40 ms delayed-ACK stalls
     server_version = "aicr-fabric-sim/1.0"
     sim = None  # set on the subclass made by make_server
 
