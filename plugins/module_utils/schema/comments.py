@@ -217,19 +217,18 @@ class CommentIndex:
         self.lines = text.splitlines()
         # Lines inside multi-line scalars are not comments even if they start with '#'.
         self.scalar_lines = scalar_lines or set()
+        self.comment = [line.lstrip().startswith("#") and index not in self.scalar_lines for index, line in enumerate(self.lines)]
         self.by_path = {}  # position-independent: helm-docs '# path --' and bitnami '@param'
         self._scan_position_independent()
 
     def _is_comment(self, index):
-        if index in self.scalar_lines:
-            return False
-        return self.lines[index].lstrip().startswith("#")
+        return self.comment[index]
 
     def _scan_position_independent(self):
         for index, line in enumerate(self.lines):
-            stripped = line.strip()
-            if not stripped.startswith("#") or index in self.scalar_lines:
+            if not self.comment[index] or ("@param" not in line and " --" not in line):
                 continue
+            stripped = line.strip()
             match = _BITNAMI_PARAM.match(stripped)
             if match:
                 path, mods, text = match.groups()
@@ -271,7 +270,7 @@ class CommentIndex:
 
     def for_key(self, line, column):
         """KeyComments for the key at (line, column), from the block above and the inline comment."""
-        block = self.block_above(line, column) if line > 0 else []
+        block = self.block_above(line, column) if line > 0 and self.comment[line - 1] else []
         inline = inline_comment(self.lines[line]) if line < len(self.lines) else None
         if not block and not inline:
             return None
@@ -337,7 +336,7 @@ def parse_block(block):
                 annotations.update(loaded)
             index = end + 1
             continue
-        match = _TYPE_TAG.match(line)
+        match = _TYPE_TAG.match(line) if "@type" in line else None
         if match:
             annotations["type"] = match.group(1)
             index += 1
@@ -353,7 +352,7 @@ def parse_block(block):
                 index += 1
             helmdocs = _helmdocs_text(lead[2:].strip(), rest)
             continue
-        if lead.startswith("@") or _BITNAMI_PARAM.match(line) or _HELMDOCS_PATH.match(line):
+        if lead.startswith("@") or ("@param" in line and _BITNAMI_PARAM.match(line)) or (" --" in line and _HELMDOCS_PATH.match(line)):
             index += 1
             continue
         if body.strip() and not _CODE_LINE.match(body):
