@@ -1,0 +1,263 @@
+"""The fabric simulator itself: token endpoint, provider shapes, faults, control API, CLI, kube wiring."""
+
+import base64
+import json
+import ssl
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from aicr_emulators.fabric import cli
+from aicr_emulators.fabric.kube_sync import NodeGpuSync
+from aicr_emulators.fabric.pytest_fixture import start_simulator
+from aicr_emulators.fabric.state import Fabric
+
+FM = "/fabric_manager/api/v1"
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    handle = start_simulator(tmp_path_factory.mktemp("sim"), machines=2, cm_polls=2, token_ttl=600)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+def api(sim):
+    sim.control.reset(machines=2, cm_polls=2, token_ttl=600)
+    return Client(sim)
+
+
+class Client:
+    def __init__(self, sim):
+        self.sim = sim
+        self.state = sim.control.state()
+        self.tenant = self.state["tenant_id"]
+        self.machines = sorted(self.state["machines"], key=lambda m: self.state["machines"][m]["name"])
+        self.session = requests.Session()
+        self.session.trust_env = False
+        self._token = None
+
+    def token(self, **overrides):
+        form = dict(grant_type="password", scope="openid", client_id="aicr", client_secret="client-s3cret", username="admin", password="s3cret-password")
+        form.update(overrides)
+        return self.session.post(self.sim.url + "/id_manager/realms/cdi/protocol/openid-connect/token", data=form, verify=self.sim.ca_path, timeout=5)
+
+    def call(self, method, path, token=None, **kwargs):
+        if token is None:
+            if self._token is None:
+                self._token = self.token().json()["access_token"]
+            token = self._token
+        headers = {"Authorization": "Bearer " + token} if token else {}
+        return self.session.request(method, self.sim.url + path, headers=headers, verify=self.sim.ca_path, timeout=5, **kwargs)
+
+    def fm_body(self, machine, spec):
+        return {"tenants": {"tenant_uuid": self.tenant, "machines": [{"mach_uuid": machine, "resources": [{"res_specs": [spec]}]}]}}
+
+    def fm_attach(self, machine, model="A100"):
+        spec = {"res_type": "gpu", "res_spec": {"condition": [{"column": "model", "operator": "eq", "value": model}]}, "res_num": 1}
+        return self.call("PATCH", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": self.tenant}, json=self.fm_body(machine, spec))
+
+
+def _payload(token):
+    part = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+def test_token_endpoint_issues_expiring_jwts(api):
+    answer = api.token()
+    assert answer.status_code == 200
+    payload = _payload(answer.json()["access_token"])
+    assert 590 <= payload["exp"] - time.time() <= 600
+    assert api.token(password="nope").status_code == 401
+    assert api.token(client_secret="nope").json()["error"] == "unauthorized_client"
+    assert api.sim.control.state()["tokens_issued"] == 1
+
+
+def test_api_requires_a_valid_token(api):
+    path = "%s/machines/%s" % (FM, api.machines[0])
+    assert api.call("GET", path, token="", params={"tenant_uuid": api.tenant}).status_code == 401
+    assert api.call("GET", path, token="a.b.c", params={"tenant_uuid": api.tenant}).status_code == 401
+    assert api.call("GET", path, params={"tenant_uuid": api.tenant}).status_code == 200
+    api.sim.control.expire_tokens()
+    assert api.call("GET", path, params={"tenant_uuid": api.tenant}).json()["error_description"] == "token expired"
+
+
+def test_fm_attach_detach_and_pool(api):
+    machine = api.machines[0]
+    answer = api.fm_attach(machine)
+    assert answer.status_code == 200
+    res = answer.json()["data"]["machines"][0]["resources"][0]
+    assert res["res_type"] == "gpu" and res["res_op_status"] == "0000" and res["res_serial_num"].startswith("GPU-")
+    assert res["res_spec"]["condition"] == [{"column": "model", "operator": "eq", "value": "A100"}]
+    assert api.sim.control.state()["pool"]["A100"] == 15
+    free = api.call("GET", "%s/machines/%s/available-reserved-resources" % (FM, machine),
+                    params={"tenant_uuid": api.tenant, "res_type": "gpu", "condition": json.dumps([{"column": "model", "operator": "eq", "value": "H100"}])})
+    assert free.json()["data"]["count"] == 8
+    spec = {"res_type": "gpu", "res_uuid": res["res_uuid"], "res_num": 1}
+    gone = api.call("DELETE", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": api.tenant}, json=api.fm_body(machine, spec))
+    assert gone.status_code == 200 and gone.json()["data"]["machines"][0]["resources"] == []
+    again = api.call("DELETE", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": api.tenant}, json=api.fm_body(machine, spec))
+    assert again.status_code == 404 and again.json()["detail"]["code"] == "E40402"
+
+
+def test_fm_rejects_bad_requests(api):
+    machine = api.machines[0]
+    spec = {"res_type": "gpu", "res_spec": {"condition": []}, "res_num": 2}
+    answer = api.call("PATCH", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": api.tenant}, json=api.fm_body(machine, spec))
+    assert answer.status_code == 400 and "res_num 1" in answer.json()["detail"]["message"]
+    assert api.call("GET", "%s/machines/%s" % (FM, machine), params={"tenant_uuid": "other"}).status_code == 403
+    assert api.call("GET", "%s/machines/nope" % FM, params={"tenant_uuid": api.tenant}).status_code == 404
+    assert api.fm_attach(machine, model="B200").status_code == 409
+
+
+def test_cm_devices_become_complete_after_polls(api):
+    machine = api.machines[1]
+    base = "/cluster_manager/cluster_autoscaler/v3/tenants/%s/clusters/%s/machines/%s" % (api.tenant, api.state["cluster_id"], machine)
+    specs = api.call("GET", base).json()["data"]["cluster"]["machine"]["resspecs"]
+    a100 = [s for s in specs if s["selector"]["expression"]["conditions"][0]["value"] == "A100"][0]
+    assert a100["device_count"] == 0
+    answer = api.call("POST", base + "/actions/resize", json={"increase_resource_count": {"spec_uuid": a100["spec_uuid"], "device_count": 1}})
+    assert answer.status_code == 202
+    statuses = []
+    for _ in range(4):
+        spec = [s for s in api.call("GET", base).json()["data"]["cluster"]["machine"]["resspecs"] if s["spec_uuid"] == a100["spec_uuid"]][0]
+        statuses.append(spec["devices"][0]["status"])
+    assert statuses == ["ADDING", "ADDING", "ADD_COMPLETE", "ADD_COMPLETE"]
+    device = spec["devices"][0]
+    assert device["detail"]["res_op_status"] == "0000"
+    assert api.call("POST", base + "/actions/resize", json={"remove_resources": {"spec_uuid": a100["spec_uuid"], "device_count": 0, "devices": []}}).status_code == 400
+    api.call("POST", base + "/actions/resize", json={"remove_resources": {"spec_uuid": a100["spec_uuid"], "device_count": 0, "devices": [device["device_id"]]}})
+    seen = [len([s for s in api.call("GET", base).json()["data"]["cluster"]["machine"]["resspecs"] if s["spec_uuid"] == a100["spec_uuid"]][0]["devices"])
+            for _ in range(4)]
+    assert seen == [1, 1, 0, 0]
+
+
+def test_redfish_composition(api):
+    root = api.session.get(api.sim.url + "/redfish/v1", auth=("admin", "s3cret-password"), verify=api.sim.ca_path, timeout=5).json()
+    assert root["CompositionService"]["@odata.id"] == "/redfish/v1/CompositionService"
+    blocks = api.session.get(api.sim.url + "/redfish/v1/CompositionService/ResourceBlocks", params={"$expand": "."},
+                             auth=("admin", "s3cret-password"), verify=api.sim.ca_path, timeout=5).json()
+    assert blocks["Members@odata.count"] == 28
+    gpu = [b for b in blocks["Members"] if b["ResourceBlockType"] == ["Processor"]][0]
+    assert gpu["CompositionStatus"]["CompositionState"] == "Unused" and gpu["Status"]["Health"] == "OK"
+    target = "/redfish/v1/Systems/%s/Actions/ComputerSystem.AddResourceBlock" % api.machines[0]
+    body = {"ResourceBlock": {"@odata.id": gpu["@odata.id"]}}
+    answer = api.session.post(api.sim.url + target, json=body, auth=("admin", "s3cret-password"), verify=api.sim.ca_path, timeout=5)
+    assert answer.status_code == 204
+    twice = api.session.post(api.sim.url + target, json=body, auth=("admin", "s3cret-password"), verify=api.sim.ca_path, timeout=5)
+    assert twice.status_code == 409 and twice.json()["error"]["code"] == "Base.1.8.ResourceInUse"
+    system = api.session.get(api.sim.url + "/redfish/v1/Systems/%s" % api.machines[0], auth=("admin", "s3cret-password"), verify=api.sim.ca_path,
+                             timeout=5).json()
+    assert system["Links"]["ResourceBlocks"] == [{"@odata.id": gpu["@odata.id"]}]
+    assert api.session.get(api.sim.url + "/redfish/v1", auth=("admin", "bad"), verify=api.sim.ca_path, timeout=5).status_code == 401
+
+
+@pytest.mark.parametrize("body, check", [
+    ("fti", lambda r: r.json()["detail"]["code"] == "E50200"),
+    ("plain", lambda r: r.headers["Content-Type"] == "text/plain"),
+    ("html", lambda r: "<title>502 Bad Gateway</title>" in r.text),
+    ("empty", lambda r: r.text == ""),
+])
+def test_error_faults_apply_nothing(api, body, check):
+    api.sim.control.fault(op="attach", action="error", status=502, body=body)
+    answer = api.fm_attach(api.machines[0])
+    assert answer.status_code == 502 and check(answer)
+    assert api.sim.control.devices(api.machines[0]) == []
+    assert api.fm_attach(api.machines[0]).status_code == 200  # times=1: the fault is used up
+
+
+def test_commit_then_fail_applies_the_change(api):
+    api.sim.control.fault(op="attach", action="commit_then_fail", status=500)
+    assert api.fm_attach(api.machines[0]).status_code == 500
+    assert len(api.sim.control.devices(api.machines[0])) == 1
+
+
+def test_reset_drops_the_connection(api):
+    api.sim.control.fault(op="attach", action="reset", commit=True)
+    with pytest.raises(requests.exceptions.ConnectionError):
+        api.fm_attach(api.machines[0])
+    assert len(api.sim.control.devices(api.machines[0])) == 1
+
+
+def test_skip_and_times_and_request_log(api):
+    api.sim.control.fault(op="read", action="empty_machines", skip=1, times=2)
+    path = "%s/machines/%s" % (FM, api.machines[0])
+    lengths = [len(api.call("GET", path, params={"tenant_uuid": api.tenant}).json()["data"]["machines"]) for _ in range(4)]
+    assert lengths == [1, 0, 0, 1]
+    log = api.sim.control.requests(op="read")
+    assert [e["fault"] for e in log] == [None, "empty_machines", "empty_machines", None]
+    assert api.sim.control.requests(mutating=True) == []
+
+
+def test_device_override_and_seed(api):
+    added = api.sim.control.seed(api.machines[0], "H100", 2)
+    api.sim.control.set_device(added[0]["serial"], op_status="")
+    path = "%s/machines/%s" % (FM, api.machines[0])
+    resources = api.call("GET", path, params={"tenant_uuid": api.tenant}).json()["data"]["machines"][0]["resources"]
+    assert [r["res_op_status"] for r in resources] == ["", "0000"]
+    assert api.sim.control.requests(mutating=True) == []
+
+
+def test_state_listener_counts_gpus():
+    fabric = Fabric(machines=1, pool={"A100": {"type": "gpu", "count": 2}, "CXL": {"type": "cxlmemory", "count": 1}})
+    seen = []
+    fabric.listeners.append(lambda fab, machine: seen.append(fab.gpu_count(machine)))
+    machine = list(fabric.machines.values())[0]
+    fabric.attach(machine, "gpu", "A100")
+    fabric.attach(machine, "cxlmemory", "CXL")
+    device = fabric.attach(machine, "gpu", "A100", phase="adding")
+    assert seen[-3:] == [1, 1, 1]
+    fabric.advance(machine)
+    fabric.advance(machine)
+    fabric.advance(machine)
+    assert seen[-1] == 2
+    fabric.detach(machine, device["res_uuid"])
+    assert seen[-1] == 1
+
+
+def test_kube_sync_patches_node_allocatable(tmp_path):
+    from aicr_emulators.kube.pytest_fixture import start_emulator  # pylint: disable=import-outside-toplevel
+    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
+
+    kube = start_emulator(tmp_path / "kube", in_process=True, nodes=[{"name": "node-0"}])
+    try:
+        sim = start_simulator(tmp_path / "sim", machines=2, kubeconfig=kube.kubeconfig, local_gpus=1)
+        try:
+            sim.control.seed("node-0", "A100", 2)
+            core = sim.sync.api
+            assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "3"
+            assert isinstance(sim.sync, NodeGpuSync) and any("node-1" in e for e in sim.sync.errors)
+            assert isinstance(core, k8s_client.CoreV1Api)
+        finally:
+            sim.stop()
+    finally:
+        kube.stop()
+
+
+def test_cli_serves_and_writes_info(tmp_path):
+    info = tmp_path / "info.json"
+    proc = subprocess.Popen([sys.executable, "-m", "aicr_emulators.fabric.cli", "--state-dir", str(tmp_path / "state"), "--machines", "3",
+                             "--info-file", str(info)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 20
+        while not info.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        data = json.loads(info.read_text())
+        assert len(data["machines"]) == 3 and data["endpoint"].startswith("127.0.0.1:")
+        context = ssl.create_default_context(cafile=data["ca_path"])
+        assert context is not None
+        answer = requests.get(data["url"] + "/_sim/state", verify=data["ca_path"], timeout=5)
+        assert answer.status_code == 200 and len(answer.json()["machines"]) == 3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert proc.returncode == 0
+
+
+def test_cli_parser_defaults():
+    args = cli.build_parser().parse_args([])
+    assert args.machines == 8 and args.latency == 0.0 and args.cm_polls == 2
