@@ -117,3 +117,66 @@ def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):
     assert result["actions"][0]["adopted"] is True
     assert len(sim.control.devices(machines[2])) == 1
     assert len(sim.control.requests(op="attach")) == 1
+
+
+@pytest.fixture(scope="module")
+def wired(tmp_path_factory):
+    """A Kubernetes emulator whose nodes carry fsas-cdi:// providerIDs, and a simulator updating their GPU count."""
+    from aicr_emulators.kube.pytest_fixture import start_emulator  # pylint: disable=import-outside-toplevel
+    from aicr_emulators.fabric.state import Fabric  # pylint: disable=import-outside-toplevel
+
+    machines = list(Fabric(machines=2).machines)
+    nodes = [{"name": "node-%d" % i, "providerID": "fsas-cdi://%s" % m, "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110", "nvidia.com/gpu": "0"}}
+             for i, m in enumerate(machines)]
+    base = tmp_path_factory.mktemp("wired")
+    kube = start_emulator(base / "kube", nodes=nodes)
+    sim = start_simulator(base / "sim", machines=2, kubeconfig=kube.kubeconfig)
+    yield kube, sim
+    sim.stop()
+    kube.stop()
+
+
+def _wired_options(sim, kube, **extra):
+    state = sim.control.state()
+    options = dict(provider="fti_fm", endpoint=sim.endpoint, tenant_id=state["tenant_id"], ca_path=sim.ca_path, timeout=5, poll_interval=0.1,
+                   kubeconfig=kube.kubeconfig, credentials_secret={"name": "fti-credentials", "namespace": "default"}, model="A100")
+    options.update(extra)
+    return options
+
+
+def test_node_attach_verify_visible_and_drain_check(run_playbook, wired):
+    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
+    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
+
+    kube, sim = wired
+    sim.control.reset(machines=2)
+    api = k8s_config.new_client_from_config(config_file=kube.kubeconfig)
+    core = k8s_client.CoreV1Api(api)
+    creds = sim.credentials
+    core.create_namespaced_secret("default", {"metadata": {"name": "fti-credentials"}, "stringData": creds})
+
+    result = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=2, verify_visible=True))
+    assert result["changed"] is True and len(result["attached"]) == 2, dump(result)
+    assert all(d["node"] == "node-0" for d in result["devices"])
+    assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "2"
+    assert creds["password"] not in dump(result)
+
+    core.create_namespaced_pod("default", {"metadata": {"name": "trainer"}, "spec": {"nodeName": "node-0", "containers": [
+        {"name": "c", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+    refused = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=1), expect_failure=True)
+    assert "pods on node node-0 request nvidia.com/gpu: default/trainer" in refused["msg"], dump(refused)
+    assert len(sim.control.devices("node-0")) == 2
+
+    forced = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=1, force_detach=True))
+    assert len(forced["detached"]) == 1
+    assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "1"
+
+    sim.control.clear_requests()
+    again = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=1, verify_visible=True))
+    assert again["changed"] is False and sim.control.requests(mutating=True) == []
+
+
+def test_unknown_node_fails_with_the_reason(run_playbook, wired):
+    kube, sim = wired
+    result = _run(run_playbook, _wired_options(sim, kube, node="ghost", count=1, credentials_secret=None, **sim.credentials), expect_failure=True)
+    assert "node: ghost does not exist in the cluster" in result["msg"], dump(result)
