@@ -159,3 +159,60 @@ def test_merge_ref_scalars_later_non_empty_wins(v1, v2, c1, c2):
     out = merge.merge_ref(merge.clean_ref({"name": "n", "version": v1, "cleanup": c1}), merge.clean_ref({"name": "n", "version": v2, "cleanup": c2}))
     assert out.get("version", "") == (v2 or v1)
     assert bool(out.get("cleanup")) == (c1 or c2)
+
+
+# -- resolution on the real catalog ------------------------------------------------------------
+
+import copy  # noqa: E402  (kept next to the tests that use it)
+
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import criteria as crit  # noqa: E402
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import match  # noqa: E402
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe import resolve as resolve_mod  # noqa: E402
+
+
+def _stated_leaves(cat):
+    return [n for n in cat.leaves() if any(crit.is_stated(cat.overlays[n]["spec"]["criteria"].get(d)) for d in crit.DIMENSIONS)]
+
+
+def _outcome(cat, query):
+    try:
+        return resolve_mod.build_recipe(cat, query)
+    except AicrError as exc:
+        return ("error", exc.msg)
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_resolution_ignores_overlay_file_order(aicr_catalog, data):
+    leaf = data.draw(st.sampled_from(_stated_leaves(aicr_catalog)))
+    oc = aicr_catalog.overlays[leaf]["spec"]["criteria"]
+    dims = data.draw(st.lists(st.sampled_from([d for d in crit.DIMENSIONS if crit.is_stated(oc.get(d))]), unique=True, min_size=1))
+    query = crit.parse_criteria(dict((d, oc[d]) for d in dims), aicr_catalog.registered)
+    shuffled = copy.copy(aicr_catalog)
+    names = list(aicr_catalog.overlays)
+    data.draw(st.randoms(use_true_random=False)).shuffle(names)
+    shuffled.overlays = dict((n, aicr_catalog.overlays[n]) for n in names)
+    assert _outcome(shuffled, query) == _outcome(aicr_catalog, query)
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_matches_are_leaves_in_specificity_order(aicr_catalog, data):
+    leaf = data.draw(st.sampled_from(_stated_leaves(aicr_catalog)))
+    oc = aicr_catalog.overlays[leaf]["spec"]["criteria"]
+    dims = data.draw(st.lists(st.sampled_from([d for d in crit.DIMENSIONS if crit.is_stated(oc.get(d))]), unique=True))
+    query = crit.parse_criteria(dict((d, oc[d]) for d in dims), aicr_catalog.registered)
+    shuffled = copy.copy(aicr_catalog)
+    order = list(aicr_catalog.overlays)
+    data.draw(st.randoms(use_true_random=False)).shuffle(order)
+    shuffled.overlays = dict((n, aicr_catalog.overlays[n]) for n in order)
+    matched = match.find_matching(shuffled, query)
+    names = [d["metadata"]["name"] for d in matched]
+    keys = [(crit.specificity(d["spec"]["criteria"]), d["metadata"]["name"]) for d in matched]
+    assert keys == sorted(keys)
+    for doc in matched:
+        ancestors = [d["metadata"]["name"] for d in aicr_catalog.chain(doc["metadata"]["name"])[:-1]]
+        assert not set(ancestors) & set(names)
+        assert crit.matches(doc["spec"]["criteria"], query)
+    if len(dims) == len([d for d in crit.DIMENSIONS if crit.is_stated(oc.get(d))]):
+        assert leaf in names, "a leaf's full criteria must select the leaf"
