@@ -123,6 +123,15 @@ def _spec_part(obj):
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
+def _finalized(rtype, obj):
+    """No finalizer holds the object any more (namespaces also wait for spec.finalizers)."""
+    if (obj.get("metadata") or {}).get("finalizers"):
+        return False
+    if (rtype.group, rtype.plural) == ("", "namespaces") and (obj.get("spec") or {}).get("finalizers"):
+        return False
+    return True
+
+
 def _owner_uids(obj):
     return [ref.get("uid") for ref in (obj.get("metadata") or {}).get("ownerReferences") or []]
 
@@ -203,6 +212,23 @@ class Store:
         if rtype.crd is not None:
             return schemalib.crd_schema(rtype, version)
         return schemalib.builtin_root(rtype.group, version, rtype.kind)
+
+    def status_zeros(self, rtype):
+        """Zero values of the required (non-omitempty) fields of a built-in kind's status."""
+        if rtype.crd is not None or not self.validate_builtins:
+            return {}
+        root = self.schema_for(rtype)
+        status = root.prop("status") if root is not None else None
+        if status is None:
+            return {}
+        zeros = {"integer": 0, "number": 0, "string": "", "boolean": False, "array": [], "object": {}}
+        out = {}
+        for key in status.node.get("required") or []:
+            sub = status.prop(key)
+            types = [t for t in (sub.types if sub is not None else []) if t != "null"]
+            if types and types[0] in zeros:
+                out[key] = copy.deepcopy(zeros[types[0]])
+        return out
 
     def _check_schema(self, rtype, obj, ctx, name, version, partial=False):
         """Validate/prune/default; returns the cleaned object or raises ApiError."""
@@ -422,8 +448,12 @@ class Store:
             spec.setdefault("backoffLimit", 6)
             spec.setdefault("completionMode", "NonIndexed")
             spec.setdefault("suspend", False)
-            template = spec.get("template") or {}
-            labels = (template.setdefault("metadata", {}) or {}).setdefault("labels", {})
+            template = spec.setdefault("template", {})
+            if not isinstance(template.get("metadata"), dict):
+                template["metadata"] = {}
+            if not isinstance(template["metadata"].get("labels"), dict):
+                template["metadata"]["labels"] = {}
+            labels = template["metadata"]["labels"]
             uid = (old or obj)["metadata"].get("uid")
             if not (spec.get("selector") or {}).get("matchLabels") and uid and spec.get("manualSelector") is not True:
                 spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
@@ -629,10 +659,13 @@ class Store:
                 raise ApiError(409, "AlreadyExists", '%s "%s" already exists' % (rtype.group_resource, name),
                                {"name": name, "group": rtype.group, "kind": rtype.plural})
             self._metadata_checks(rtype, obj)
-            if rtype.status and rtype.plural != "nodes":
+            if rtype.status and rtype.crd is None:
+                if rtype.plural != "nodes":
+                    obj.pop("status", None)
+                # built-in status structs serialise as {} with their non-omitempty fields zero
+                obj["status"] = dict(self.status_zeros(rtype), **(obj.get("status") or {}))
+            elif rtype.status:
                 obj.pop("status", None)
-                if rtype.crd is None:
-                    obj["status"] = {}  # built-in status structs serialise as {} even when empty
             obj = self._check_schema(rtype, obj, ctx, name, version)
             meta = obj["metadata"]
             for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
@@ -724,7 +757,7 @@ class Store:
             return old
         if ctx.dry_run:
             return new
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        if meta.get("deletionTimestamp") and _finalized(rtype, new):
             self._commit(rtype, "DELETED", new, old)
             return new
         return self._commit(rtype, "MODIFIED", new, old)
@@ -905,9 +938,13 @@ class Store:
                     meta.setdefault("generation", 1)
                 ssa.track_update(None, new, manager, self.schema_for(rtype), new["apiVersion"])
                 return self._commit(rtype, "ADDED", new)
+            if rtype.status and isinstance(new.get("status"), dict):
+                zeros = self.status_zeros(rtype)
+                if any(k not in new["status"] for k in zeros):
+                    new["status"] = dict(zeros, **new["status"])
             meta["managedFields"] = old["metadata"].get("managedFields") or []
             ssa.track_update(old, new, manager, self.schema_for(rtype), new["apiVersion"], subresource)
-            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            if meta.get("deletionTimestamp") and _finalized(rtype, new):
                 return self._commit(rtype, "DELETED", new, old)
             return self._commit(rtype, "MODIFIED", new, old)
 
