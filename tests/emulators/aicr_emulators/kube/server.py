@@ -150,8 +150,10 @@ class Emulator:
             except OSError:
                 pass
 
-    def restart(self, keep_state=True, down_seconds=0.0):
+    def restart(self, keep_state=True, down_seconds=0.0, grace=0.0):
         """Close the listener and every connection, optionally lose state, listen again on the same port."""
+        if grace:
+            time.sleep(grace)  # let the control call's own answer reach its client
         with self.store.lock:
             self.store.epoch += 1
             self.store.cond.notify_all()
@@ -903,7 +905,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             down = float(body.get("downSeconds", 0))
             self._send(202, {"restarting": True, "keepState": keep})
             self.close_connection = True
-            threading.Thread(target=emu.restart, args=(keep, down), daemon=True).start()
+            threading.Thread(target=emu.restart, args=(keep, down, 0.1), daemon=True).start()
             return None
         if what == "reset" and method == "POST":
             emu.reset()
@@ -918,6 +920,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def _audit_query(self, query):
         with self.emu.control_lock:
             items = list(self.emu.audit)
+            last = self.emu.audit_seq
         since = int(query.get("since") or 0)
         out = []
         for entry in items:
@@ -940,7 +943,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if query.get("code") and str(entry["code"]) != query["code"]:
                 continue
             out.append(entry)
-        last = items[-1]["seq"] if items else since
         return {"items": out, "lastSeq": last}
 
 
