@@ -313,6 +313,11 @@ def resolve(catalog_path, criteria=None, profile=None, skip_components=None, com
             write_cache=True):
     """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md)."""
     cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache, write_cache=write_cache)
+    return resolve_loaded(cat, criteria, profile, skip_components, component_overrides)
+
+
+def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, component_overrides=None):
+    """:func:`resolve` on an already loaded :class:`~.catalog.Catalog` (no file-system check)."""
     query = crit.parse_criteria(criteria, cat.registered)
     result = build_recipe(cat, query, profile)
     overrides = apply_user_inputs(result, skip_components, component_overrides)
