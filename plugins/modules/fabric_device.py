@@ -30,7 +30,7 @@ description:
   - Several machines (O(machines)) are handled concurrently with a bounded thread pool; devices on one machine
     sequentially.
 author:
-  - aicr.runtime contributors
+  - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
   - aicr.runtime.attributes
   - aicr.runtime.fabric
@@ -166,7 +166,7 @@ options:
     type: str
 notes:
   - Device status follows the FTI C(res_op_status) first character - C(0) ok, C(1) ok with a warning (returned in
-    RV(devices[].warnings) and RV(warnings)), C(2) critical; an empty or unknown status of a device that counts is an error
+    RV(devices[].warnings) and RV(fabric_warnings)), C(2) critical; an empty or unknown status of a device that counts is an error
     naming it. Redfish C(Status.Health) C(OK)/C(Warning)/C(Critical) maps the same way.
   - A machine read that returns no machine or lacks required fields fails with the machine named.
 seealso:
@@ -347,7 +347,7 @@ def argument_spec():
         client_id=dict(type="str", no_log=True),
         client_secret=dict(type="str", no_log=True),
         realm=dict(type="str", no_log=True),
-        credentials_secret=dict(type="dict", options=dict(name=dict(type="str", required=True), namespace=dict(type="str", default="default"))),
+        credentials_secret=dict(type="dict", no_log=False, options=dict(name=dict(type="str", required=True), namespace=dict(type="str", default="default"))),
         ca_path=dict(type="path"),
         validate_certs=dict(type="bool", default=True),
         timeout=dict(type="float", default=30),

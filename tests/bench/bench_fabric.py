@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of fabric_device's engine (issue #5).
 
 16 A100s over 8 machines (2 each) through the FTI Fabric Manager simulator, every attach taking

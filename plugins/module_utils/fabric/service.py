@@ -236,7 +236,10 @@ class FabricService:
     def _present(self, run, target, devices):
         where = target.label
         if self.backend.asynchronous and self.wait and not self.check_mode:
-            devices = self._settle(run, target, devices, lambda ds: not [d for d in ds if d.matches(target.type, target.model) and d.phase in (PENDING, REMOVING)],
+            def settled(current):
+                return not [d for d in current if d.matches(target.type, target.model) and d.phase in (PENDING, REMOVING)]
+
+            devices = self._settle(run, target, devices, settled,
                                    "%s: devices still in progress" % where)
         matching = [d for d in devices if d.matches(target.type, target.model)]
         for device in matching:
@@ -329,7 +332,8 @@ class FabricService:
             if device is not None:
                 if error is not None:
                     adopted = True
-                    run.warnings.append("%s: attach answered '%s' but device %s appeared; adopted it (not attached twice)" % (where, error.msg, device.res_uuid))
+                    run.warnings.append("%s: attach answered '%s' but device %s appeared; adopted it (not attached twice)"
+                                        % (where, error.msg, device.res_uuid))
                 break
             if error is None:
                 raise AicrError("%s: the fabric accepted the attach but no new %s device appeared within %.0fs; re-run to converge (nothing re-sent)"

@@ -214,7 +214,8 @@ class Transport:
                 refreshed = True
                 continue
             if response.status == 401 and authenticate:
-                raise FabricHTTPError("%s: authentication rejected (HTTP 401: %s); check the credentials" % (what, describe_body(response.text, response.content_type)),
+                reason = describe_body(response.text, response.content_type)
+                raise FabricHTTPError("%s: authentication rejected (HTTP 401: %s); check the credentials" % (what, reason),
                                       status=401)
             if response.status >= 500:
                 description = "HTTP %d: %s" % (response.status, describe_body(response.text, response.content_type))

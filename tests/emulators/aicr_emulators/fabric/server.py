@@ -495,7 +495,8 @@ class Handler(BaseHTTPRequestHandler):
                         "detail": {
                             "res_uuid": d["res_uuid"], "res_type": d["type"], "res_name": "%s-%s" % (d["model"], d["res_uuid"][:8]),
                             "res_status": 0, "res_op_status": d["op_status"],
-                            "resspecs": [{"resspec_uuid": d["spec_uuid"], "productname": d["model"], "model": d["model"], "vendor": "NVIDIA", "removable": True}],
+                            "resspecs": [{"resspec_uuid": d["spec_uuid"], "productname": d["model"], "model": d["model"], "vendor": "NVIDIA",
+                                          "removable": True}],
                             "tenant_uuid": fabric.options["tenant_id"], "mach_uuid": machine["uuid"],
                         },
                     } for d in mine],

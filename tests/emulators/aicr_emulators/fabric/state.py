@@ -91,7 +91,7 @@ class Fabric:
             "op_status": "0000",
             "phase": "free",
             "polls": 0,
-            "block_id": "RB-" + res_uuid.split("-")[0],
+            "block_id": "RB-" + res_uuid.split("-", maxsplit=1)[0],
             "spec_uuid": None,
         }
 

@@ -123,16 +123,17 @@ def test_cm_devices_become_complete_after_polls(api):
     answer = api.call("POST", base + "/actions/resize", json={"increase_resource_count": {"spec_uuid": a100["spec_uuid"], "device_count": 1}})
     assert answer.status_code == 202
     statuses = []
-    for _ in range(4):
+    for _poll in range(4):
         spec = [s for s in api.call("GET", base).json()["data"]["cluster"]["machine"]["resspecs"] if s["spec_uuid"] == a100["spec_uuid"]][0]
         statuses.append(spec["devices"][0]["status"])
     assert statuses == ["ADDING", "ADDING", "ADD_COMPLETE", "ADD_COMPLETE"]
     device = spec["devices"][0]
     assert device["detail"]["res_op_status"] == "0000"
-    assert api.call("POST", base + "/actions/resize", json={"remove_resources": {"spec_uuid": a100["spec_uuid"], "device_count": 0, "devices": []}}).status_code == 400
+    empty = {"remove_resources": {"spec_uuid": a100["spec_uuid"], "device_count": 0, "devices": []}}
+    assert api.call("POST", base + "/actions/resize", json=empty).status_code == 400
     api.call("POST", base + "/actions/resize", json={"remove_resources": {"spec_uuid": a100["spec_uuid"], "device_count": 0, "devices": [device["device_id"]]}})
     seen = [len([s for s in api.call("GET", base).json()["data"]["cluster"]["machine"]["resspecs"] if s["spec_uuid"] == a100["spec_uuid"]][0]["devices"])
-            for _ in range(4)]
+            for _poll in range(4)]
     assert seen == [1, 1, 0, 0]
 
 
@@ -186,7 +187,7 @@ def test_reset_drops_the_connection(api):
 def test_skip_and_times_and_request_log(api):
     api.sim.control.fault(op="read", action="empty_machines", skip=1, times=2)
     path = "%s/machines/%s" % (FM, api.machines[0])
-    lengths = [len(api.call("GET", path, params={"tenant_uuid": api.tenant}).json()["data"]["machines"]) for _ in range(4)]
+    lengths = [len(api.call("GET", path, params={"tenant_uuid": api.tenant}).json()["data"]["machines"]) for _poll in range(4)]
     assert lengths == [1, 0, 0, 1]
     log = api.sim.control.requests(op="read")
     assert [e["fault"] for e in log] == [None, "empty_machines", "empty_machines", None]

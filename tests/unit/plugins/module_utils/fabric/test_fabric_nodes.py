@@ -109,7 +109,8 @@ def test_resource_slices_and_claims(kube, view):
     custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "fab-0-gpu"},
         "spec": {"driver": "gpu.nvidia.com", "nodeName": "fab-0", "pool": {"name": "fab-0", "generation": 1, "resourceSliceCount": 1},
-                 "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa"}}}, {"name": "gpu-1", "attributes": {"uuid": {"string": "GPU-bbbb"}}}]}})
+                 "devices": [{"name": "gpu-0", "attributes": {"uuid": {"string": "GPU-aaaa"}}},
+                             {"name": "gpu-1", "attributes": {"uuid": {"string": "GPU-bbbb"}}}]}})
     assert view.slice_device_ids("fab-0") == {"gpu-0", "GPU-aaaa", "gpu-1", "GPU-bbbb"}
     assert view.slice_device_ids("plain-3") == set()
     claim = custom.create_namespaced_custom_object("resource.k8s.io", "v1", "default", "resourceclaims", {

@@ -74,7 +74,7 @@ def test_concurrent_callers_share_one_fetch():
         return jwt({"exp": 9e9})
 
     cache = TokenCache(fetch)
-    threads = [threading.Thread(target=cache.get) for _ in range(16)]
+    threads = [threading.Thread(target=cache.get) for _thread in range(16)]
     for thread in threads:
         thread.start()
     for thread in threads:
