@@ -131,6 +131,11 @@ def wired(tmp_path_factory):
     base = tmp_path_factory.mktemp("wired")
     kube = start_emulator(base / "kube", nodes=nodes)
     sim = start_simulator(base / "sim", machines=2, kubeconfig=kube.kubeconfig)
+    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
+    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
+
+    core = k8s_client.CoreV1Api(k8s_config.new_client_from_config(config_file=kube.kubeconfig))
+    core.create_namespaced_secret("default", {"metadata": {"name": "fti-credentials"}, "stringData": sim.credentials})
     yield kube, sim
     sim.stop()
     kube.stop()
@@ -153,7 +158,6 @@ def test_node_attach_verify_visible_and_drain_check(run_playbook, wired):
     api = k8s_config.new_client_from_config(config_file=kube.kubeconfig)
     core = k8s_client.CoreV1Api(api)
     creds = sim.credentials
-    core.create_namespaced_secret("default", {"metadata": {"name": "fti-credentials"}, "stringData": creds})
 
     result = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=2, verify_visible=True))
     assert result["changed"] is True and len(result["attached"]) == 2, dump(result)
@@ -180,3 +184,56 @@ def test_unknown_node_fails_with_the_reason(run_playbook, wired):
     kube, sim = wired
     result = _run(run_playbook, _wired_options(sim, kube, node="ghost", count=1, credentials_secret=None, **sim.credentials), expect_failure=True)
     assert "node: ghost does not exist in the cluster" in result["msg"], dump(result)
+
+
+ROLE_TASK = "Converge the fabric devices of every node"
+
+
+def _role(run_playbook, sim, kube, expect_failure=False, **variables):
+    state = sim.control.state()
+    extravars = {"composable_gpu_endpoint": sim.endpoint, "composable_gpu_tenant_id": state["tenant_id"], "composable_gpu_ca_path": sim.ca_path,
+                 "composable_gpu_kubeconfig": kube.kubeconfig, "composable_gpu_poll_interval": 1, "composable_gpu_nodes": ["node-0", "node-1"],
+                 "composable_gpu_credentials_secret": {"name": "fti-credentials", "namespace": "default"}}
+    extravars.update(("composable_gpu_" + k, v) for k, v in variables.items())
+    run = run_playbook("fabric_role.yml", extravars=extravars)
+    if expect_failure:
+        assert run.rc != 0
+        return run
+    assert run.rc == 0, run.stdout[-4000:]
+    return run
+
+
+def _models(sim, node):
+    return sorted(d["model"] for d in sim.control.devices(node))
+
+
+def test_role_spreads_requests_scales_down_and_detaches(run_playbook, wired):
+    kube, sim = wired
+    sim.control.reset(machines=2)
+    requests = [{"name": "train", "model": "A100", "size": 2, "allocation_policy": "samenode", "target_node": "node-1"},
+                {"name": "serve", "model": "H100", "size": 2, "allocation_policy": "differentnode"}]
+    run = _role(run_playbook, sim, kube, requests=requests)
+    result = run.result(ROLE_TASK)
+    assert result["changed"] is True and len(result["attached"]) == 4, dump(result)
+    assert _models(sim, "node-0") == ["H100"] and _models(sim, "node-1") == ["A100", "A100", "H100"]
+
+    sim.control.clear_requests()
+    again = _role(run_playbook, sim, kube, requests=requests).result(ROLE_TASK)
+    assert again["changed"] is False and sim.control.requests(mutating=True) == []
+
+    smaller = [dict(requests[0], size=1), dict(requests[1], size=1)]
+    down = _role(run_playbook, sim, kube, requests=smaller, force_detach=True).result(ROLE_TASK)
+    assert len(down["detached"]) == 2, dump(down)
+    assert _models(sim, "node-0") == ["H100"] and _models(sim, "node-1") == ["A100"]
+
+    gone = _role(run_playbook, sim, kube, requests=smaller, state="absent", force_detach=True).result(ROLE_TASK)
+    assert len(gone["detached"]) == 2
+    assert sim.control.devices("node-0") == [] and sim.control.devices("node-1") == []
+
+
+def test_role_rejects_impossible_placement(run_playbook, wired):
+    kube, sim = wired
+    sim.control.reset(machines=2)
+    run = _role(run_playbook, sim, kube, expect_failure=True, requests=[{"name": "wide", "model": "A100", "size": 3, "allocation_policy": "differentnode"}])
+    assert "request wide: differentnode needs 3 nodes, 2 managed" in run.stdout, run.stdout[-3000:]
+    assert sim.control.requests(mutating=True) == []
