@@ -90,7 +90,7 @@ def new_node(type_name=None, nullable=False):
 
 
 def _is_null_leaf(node):
-    return node.get("type") is None and node.get("nullable") and not node.get("intOrString") and not node.get("types")
+    return node.get("type") is None and node.get("nullable") and not node.get("intOrString") and not node.get("types") and not node.get("mixed")
 
 
 def merge(a, b):
@@ -101,9 +101,11 @@ def merge(a, b):
         return a
     result = dict(a)
     ta, tb = a.get("type"), b.get("type")
-    if a.get("intOrString") or b.get("intOrString"):
+    if a.get("mixed") or b.get("mixed") or a.get("types") or b.get("types"):
+        result = _any(a, b)
+    elif a.get("intOrString") or b.get("intOrString"):
         other = tb if a.get("intOrString") else ta
-        if (a.get("intOrString") and b.get("intOrString")) or other in ("integer", "string", "number") or _is_null_leaf(b if a.get("intOrString") else a):
+        if (a.get("intOrString") and b.get("intOrString")) or other in ("integer", "string") or _is_null_leaf(b if a.get("intOrString") else a):
             result["type"] = None
             result["intOrString"] = True
         else:
