@@ -21,7 +21,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv helm collection unit sanity lint integration test demo bench ee-context clean
+.PHONY: all venv helm system-deps collection unit sanity lint integration test demo bench ee-context clean
 
 all: test
 
@@ -40,6 +40,10 @@ $(BIN)/helm: scripts/install-helm $(VENV)/.installed
 	$(PY) scripts/install-helm --dest $(BIN)
 
 helm: $(BIN)/helm
+
+# Debian packages the suites need (the local OCI registry); skips what is installed.
+system-deps:
+	bash scripts/install-system-deps
 
 # Build the collection artifact and install it the way users do.
 collection: venv
@@ -79,7 +83,7 @@ sanity: $(SANITY_VENV)/.installed
 lint: collection
 	$(BIN)/ansible-lint --profile production --offline
 
-integration: collection helm
+integration: collection helm system-deps
 	$(BIN)/pytest tests/integration
 
 test: unit sanity lint integration
@@ -93,8 +97,8 @@ ee-context: collection helm
 
 # --- the main job -----------------------------------------------------------
 
-demo: collection helm
-	$(BIN)/ansible-playbook -i examples/inventory/hosts.yml playbooks/demo.yml
+demo: collection helm system-deps
+	$(PY) scripts/demo.py
 
 bench: collection helm
 	$(PY) tests/bench/run.py
