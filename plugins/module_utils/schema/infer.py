@@ -283,8 +283,8 @@ class Inferrer:
                     target["additionalProperties"] = merge(target["additionalProperties"], value)
                 target.pop("freeForm", None)
             else:
+                target["nullable"] = bool(_is_null_leaf(target))  # a null default stays valid
                 target["type"] = "array"
-                target["nullable"] = target.get("nullable", False) and target.get("type") is None
                 target["items"] = merge(item_schema, target.get("items"))
                 target.pop("emptyList", None)
         if meta:

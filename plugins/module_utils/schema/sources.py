@@ -219,12 +219,12 @@ def load_chart(chart, version=None, repository=None, helm_binary="helm", **auth)
     if not chart:
         raise AicrError("chart: empty; allowed: a chart directory, a .tgz, oci://..., or a chart name with repository", field="chart")
     path = os.path.expanduser(str(chart))
-    if not repository and not str(chart).startswith("oci://"):
+    if not str(chart).startswith("oci://"):
         if os.path.isdir(path):
             return load_dir(path)
         if os.path.isfile(path):
             return load_tgz(path)
-        if "/" not in str(chart) or str(chart).startswith((".", "/", "~")):
+        if not repository and ("/" not in str(chart) or str(chart).startswith((".", "/", "~"))):
             raise AicrError("chart: %s does not exist; allowed: a chart directory, a .tgz, oci://..., or a chart name with repository" % chart,
                             field="chart", value=chart)
     return pull(str(chart), version, repository, helm_binary, **auth)

@@ -128,3 +128,12 @@ def test_live_crd_name_without_cluster(tmp_path):
     with pytest.raises(AicrError) as exc:
         engine.run({"output": "compare", "old_crd": "things.example.com", "new_crd": {"kind": "CustomResourceDefinition"}, "kubeconfig": kubeconfig})
     assert exc.value.msg.startswith("old_crd: cannot reach the cluster to read CRD things.example.com (")
+
+
+def test_versions_discovered_from_repository_index(chart_dir, tmp_path):
+    (tmp_path / "index.yaml").write_text("apiVersion: v1\nentries:\n  nvidia-device-plugin:\n  - version: 0.18.0\n  - version: 0.17.1\n")
+    result = first({"chart": chart_dir, "output": "crd", "repository": "file://%s" % tmp_path, "discover_versions": True})
+    spec = result["crd"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert spec["version"]["enum"] == ["0.18.0", "0.17.1"]
+    result = first({"chart": chart_dir, "output": "crd", "versions": ["1.0.0"], "discover_versions": True})
+    assert result["crd"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["version"]["enum"] == ["1.0.0"]

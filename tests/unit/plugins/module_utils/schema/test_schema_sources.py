@@ -138,3 +138,51 @@ def test_file_repository_index(tmp_path):
     (tmp_path / "index.yaml").write_text("apiVersion: v1\nentries:\n  a:\n  - version: 2.0.0\n  - version: 1.0.0\n")
     assert sources.discover_versions("file://%s" % tmp_path, "a") == ["2.0.0", "1.0.0"]
     assert os.path.isfile(str(tmp_path / "index.yaml"))
+
+
+FAKE_HELM = """#!/bin/sh
+# records its argv, then writes the chart archive given in $FAKE_CHART to the --destination directory
+printf '%s\\n' "$@" > "$FAKE_ARGV"
+dest=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--destination" ]; then dest="$2"; fi
+  shift
+done
+cp "$FAKE_CHART" "$dest/"
+"""
+
+
+@pytest.fixture
+def fake_helm(tmp_path, umbrella, monkeypatch):
+    archive = tmp_path / "umbrella-1.2.3.tgz"
+    with tarfile.open(str(archive), "w:gz") as handle:
+        handle.add(str(umbrella), arcname="umbrella")
+    script = tmp_path / "fake-helm"
+    script.write_text(FAKE_HELM)
+    script.chmod(0o755)
+    monkeypatch.setenv("FAKE_CHART", str(archive))
+    monkeypatch.setenv("FAKE_ARGV", str(tmp_path / "argv"))
+    return script
+
+
+def test_pull_argv_for_oci_and_repository(fake_helm, tmp_path):
+    chart = sources.load_chart("oci://127.0.0.1:5000/charts/umbrella", version="1.2.3", helm_binary=str(fake_helm))
+    assert chart.name == "umbrella" and chart.origin == "oci://127.0.0.1:5000/charts/umbrella"
+    argv = (tmp_path / "argv").read_text().split("\n")[:-1]
+    assert argv[:2] == ["pull", "oci://127.0.0.1:5000/charts/umbrella"] and argv[argv.index("--version") + 1] == "1.2.3"
+    assert "--repo" not in argv
+    sources.load_chart("umbrella", repository="http://127.0.0.1:8879/charts", helm_binary=str(fake_helm))
+    argv = (tmp_path / "argv").read_text().split("\n")[:-1]
+    assert argv[argv.index("--repo") + 1] == "http://127.0.0.1:8879/charts" and "--version" not in argv
+    sources.pull("oci://127.0.0.1:5000/charts/umbrella", helm_binary=str(fake_helm), insecure=True)
+    assert "--plain-http" in (tmp_path / "argv").read_text().split("\n")
+
+
+@pytest.mark.helm
+@pytest.mark.parametrize("binary", ["helm", "helm4"])
+def test_both_helm_majors_pull(local_repo, binary):
+    helm = REPO_ROOT / ".venv" / "bin" / binary
+    if not helm.exists():
+        pytest.skip("%s not installed (make helm)" % binary)
+    chart = sources.load_chart("gpu-operator", version="v26.3.3", repository=local_repo, helm_binary=str(helm))
+    assert chart.version == "v26.3.3" and chart.values()["operator"]
