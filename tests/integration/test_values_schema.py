@@ -2,8 +2,15 @@
 acceptance on the Kubernetes API emulator: every corpus chart's CRD is accepted, and a custom resource whose
 .spec.values are the chart's values reads back unchanged (nothing pruned); compare reads a live CRD by name."""
 
+import functools
+import http.server
 import json
+import shutil
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -167,3 +174,37 @@ def test_module_compares_with_live_crd(run_playbook, emulator, shared_dir):
     assert broken["msg"].startswith("breaking changes from juicelives.juicelive.bundles.aicr.io: 5 breaking change(s)")
     allowed = run.result("Compare with relaxed severities")
     assert allowed["breaking"] is False and allowed["findings"]
+
+
+@pytest.fixture
+def chart_repository(shared_dir, tmp_path):
+    """gpu-operator in an http repository served from tmp_path on a free 127.0.0.1 port."""
+    helm = Path(sys.executable).parent / "helm"
+    if not helm.exists():
+        pytest.skip("helm not installed (make helm)")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(str(shared_dir / "charts-repo" / "http" / "helm.ngc.nvidia.com_nvidia" / "gpu-operator-v26.3.3.tgz"), str(repo))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(repo))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    url = "http://127.0.0.1:%d" % server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    subprocess.run([str(helm), "repo", "index", str(repo), "--url", url], check=True, capture_output=True)
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.helm
+def test_module_pulls_chart_from_repository(run_playbook, chart_repository):
+    run = run_playbook("values_schema_repo.yml", extravars={"chart_name": "gpu-operator", "chart_version": "v26.3.3",
+                                                            "repository": chart_repository})
+    assert run.rc == 0, run.stdout[-4000:]
+    generated = run.result("CRD of a repository chart with its versions")
+    assert generated["chart"] == {"name": "gpu-operator", "version": "v26.3.3", "app_version": "v26.3.3", "subcharts": ["node-feature-discovery"]}
+    spec = generated["crd"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert spec["version"]["enum"] == ["v26.3.3"]
+    assert "node-feature-discovery" in spec["values"]["properties"]
+    checked = run.result("Validate values against the repository chart")
+    assert [(e["path"], e["rule"], e["value"]) for e in checked["errors"]] == [("driver.enabled", "type", "sometimes")]
