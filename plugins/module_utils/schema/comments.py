@@ -219,7 +219,10 @@ class CommentIndex:
         self.scalar_lines = scalar_lines or set()
         self.comment = [line.lstrip().startswith("#") and index not in self.scalar_lines for index, line in enumerate(self.lines)]
         self.by_path = {}  # position-independent: helm-docs '# path --' and bitnami '@param'
+        self.docs_properties = []  # helm-tool '# +docs:property' over commented-out YAML (keys absent from the values)
         self._scan_position_independent()
+        if "+docs:property" in text:
+            self._scan_docs_properties()
 
     def _is_comment(self, index):
         return self.comment[index]
@@ -242,6 +245,34 @@ class CommentIndex:
                 path, text = match.groups()
                 desc, ann = _helmdocs_text(text, self._continuation(index + 1))
                 self.by_path[tuple(split_path(path))] = KeyComments(desc, ann)
+
+    def _scan_docs_properties(self):
+        """cert-manager's helm-tool convention: a documented property that is only commented out."""
+        count = len(self.lines)
+        for index in range(count):
+            if not self.comment[index] or "+docs:property" not in self.lines[index]:
+                continue
+            body = _strip_hashes(self.lines[index]).strip()
+            if not body.startswith("+docs:property"):
+                continue
+            explicit = body.split("=", 1)[1].strip() if "=" in body else None
+            raw = self.lines[index]
+            column = len(raw) - len(raw.lstrip())
+            annotations = {}
+            end = index + 1
+            while end < count and self.comment[end] and _strip_hashes(self.lines[end]).strip().startswith("+docs:"):
+                annotations.update(_docs_directive(_strip_hashes(self.lines[end]).strip()))
+                end += 1
+            snippet = []
+            while end < count and self.comment[end] and not _strip_hashes(self.lines[end]).strip().startswith("+docs:"):
+                snippet.append(_strip_hashes(self.lines[end]))
+                end += 1
+            if not snippet:
+                continue
+            description, block_ann, _explicit = parse_block(self.block_above(index, column))
+            block_ann.update(annotations)
+            self.docs_properties.append({"line": index, "column": column, "path": tuple(split_path(explicit)) if explicit else None,
+                                         "text": "\n".join(snippet) + "\n", "description": description, "annotations": block_ann})
 
     def _continuation(self, start):
         out = []
@@ -296,6 +327,15 @@ class CommentIndex:
         return KeyComments(description, annotations, explicit)
 
 
+def _docs_directive(body):
+    """helm-tool ``+docs:type=X`` → a type hint (``unknown`` leaves the inferred type); other directives are layout only."""
+    if body.startswith("+docs:type="):
+        name = body.split("=", 1)[1].strip()
+        if name.lower() in TYPE_ALIASES:
+            return {"x-helm-docs-type": name}
+    return {}
+
+
 def _helmdocs_text(first, rest):
     text = "\n".join([first] + list(rest)).strip()
     annotations = {}
@@ -335,6 +375,10 @@ def parse_block(block):
             if isinstance(loaded, dict):
                 annotations.update(loaded)
             index = end + 1
+            continue
+        if lead.startswith("+docs:"):
+            annotations.update(_docs_directive(lead.strip()))
+            index += 1
             continue
         match = _TYPE_TAG.match(line) if "@type" in line else None
         if match:

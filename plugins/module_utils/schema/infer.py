@@ -237,6 +237,8 @@ class Inferrer:
             if key in properties:
                 child = merge(properties[key], child)
             properties[key] = child
+        if self.comments.docs_properties and yaml_node.value:
+            self._docs_properties(properties, yaml_node, path)
         for name, (meta_node, info) in metas.items():
             self._apply_meta(properties, name, meta_node, path, depth)
             target = properties.get(name)
@@ -251,6 +253,29 @@ class Inferrer:
         if required:
             node["required"] = required
         return node
+
+    def _docs_properties(self, properties, yaml_node, path):
+        """Commented-out documented keys (``# +docs:property``) at this mapping's indentation."""
+        column = yaml_node.value[0][0].start_mark.column
+        first, last = yaml_node.start_mark.line, yaml_node.end_mark.line
+        for entry in self.comments.docs_properties:
+            if entry.get("used") or entry["path"] is not None or entry["column"] != column or not first <= entry["line"] <= last:
+                continue
+            entry["used"] = True
+            self._add_documented(properties, entry, path)
+
+    def _add_documented(self, properties, entry, path):
+        try:
+            snippet = Inferrer(entry["text"], "%s (+docs:property at line %d)" % (self.source, entry["line"] + 1)).infer()
+        except AicrError:
+            return  # commented-out text that is not YAML is just a comment
+        added = [(k, v) for k, v in (snippet.get("properties") or {}).items() if k not in properties]
+        for key, node in added:
+            if entry["description"] and "description" not in node and len(added) == 1:
+                node["description"] = entry["description"]
+            if entry["annotations"]:
+                apply_annotations(node, entry["annotations"], _dotted(path + (key,)))
+            properties[key] = node
 
     def _apply_meta(self, properties, name, meta_node, path, depth):
         """helmetica ``'#key'`` meta entries (type, description, enum, export, items, properties, ...)."""
@@ -311,7 +336,14 @@ class Inferrer:
         return node
 
     def _apply_paths(self, root):
-        """Position-independent comments (helm-docs ``# path --``, bitnami ``@param``)."""
+        """Position-independent comments (helm-docs ``# path --``, bitnami ``@param``, ``+docs:property=path``)."""
+        for entry in self.comments.docs_properties:
+            if entry["path"] is None or entry.get("used") or len(entry["path"]) < 2:
+                continue
+            parent = _find_path(root, entry["path"][:-1])
+            if parent is not None and parent.get("type") == "object" and entry["path"][-1] not in (parent.get("properties") or {}):
+                entry["used"] = True
+                self._add_documented(parent.setdefault("properties", {}), entry, entry["path"][:-1])
         for parts, info in self.comments.by_path.items():
             node = _find_path(root, parts)
             if node is None:

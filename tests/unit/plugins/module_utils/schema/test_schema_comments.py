@@ -219,3 +219,36 @@ def test_helmetica_meta_keys(shared_dir):
     nested = export["properties"]["privateNested"]["properties"]
     assert set(nested) == {"d", "inheritanceinarray"}
     assert nested["d"]["properties"]["e"]["properties"]["f"] == {"type": "string"}
+
+
+def test_helm_tool_documented_commented_out_properties():
+    text = textwrap.dedent("""\
+        global:
+          # Labels for everything.
+          # +docs:property
+          commonLabels: {}
+
+          # Old ReplicaSets to keep.
+          # +docs:property
+          # revisionHistoryLimit: 1
+        pdb:
+          enabled: false
+
+          # Minimum available pods.
+          # +docs:property
+          # +docs:type=unknown
+          # minAvailable: 1
+        # +docs:ignore
+        shim: {}
+
+          # Default issuer.
+          # +docs:property=shim.defaultIssuerName
+          # defaultIssuerName: ""
+        """)
+    schema = schema_of(text)
+    glob = schema["properties"]["global"]["properties"]
+    assert glob["commonLabels"]["description"] == "Labels for everything."
+    assert glob["revisionHistoryLimit"] == {"description": "Old ReplicaSets to keep.", "type": "integer"}
+    assert schema["properties"]["pdb"]["properties"]["minAvailable"]["type"] == ["integer", "string"]
+    assert schema["properties"]["shim"]["properties"]["defaultIssuerName"] == {"description": "Default issuer.", "type": "string"}
+    assert set(schema["properties"]) == {"global", "pdb", "shim"}
