@@ -58,6 +58,7 @@ def require_yaml():
 
 
 TAG = "tag:yaml.org,2002:"
+MAX_NODES = 200000  # values nodes after alias expansion (kube-prometheus-stack has about 10 000)
 SCALAR_TYPES = {
     TAG + "str": "string", TAG + "int": "integer", TAG + "float": "number", TAG + "bool": "boolean",
     TAG + "null": None, TAG + "timestamp": "string", TAG + "binary": "string",
@@ -161,6 +162,7 @@ class Inferrer:
 
     def __init__(self, text, source="values.yaml"):
         require_yaml()
+        self.count = 0
         self.text = text
         self.source = source
         try:
@@ -186,6 +188,10 @@ class Inferrer:
 
     # -- nodes ---------------------------------------------------------
     def _node(self, yaml_node, path, key=None, parent_key=None, depth=0):
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise AicrError("values file %s: more than %d nodes once aliases are expanded; allowed: at most %d (alias bomb?)"
+                            % (self.source, MAX_NODES, MAX_NODES), field="values", source=self.source)
         if depth > 200:
             raise AicrError("values file %s: nesting at %s deeper than 200 levels (recursive alias?)" % (self.source, _dotted(path)), field="values")
         if isinstance(yaml_node, yaml.ScalarNode):

@@ -203,3 +203,12 @@ def test_corpus_features_covered(shared_dir):
     free_maps = [p for p, n in flat.items() if n.get("type") == "object" and not n.get("properties")]
     assert len(untyped) > 10 and len(free_maps) > 50
     assert all(n.get("additionalProperties") is not False for n in flat.values())
+
+
+def test_alias_bomb_is_refused():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for index in range(1, 8):
+        lines.append("a%d: &a%d [%s]" % (index, index, ", ".join(["*a%d" % (index - 1)] * 10)))
+    with pytest.raises(AicrError) as exc:
+        infer.infer_text("\n".join(lines) + "\n", "bomb.yaml")
+    assert exc.value.msg == "values file bomb.yaml: more than 200000 nodes once aliases are expanded; allowed: at most 200000 (alias bomb?)"
