@@ -195,7 +195,7 @@ def test_real_h100_kind_training_converges(run_playbook, tmp_path, shared_dir, r
                   "helm_binary": str(BIN / helm), "mirrors": real_mirrors(http, registry, shared_dir), "timeout": 300, "poll_interval": 0.3,
                   "overrides": {"nodewright-operator": {"chart": "skyhook-operator", "version": "v0.15.1"}}}
         run = run_playbook("release_converge.yml", extravars=params)
-        assert run.rc == 0, run.stdout[-6000:]
+        assert run.rc == 0, run.stdout[-3000:] + "".join(kube.stderr_lines[-40:])
         res = run.result("Roll out")
         assert res["summary"]["component_count"] == 12
         assert set(c["phase"] for c in res["components"]) == {"Ready"}, [(c["name"], c["phase"], c["message"]) for c in res["components"]]

@@ -130,7 +130,7 @@ class KubeCluster(object):
             path += "/namespaces/%s" % quote(namespace, safe="")
         path += "/" + plural
         if name:
-            path += "/" + quote(name, safe="")
+            path += "/" + quote(name, safe=":@")
         return path, namespaced
 
     # -- verbs -------------------------------------------------------------

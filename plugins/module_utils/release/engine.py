@@ -44,9 +44,16 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.render import
 from ansible_collections.aicr.runtime.plugins.module_utils.release.scheduler import BLOCKED, OK, levels, run_dag
 
 try:
-    _Loader = yaml.CSafeLoader
+    _BaseLoader = yaml.CSafeLoader
 except AttributeError:
-    _Loader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
+
+
+class _Loader(_BaseLoader):  # pylint: disable=too-many-ancestors
+    """Safe loader that also reads the YAML 1.1 ``=`` (value) key some CRD schemas carry, as a string."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
 
 PENDING, BLOCKED_PHASE, DEPLOYING, READY, FAILED, UNCHANGED, REMOVED = "Pending", "Blocked", "Deploying", "Ready", "Failed", "Unchanged", "Removed"
 

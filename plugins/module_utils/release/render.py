@@ -29,9 +29,16 @@ from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import 
 _SEMVER = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 
 try:
-    _Loader = yaml.CSafeLoader
+    _BaseLoader = yaml.CSafeLoader
 except AttributeError:  # PyYAML without libyaml
-    _Loader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
+
+
+class _Loader(_BaseLoader):  # pylint: disable=too-many-ancestors
+    """Safe loader that also reads the YAML 1.1 ``=`` (value) key some CRD schemas carry, as a string."""
+
+
+_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
 
 
 def chart_version(version):

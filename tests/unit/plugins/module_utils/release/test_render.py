@@ -129,3 +129,11 @@ def test_eks_nodewright_customizations_is_manifest_only_objects(shared_dir, tmp_
                             tmp_root=str(tmp_path))
     objs = [ManifestObject(comp["name"], "post", i, d, "s") for i, d in enumerate(docs["post"])]
     assert objs and all(o.identity.startswith("nodewright-customizations-post-") for o in objs)
+
+
+def test_yaml_value_key_is_read_as_a_string(tmp_path):
+    """CRD schemas (prometheus-operator) carry a bare ``=`` key, which PyYAML's safe loader rejects by default."""
+    tpl = tmp_path / "crd.yaml"
+    tpl.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: eq\ndata:\n  =: equals\n")
+    out = render_manifests(HelmRunner(str(HELM)), {"name": "c", "namespace": "n", "chart": "c", "version": "1", "values": {}}, {"post": [str(tpl)]})
+    assert out["post"][0]["data"] == {"=": "equals"}
