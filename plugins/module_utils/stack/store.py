@@ -1,0 +1,293 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Where ClusterStacks live and how their status is written.
+
+Two stores with one shape (``{metadata: {name, generation, annotations, resourceVersion}, spec, status}``):
+
+* ``CrdStore``: ``runtime.aicr.io/v1alpha1`` ``ClusterStack`` objects; status goes through the
+  ``/status`` subresource, so a status write never touches the spec and bumps no generation.
+* ``ConfigMapStore``: without the CRD, a ConfigMap ``aicr-stack-<name>`` per stack holds the spec
+  (from inventory), a generation that the store bumps when the spec changes, and the status as JSON.
+
+``StatusWriter.update`` reads, applies a status mutation and writes with the read resourceVersion; on
+409 Conflict (someone edited the object meanwhile, e.g. the spec) it re-reads and re-applies only the
+status mutation, up to ``retries`` times. A mutation that changes nothing writes nothing.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import time
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import ClusterError, KubeCluster
+from ansible_collections.aicr.runtime.plugins.module_utils.stack import model
+
+GROUP = "runtime.aicr.io"
+VERSION = "v1alpha1"
+PLURAL = "clusterstacks"
+KIND = "ClusterStack"
+CRD_NAME = "%s.%s" % (PLURAL, GROUP)
+CONFIGMAP_PREFIX = "aicr-stack-"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "aicr-runtime"}
+
+
+class KubeError(AicrError):
+    """An API error with its HTTP code."""
+
+    def __init__(self, msg, code=0, **details):
+        super(KubeError, self).__init__(msg, code=code, **details)
+        self.code = code
+
+
+class Api:
+    """JSON requests through a kubernetes ``ApiClient`` (auth and TLS from the kubeconfig; the release engine's transport)."""
+
+    def __init__(self, api_client, request_timeout=30):
+        self.cluster = KubeCluster(api_client, request_timeout=request_timeout)
+
+    def request(self, method, path, body=None, query=None):
+        try:
+            return self.cluster.request(method, path, query=query, body=body)
+        except ClusterError as exc:
+            raise KubeError(exc.msg, code=exc.details.get("status") or 0, path=path)
+
+    def get(self, path):
+        """The object at ``path``, or None on 404."""
+        try:
+            return self.request("GET", path)
+        except KubeError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+
+def stack_path(name=None, status=False):
+    path = "/apis/%s/%s/%s" % (GROUP, VERSION, PLURAL)
+    if name:
+        path += "/" + name
+    if status:
+        path += "/status"
+    return path
+
+
+class CrdStore:
+    """ClusterStack custom resources."""
+
+    backend = "crd"
+
+    def __init__(self, api):
+        self.api = api
+
+    def list(self):
+        try:
+            items = self.api.request("GET", stack_path()).get("items") or []
+        except KubeError as exc:
+            if exc.code == 404:
+                raise AicrError("backend: crd is not usable; the ClusterStack CRD %s is not installed (install it or use backend=configmap)"
+                                % CRD_NAME, field="backend")
+            raise
+        return sorted(items, key=lambda o: o["metadata"]["name"])
+
+    def read(self, name):
+        obj = self.api.get(stack_path(name))
+        if obj is None:
+            raise AicrError("name: ClusterStack %r not found; allowed: an existing ClusterStack" % name, field="name", value=name)
+        return obj
+
+    def write_status(self, obj, status):
+        body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": KIND,
+                "metadata": {"name": obj["metadata"]["name"], "resourceVersion": obj["metadata"]["resourceVersion"]}, "status": status}
+        return self.api.request("PUT", stack_path(obj["metadata"]["name"], status=True), body=body)
+
+
+class ConfigMapStore:
+    """Stacks declared in inventory; each one's spec, generation and status in a ConfigMap."""
+
+    backend = "configmap"
+
+    def __init__(self, api, namespace="default"):
+        self.api = api
+        self.namespace = namespace
+
+    def path(self, name=None):
+        path = "/api/v1/namespaces/%s/configmaps" % self.namespace
+        return path + "/" + CONFIGMAP_PREFIX + name if name else path
+
+    @staticmethod
+    def to_stack(cm):
+        meta = cm.get("metadata") or {}
+        data = cm.get("data") or {}
+        try:
+            spec = json.loads(data.get("spec") or "{}")
+            status = json.loads(data.get("status") or "{}")
+            generation = int(data.get("generation") or 1)
+        except ValueError as exc:
+            raise AicrError("ConfigMap %s/%s: data is not valid JSON (%s); allowed: spec and status as JSON, generation as an integer"
+                            % (meta.get("namespace"), meta.get("name"), exc), field="configmap")
+        name = (meta.get("labels") or {}).get("runtime.aicr.io/stack") or meta["name"][len(CONFIGMAP_PREFIX):]
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": meta.get("namespace"), "generation": generation,
+                             "annotations": dict(meta.get("annotations") or {}), "resourceVersion": meta.get("resourceVersion"),
+                             "creationTimestamp": meta.get("creationTimestamp"), "configMap": meta.get("name")},
+                "spec": spec, "status": status}
+
+    def list(self):
+        items = self.api.request("GET", self.path(), query={"labelSelector": "runtime.aicr.io/stack"}).get("items") or []
+        return sorted((self.to_stack(cm) for cm in items), key=lambda o: o["metadata"]["name"])
+
+    def read(self, name):
+        cm = self.api.get(self.path(name))
+        if cm is None:
+            raise AicrError("name: stack %r has no ConfigMap %s%s in namespace %s; allowed: a stack whose spec was ensured"
+                            % (name, CONFIGMAP_PREFIX, name, self.namespace), field="name", value=name)
+        return self.to_stack(cm)
+
+    def _body(self, name, spec, status, generation, resource_version=None, annotations=None):
+        labels = dict(MANAGED_BY)
+        labels["runtime.aicr.io/stack"] = name
+        meta = {"name": CONFIGMAP_PREFIX + name, "namespace": self.namespace, "labels": labels}
+        if annotations:
+            meta["annotations"] = annotations
+        if resource_version:
+            meta["resourceVersion"] = resource_version
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                "data": {"spec": json.dumps(spec, sort_keys=True), "status": json.dumps(status, sort_keys=True),
+                         "generation": str(generation)}}
+
+    def write_status(self, obj, status):
+        meta = obj["metadata"]
+        body = self._body(meta["name"], obj.get("spec") or {}, status, meta.get("generation") or 1, meta.get("resourceVersion"),
+                          meta.get("annotations"))
+        return self.to_stack(self.api.request("PUT", self.path(meta["name"]), body=body))
+
+    def ensure_spec(self, name, spec, check_mode=False, retries=5):
+        """Create the stack's ConfigMap or update its spec; the generation goes up when the spec changes.
+
+        Returns (changed, stack before or None, stack after)."""
+        for _attempt in range(retries + 1):
+            cm = self.api.get(self.path(name))
+            if cm is None:
+                after = self.to_stack(self._body(name, spec, {}, 1))
+                if not check_mode:
+                    try:
+                        after = self.to_stack(self.api.request("POST", self.path(), body=self._body(name, spec, {}, 1)))
+                    except KubeError as exc:
+                        if exc.code == 409:
+                            continue
+                        raise
+                return True, None, after
+            before = self.to_stack(cm)
+            if before["spec"] == spec:
+                return False, before, before
+            after = copy.deepcopy(before)
+            after["spec"] = spec
+            after["metadata"]["generation"] = before["metadata"]["generation"] + 1
+            if check_mode:
+                return True, before, after
+            body = self._body(name, spec, before["status"], after["metadata"]["generation"], before["metadata"]["resourceVersion"],
+                              before["metadata"]["annotations"])
+            try:
+                return True, before, self.to_stack(self.api.request("PUT", self.path(name), body=body))
+            except KubeError as exc:
+                if exc.code != 409:
+                    raise
+        raise AicrError("stack %s: spec update kept conflicting after %d retries; allowed: retry the run" % (name, retries), field="spec")
+
+
+class StatusWriter:
+    """Read-modify-write of one stack's status with 409 retries; also the per-component transition hook."""
+
+    def __init__(self, store, name, retries=8, check_mode=False, now=None, sleep=time.sleep):
+        self.store = store
+        self.name = name
+        self.retries = retries
+        self.check_mode = check_mode
+        self.now = now or model.utcnow
+        self.sleep = sleep
+        self.conflicts = 0
+        self.writes = 0
+
+    def update(self, mutate):
+        """Apply ``mutate(status, obj) -> new status``; returns (before obj, after obj, changed).
+
+        On 409 the object is re-read and ``mutate`` re-applied to the fresh status, so concurrent
+        spec edits survive and only the status fields this call sets are written."""
+        for attempt in range(self.retries + 1):
+            obj = self.store.read(self.name)
+            status = obj.get("status") or {}
+            new_status = mutate(copy.deepcopy(status), obj)
+            if new_status == status:
+                return obj, obj, False
+            if self.check_mode:
+                after = copy.deepcopy(obj)
+                after["status"] = new_status
+                return obj, after, True
+            try:
+                written = self.store.write_status(obj, new_status)
+            except KubeError as exc:
+                if exc.code != 409:
+                    raise
+                self.conflicts += 1
+                if attempt < self.retries:
+                    self.sleep(min(0.05 * (attempt + 1), 0.5))
+                continue
+            self.writes += 1
+            return obj, written, True
+        raise AicrError("stack %s: status write kept conflicting after %d retries; allowed: retry the run" % (self.name, self.retries),
+                        field="status")
+
+    def apply(self, update):
+        """Apply a status ``update`` (see model.apply_update); returns (before, after, changed, events)."""
+        recorded = []
+
+        def mutate(status, obj):
+            new, events = model.apply_update(status, update, now=self.now(), generation=(obj.get("metadata") or {}).get("generation"))
+            del recorded[:]
+            recorded.extend(events)
+            return new
+
+        before, after, changed = self.update(mutate)
+        return before, after, changed, recorded if changed else []
+
+    def on_component_transition(self, component_result):
+        """Hook for the release engine: record one component's new phase (a gated_release component result)."""
+        return self.apply({"components": [component_result]})
+
+
+def make_store(api, backend="crd", namespace="default"):
+    if backend == "crd":
+        return CrdStore(api)
+    if backend == "configmap":
+        return ConfigMapStore(api, namespace)
+    raise AicrError("backend: %r is not allowed; allowed: crd, configmap" % backend, field="backend", value=backend)
+
+
+def ensure_crd(api, crd, check_mode=False, timeout=30.0):
+    """Install or update the ClusterStack CRD and wait until it is Established; returns (changed, action)."""
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    current = api.get(path + "/" + crd["metadata"]["name"])
+    if current is not None and current.get("spec", {}).get("versions") == crd["spec"]["versions"] \
+            and current.get("spec", {}).get("names", {}).get("kind") == crd["spec"]["names"]["kind"]:
+        return False, "CRD %s unchanged" % crd["metadata"]["name"]
+    action = "%s CRD %s" % ("create" if current is None else "update", crd["metadata"]["name"])
+    if check_mode:
+        return True, "would " + action
+    if current is None:
+        api.request("POST", path, body=crd)
+    else:
+        body = copy.deepcopy(crd)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        api.request("PUT", path + "/" + crd["metadata"]["name"], body=body)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        obj = api.get(path + "/" + crd["metadata"]["name"]) or {}
+        if any(c.get("type") == "Established" and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or []):
+            return True, action
+        time.sleep(0.1)
+    raise AicrError("CRD %s: not Established after %ss; allowed: a cluster that accepts the CRD" % (crd["metadata"]["name"], timeout),
+                    field="crd")

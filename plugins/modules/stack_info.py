@@ -1,0 +1,157 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: stack_info
+short_description: List ClusterStacks (or inventory stacks kept in ConfigMaps) with their reconcile decision
+version_added: 0.1.0
+description:
+  - Lists the C(runtime.aicr.io/v1alpha1) C(ClusterStack) objects of a cluster (or, with O(backend=configmap), the stacks
+    whose spec and status live in C(aicr-stack-<name>) ConfigMaps) and decides for each whether a converge run is needed.
+  - "Decision, first match wins: C(spec.suspend) - skip; no status yet; C(metadata.generation) differs from
+    C(status.observedGeneration); the C(runtime.aicr.io/reconcile-requested) annotation differs from the value the last run
+    handled; the last run did not end C(Ready); a newer catalog release with autoUpdate on; the resync interval
+    (O(resync_interval), or the stack's C(spec.resyncInterval)) elapsed since C(status.reconcile.lastReconcileTime)."
+  - Also selects the catalog release to resolve from (see the ClusterStack documentation for release directories) and
+    whether C(autoUpdate) came from the stack or from O(auto_update).
+author:
+  - aicr.runtime contributors (@aicr)
+extends_documentation_fragment:
+  - aicr.runtime.attributes
+  - aicr.runtime.kube
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: Never changes anything.
+requirements:
+  - kubernetes (Python package)
+options:
+  backend:
+    description:
+      - C(crd) for ClusterStack objects; C(configmap) for stacks declared in inventory, kept in ConfigMaps.
+    type: str
+    choices: [crd, configmap]
+    default: crd
+  namespace:
+    description:
+      - Namespace of the ConfigMaps (O(backend=configmap)).
+    type: str
+    default: default
+  names:
+    description:
+      - Only these stacks; all when empty.
+    type: list
+    elements: str
+    default: []
+  resync_interval:
+    description:
+      - Operator-level resync interval (seconds, or a duration like C(5m)); a stack's C(spec.resyncInterval) wins.
+    type: raw
+    default: 300
+  auto_update:
+    description:
+      - Operator-level default of C(autoUpdate); a stack's C(spec.autoUpdate) wins.
+    type: bool
+    default: false
+seealso:
+  - module: aicr.runtime.stack_status
+"""
+
+EXAMPLES = r"""
+- name: Which stacks need a run
+  aicr.runtime.stack_info:
+    resync_interval: 10m
+  register: stacks
+
+- name: Show them
+  ansible.builtin.debug:
+    msg: "{{ stacks.stacks | map(attribute='name') | zip(stacks.stacks | map(attribute='reason')) | list }}"
+"""
+
+RETURN = r"""
+crd_installed:
+  description: Whether the ClusterStack CRD is installed (O(backend=crd)); without it the list is empty.
+  returned: when O(backend=crd)
+  type: bool
+stacks:
+  description: Every stack with its spec, status, catalog selection and decision.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: Stack name., type: str}
+    generation: {description: C(metadata.generation)., type: int}
+    annotations: {description: The object's annotations., type: dict}
+    spec: {description: Desired state., type: dict}
+    status: {description: Observed state., type: dict}
+    needs_converge: {description: Whether a converge run is needed., type: bool}
+    reason: {description: Why (or why not)., type: str}
+    decision:
+      description: C(needs_converge), C(reason), C(suspended), C(resync_seconds), C(reconcile_request), C(generation),
+        C(observed_generation), and C(catalog_error) when the catalog cannot be selected.
+      type: dict
+    catalog:
+      description: C(path) and C(version) to resolve from, C(latest), C(versioned), C(current), C(upgrade), C(message),
+        C(auto_update) and C(auto_update_source) (C(spec) or C(default)).
+      type: dict
+  sample:
+    - name: gpu-training
+      generation: 2
+      needs_converge: true
+      reason: generation 2 != observedGeneration 1
+converge:
+  description: Names of the stacks that need a converge run.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
+from ansible_collections.aicr.runtime.plugins.module_utils.stack.engine import info
+
+
+def argument_spec():
+    spec = dict(
+        backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
+        namespace=dict(type="str", default="default"),
+        names=dict(type="list", elements="str", default=[]),
+        resync_interval=dict(type="raw", default=300),
+        auto_update=dict(type="bool", default=False),
+    )
+    spec.update(KUBE_ARG_SPEC)
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    try:
+        result = info(module.params)
+    except AicrError as exc:
+        module.fail_json(**exc.to_result())
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg="stack_info: unexpected %s: %s" % (exc.__class__.__name__, exc), exception=traceback.format_exc())
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

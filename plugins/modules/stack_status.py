@@ -1,0 +1,245 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: stack_status
+short_description: Read, ensure and update the observed status of a ClusterStack (or of an inventory stack's ConfigMap)
+version_added: 0.1.0
+description:
+  - Updates the C(status) of a C(runtime.aicr.io/v1alpha1) C(ClusterStack) through its C(/status) subresource, or, with
+    O(backend=configmap), the status kept in the ConfigMap C(aicr-stack-<name>) of a stack declared in inventory.
+  - Sets the phase, conditions (standard shape; C(lastTransitionTime) changes only when a condition's status changes),
+    components (from M(aicr.runtime.gated_release) results), devices (from M(aicr.runtime.fabric_device)), the resolved
+    recipe, C(observedGeneration) and reconcile bookkeeping, and records history events (the newest 50 are kept).
+    Phase changes and component phase changes are recorded in history automatically; the C(Ready) condition follows the phase.
+  - Read-modify-write with the object's C(resourceVersion); on 409 Conflict (for example a concurrent spec edit) the stack is
+    re-read and only this update is re-applied. An update that changes nothing writes nothing.
+  - Without any update option the module only reads the status.
+author:
+  - aicr.runtime contributors (@aicr)
+extends_documentation_fragment:
+  - aicr.runtime.attributes
+  - aicr.runtime.kube
+attributes:
+  check_mode:
+    support: full
+    details: Computes and returns the new status; nothing is written.
+  diff_mode:
+    support: full
+    details: Returns the status (and, for O(backend=configmap), the spec) before and after.
+  idempotent:
+    support: full
+    details: Applying the same update twice writes once; history events given in O(events) are appended on every call that writes.
+requirements:
+  - kubernetes (Python package)
+options:
+  name:
+    description:
+      - The stack (ClusterStack name, or the inventory stack name for O(backend=configmap)).
+      - May be omitted when only O(install_crd) is wanted.
+    type: str
+  backend:
+    description:
+      - C(crd) for ClusterStack objects; C(configmap) for stacks declared in inventory, kept in ConfigMaps.
+    type: str
+    choices: [crd, configmap]
+    default: crd
+  namespace:
+    description:
+      - Namespace of the ConfigMaps (O(backend=configmap)).
+    type: str
+    default: default
+  install_crd:
+    description:
+      - Create or update the ClusterStack CRD first and wait until it is Established.
+    type: bool
+    default: false
+  spec:
+    description:
+      - O(backend=configmap) only - the stack's desired state (the ClusterStack C(spec) shape). The ConfigMap is created when
+        missing; its generation goes up by one whenever the spec differs from the stored one.
+    type: dict
+  phase:
+    description:
+      - The overall phase.
+    type: str
+    choices: [Pending, Resolving, Attaching, Deploying, Ready, Degraded, Failed]
+  phase_message:
+    description:
+      - Text appended to the history event of a phase change.
+    type: str
+  conditions:
+    description:
+      - Conditions to set, each with C(type) (C(RecipeResolved), C(DevicesReady), C(ComponentsReady) or C(CatalogCurrent)),
+        C(status) (C(True), C(False), C(Unknown)), C(reason) and C(message). C(Ready) is derived from the phase.
+    type: list
+    elements: dict
+  components:
+    description:
+      - Component results of M(aicr.runtime.gated_release) (or status entries), merged by name into C(status.components).
+        A C(Removed) component is dropped from the list.
+    type: list
+    elements: dict
+  replace_components:
+    description:
+      - Replace C(status.components) by O(components) instead of merging.
+    type: bool
+    default: false
+  devices:
+    description:
+      - The devices attached for the stack (C(node), C(type), C(model), C(res_uuid), C(serial), C(status)); replaces C(status.devices).
+    type: list
+    elements: dict
+  recipe:
+    description:
+      - The resolved recipe - C(name), C(catalogVersion), C(catalogDigest), C(appliedOverlays). C(resolvedAt) is set when any of
+        them changes (and a history event recorded).
+    type: dict
+  events:
+    description:
+      - History events to record, strings or dicts with C(type) and C(message).
+    type: list
+    elements: raw
+  observed_generation:
+    description:
+      - Set C(status.observedGeneration) (and the conditions' C(observedGeneration)) - the generation the run started from.
+    type: int
+  reconcile:
+    description:
+      - Merged into C(status.reconcile) - C(lastReconcileTime), C(lastHandledReconcileRequest), C(reason), C(resyncSeconds).
+    type: dict
+  catalog:
+    description:
+      - Merged into C(status.catalog) - C(latestVersion), C(autoUpdate), C(autoUpdateSource).
+    type: dict
+seealso:
+  - module: aicr.runtime.stack_info
+  - module: aicr.runtime.gated_release
+"""
+
+EXAMPLES = r"""
+- name: Install the ClusterStack CRD
+  aicr.runtime.stack_status:
+    install_crd: true
+
+- name: Mark the stack as deploying
+  aicr.runtime.stack_status:
+    name: gpu-training
+    phase: Deploying
+    conditions:
+      - {type: RecipeResolved, status: "True", reason: Resolved, message: "recipe h100-kind-training"}
+
+- name: Record the rollout
+  aicr.runtime.stack_status:
+    name: gpu-training
+    phase: Ready
+    components: "{{ rollout.components }}"
+    replace_components: true
+    observed_generation: 3
+    conditions:
+      - {type: ComponentsReady, status: "True", reason: AllReady, message: "6/6 components Ready"}
+    events:
+      - {type: Reconciled, message: "generation 3 converged"}
+
+- name: A stack from inventory, status in a ConfigMap
+  aicr.runtime.stack_status:
+    name: lab
+    backend: configmap
+    namespace: aicr-system
+    spec:
+      catalog: {source: /opt/aicr/releases}
+      criteria: {service: kind, accelerator: h100, intent: training}
+"""
+
+RETURN = r"""
+status:
+  description: The stack's status after the update (or as it would be, in check mode).
+  returned: when O(name) is given
+  type: dict
+  sample:
+    phase: Ready
+    observedGeneration: 3
+    readyComponents: 6/6
+    conditions: [{type: Ready, status: "True", reason: Reconciled, message: every component is Ready,
+                  lastTransitionTime: "2026-11-29T14:00:00Z", observedGeneration: 3}]
+    history: [{time: "2026-11-29T14:00:00Z", type: PhaseReady, message: phase Deploying -> Ready}]
+generation:
+  description: The stack's C(metadata.generation) (for O(backend=configmap), the ConfigMap's spec generation).
+  returned: when O(name) is given
+  type: int
+events:
+  description: History events this update recorded (automatic and given).
+  returned: when O(name) is given
+  type: list
+  elements: dict
+conflicts:
+  description: How many 409 Conflicts were retried.
+  returned: when O(name) is given
+  type: int
+actions:
+  description: What was done (or would be done, in check mode).
+  returned: always
+  type: list
+  elements: str
+backend:
+  description: C(crd) or C(configmap).
+  returned: when O(name) is given
+  type: str
+"""
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
+from ansible_collections.aicr.runtime.plugins.module_utils.stack.engine import update_status
+from ansible_collections.aicr.runtime.plugins.module_utils.stack.model import PHASES
+
+
+def argument_spec():
+    spec = dict(
+        name=dict(type="str"),
+        backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
+        namespace=dict(type="str", default="default"),
+        install_crd=dict(type="bool", default=False),
+        spec=dict(type="dict"),
+        phase=dict(type="str", choices=list(PHASES)),
+        phase_message=dict(type="str"),
+        conditions=dict(type="list", elements="dict"),
+        components=dict(type="list", elements="dict"),
+        replace_components=dict(type="bool", default=False),
+        devices=dict(type="list", elements="dict"),
+        recipe=dict(type="dict"),
+        events=dict(type="list", elements="raw"),
+        observed_generation=dict(type="int"),
+        reconcile=dict(type="dict"),
+        catalog=dict(type="dict"),
+    )
+    spec.update(KUBE_ARG_SPEC)
+    return spec
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    try:
+        result = update_status(module.params, check_mode=module.check_mode, diff=module._diff)
+    except AicrError as exc:
+        module.fail_json(**exc.to_result())
+    except Exception as exc:  # pylint: disable=broad-except
+        module.fail_json(msg="stack_status: unexpected %s: %s" % (exc.__class__.__name__, exc), exception=traceback.format_exc())
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
