@@ -52,7 +52,7 @@ def run(get_requests=2000, apply_requests=500, starts=3):
     """Figures: start_to_ready_seconds (median of ``starts``), get_per_second, ssa_per_second, ssa_noop_per_second."""
     with tempfile.TemporaryDirectory() as tmp:
         ready_times = []
-        for _ in range(starts - 1):
+        for _attempt in range(starts - 1):
             proc, _url, _token, elapsed = _start(tmp)
             ready_times.append(elapsed)
             _stop(proc)

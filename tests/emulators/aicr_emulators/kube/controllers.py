@@ -249,7 +249,7 @@ class Controllers:
     def top_owner(self, obj):
         """Follow controller ownerReferences up to the top (Deployment > ReplicaSet > Pod)."""
         cur = obj
-        for _ in range(5):
+        for _attempt in range(5):
             refs = [r for r in (cur.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")]
             if not refs:
                 return cur
@@ -322,8 +322,8 @@ class Controllers:
             storage = [v.get("name") for v in spec.get("versions") or [] if v.get("storage")]
             conds = status.get("conditions") or []
             established = any(c.get("type") == "Established" and c.get("status") == "True" for c in conds)
-            if established and status.get("acceptedNames") == names and all(v in (status.get("storedVersions") or [])
-                                                                               for v in storage):
+            stored_now = status.get("storedVersions") or []
+            if established and status.get("acceptedNames") == names and all(v in stored_now for v in storage):
                 continue
             new = copy.deepcopy(crd)
             new_status = new.setdefault("status", {})
@@ -612,8 +612,8 @@ class Controllers:
             status = {"observedGeneration": meta.get("generation", 1), "desiredNumberScheduled": desired,
                       "currentNumberScheduled": desired, "updatedNumberScheduled": desired, "numberReady": ready,
                       "numberAvailable": ready, "numberMisscheduled": 0, "numberUnavailable": desired - ready}
-            new["status"] = {k: v for k, v in status.items() if v or k in ("desiredNumberScheduled", "currentNumberScheduled",
-                                                                            "numberReady", "numberMisscheduled")}
+            keep = ("desiredNumberScheduled", "currentNumberScheduled", "numberReady", "numberMisscheduled")
+            new["status"] = {k: v for k, v in status.items() if v or k in keep}
             self._write("apps", "daemonsets", new, ds)
 
     def _jobs(self):

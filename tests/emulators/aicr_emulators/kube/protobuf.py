@@ -123,12 +123,12 @@ def _scalar(kind, value):
     if kind == BOOL:
         return bool(value)
     if kind == TIME:
-        fields = {n: v for n, _, v in _fields(value)}
+        fields = {n: v for n, _wire, v in _fields(value)}
         seconds = _signed(fields.get(1, 0))
         stamp = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
         return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
     if kind == FIELDSV1:
-        fields = {n: v for n, _, v in _fields(value)}
+        fields = {n: v for n, _wire, v in _fields(value)}
         return json.loads(bytes(fields.get(1, b"{}")).decode("utf-8"))
     raise ProtobufError("unknown scalar kind %r" % (kind,))
 
@@ -141,7 +141,7 @@ def decode_message(data, spec):
             continue  # unknown fields are skipped, like proto3 parsers do
         name, kind = spec[number]
         if isinstance(kind, tuple) and kind[0] == "map":
-            entry = {n: v for n, _, v in _fields(value)}
+            entry = {n: v for n, _wire, v in _fields(value)}
             key = _scalar(kind[1], entry.get(1, b""))
             raw = entry.get(2, b"" if kind[2] in (S, B) else 0)
             out.setdefault(name, {})[key] = _scalar(kind[2], raw)

@@ -99,15 +99,16 @@ class Control:
 
     def restart(self, keep_state=True, down_seconds=0.0, timeout=10):
         """Close every connection and the listener, optionally drop state, listen again on the same port."""
-        self.request("POST", "restart", {"keepState": keep_state, "downSeconds": down_seconds})
+        before = self.request("POST", "restart", {"keepState": keep_state, "downSeconds": down_seconds})["restarts"]
         time.sleep(0.05 + down_seconds)
-        deadline = time.time() + timeout
+        deadline = time.time() + timeout + down_seconds
         while time.time() < deadline:
             try:
-                self.health()
-                return
+                if self.health()["restarts"] > before:
+                    return
             except (OSError, EmulatorError):
-                time.sleep(0.05)
+                pass
+            time.sleep(0.05)
         raise EmulatorError("emulator did not come back after restart")
 
     def reset(self):

@@ -71,7 +71,7 @@ class Schema:
         self.defs = defs or {}
         self.name = name
         node = node or {}
-        for _ in range(20):
+        for _attempt in range(20):
             if "$ref" in node:
                 self.name = _ref_name(node["$ref"])
                 node = self.defs.get(self.name, {})

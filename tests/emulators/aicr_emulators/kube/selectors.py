@@ -106,7 +106,7 @@ def label_match(reqs, labels):
                 num = int(value)
             except (TypeError, ValueError):
                 return False
-            if (op == ">" and not num > int(values[0])) or (op == "<" and not num < int(values[0])):
+            if (op == ">" and num <= int(values[0])) or (op == "<" and num >= int(values[0])):
                 return False
     return True
 

@@ -96,6 +96,7 @@ class Emulator:
         self.connections = set()
         self.conn_lock = threading.Lock()
         self.started_at = time.time()
+        self.restarts = 0
         if self.options.state_file and os.path.exists(self.options.state_file):
             with open(self.options.state_file, "r", encoding="utf-8") as handle:
                 self.store.restore(json.load(handle))
@@ -170,7 +171,7 @@ class Emulator:
                 self.store.compacted_rv = self.store.rv
         if down_seconds:
             time.sleep(down_seconds)
-        for _ in range(50):
+        for _attempt in range(50):
             try:
                 self.httpd = _HTTPServer((self.options.host, self.port), Handler, self)
                 break
@@ -179,6 +180,7 @@ class Emulator:
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1},
                                        name="kube-emulator-http", daemon=True)
         self.thread.start()
+        self.restarts += 1
 
     def reset(self):
         with self.control_lock:
@@ -878,7 +880,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self._decode_body(self._read_body()) if method in ("POST", "PUT", "PATCH") else None
         body = body or {}
         if what == "health" and method == "GET":
-            return self._send(200, {"ok": True, "resourceVersion": emu.store.rv, "uptime": time.time() - emu.started_at})
+            return self._send(200, {"ok": True, "resourceVersion": emu.store.rv, "uptime": time.time() - emu.started_at,
+                                    "restarts": emu.restarts})
         if what in ("faults", "delays", "readiness"):
             table = {"faults": "faults", "delays": "delays", "readiness": "readiness_rules"}[what]
             with emu.control_lock:
@@ -903,7 +906,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if what == "restart" and method == "POST":
             keep = body.get("keepState", True)
             down = float(body.get("downSeconds", 0))
-            self._send(202, {"restarting": True, "keepState": keep})
+            self._send(202, {"restarting": True, "keepState": keep, "restarts": emu.restarts})
             self.close_connection = True
             threading.Thread(target=emu.restart, args=(keep, down, 0.1), daemon=True).start()
             return None

@@ -88,7 +88,7 @@ def parse_iso(stamp):
 
 
 def _rand_suffix(count=5):
-    return "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(count))
+    return "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _attempt in range(count))
 
 
 class Context:
@@ -1024,7 +1024,7 @@ def template_hash(template):
     alphabet = string.ascii_lowercase[:22] + "0123456789"
     num = int(digest[:16], 16)
     out = ""
-    for _ in range(10):
+    for _attempt in range(10):
         out += alphabet[num % len(alphabet)]
         num //= len(alphabet)
     return out

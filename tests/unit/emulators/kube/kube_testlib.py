@@ -45,6 +45,18 @@ def wait_for(predicate, timeout=5.0, interval=0.05):
     raise AssertionError("condition not met within %ss (last value %r)" % (timeout, last))
 
 
+def wait_until(fetch, check, timeout=5.0, interval=0.05):
+    """Poll ``fetch()`` until ``check(value)`` is truthy; returns the value."""
+    deadline = time.time() + timeout
+    value = None
+    while time.time() < deadline:
+        value = fetch()
+        if check(value):
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met within %ss (last value %r)" % (timeout, value))
+
+
 def deployment(name, replicas=1, annotations=None, labels=None, image="nginx:1.25"):
     labels = labels or {"app": name}
     return {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -58,4 +70,4 @@ def error_body(exc):
     return json.loads(exc.body)
 
 
-__all__ = ["client", "api_client", "raw", "wait_for", "deployment", "error_body"]
+__all__ = ["client", "api_client", "raw", "wait_for", "wait_until", "deployment", "error_body"]

@@ -333,8 +333,8 @@ def test_scale_subresource(apps, ns):
 def test_cluster_scoped_and_reviews(kube):
     api = api_client(kube)
     rbac = client.RbacAuthorizationV1Api(api)
-    rbac.create_cluster_role({"metadata": {"name": "reader"}, "rules": [{"apiGroups": [""], "resources": ["pods"],
-                                                                          "verbs": ["get"]}]})
+    rule = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+    rbac.create_cluster_role({"metadata": {"name": "reader"}, "rules": [rule]})
     assert rbac.read_cluster_role("reader").rules[0].verbs == ["get"]
     review = client.AuthorizationV1Api(api).create_self_subject_access_review(
         {"spec": {"resourceAttributes": {"verb": "delete", "resource": "nodes"}}})

@@ -4,7 +4,7 @@ import time
 import uuid
 
 import pytest
-from kube_testlib import api_client, client, deployment, wait_for
+from kube_testlib import api_client, client, deployment, wait_for, wait_until
 
 from aicr_emulators.kube.pytest_fixture import start_emulator
 
@@ -51,7 +51,7 @@ def test_nodes_have_capacity_labels_and_provider_id(apis):
     assert _cond(node, "Ready").status == "True" and node.status.node_info.kubelet_version
     # a node created through the normal API gets a ready status from the emulated kubelet
     core.create_node({"metadata": {"name": "api-node", "labels": {"pool": "extra"}}})
-    made = wait_for(lambda: (lambda n: n.status and n.status.conditions and n)(core.read_node("api-node")))
+    made = wait_until(lambda: core.read_node("api-node"), lambda n: n.status and n.status.conditions)
     assert _cond(made, "Ready").status == "True"
     core.delete_node("api-node")
 
@@ -59,7 +59,7 @@ def test_nodes_have_capacity_labels_and_provider_id(apis):
 def test_deployment_rolls_out_replicasets_and_pods(apis, ns):
     core, apps, _batch = apis
     apps.create_namespaced_deployment(ns, deployment("web", replicas=2))
-    dep = wait_for(lambda: (lambda d: d.status.available_replicas == 2 and d)(apps.read_namespaced_deployment("web", ns)))
+    dep = wait_until(lambda: apps.read_namespaced_deployment("web", ns), lambda d: d.status.available_replicas == 2)
     assert dep.status.observed_generation == 1 and dep.status.updated_replicas == 2 and dep.status.ready_replicas == 2
     assert _cond(dep, "Available").status == "True"
     assert _cond(dep, "Progressing").reason == "NewReplicaSetAvailable"
@@ -102,8 +102,8 @@ def test_never_ready_and_fail_annotations(apis, ns):
     core, apps, batch = apis
     apps.create_namespaced_deployment(ns, deployment("stuck", annotations={"emulator.aicr.io/never-ready": "true"}))
     apps.create_namespaced_deployment(ns, deployment("broken", annotations={"emulator.aicr.io/fail": "true"}))
-    dep = wait_for(lambda: (lambda d: _cond(d, "Progressing") and _cond(d, "Progressing").reason == "ProgressDeadlineExceeded"
-                            and d)(apps.read_namespaced_deployment("broken", ns)))
+    dep = wait_until(lambda: apps.read_namespaced_deployment("broken", ns),
+                     lambda d: _cond(d, "Progressing") and _cond(d, "Progressing").reason == "ProgressDeadlineExceeded")
     assert _cond(dep, "Progressing").status == "False"
     stuck = apps.read_namespaced_deployment("stuck", ns)
     assert not stuck.status.ready_replicas and _cond(stuck, "Progressing").reason == "ReplicaSetUpdated"
@@ -111,7 +111,7 @@ def test_never_ready_and_fail_annotations(apis, ns):
            "spec": {"backoffLimit": 2, "template": {"spec": {"restartPolicy": "Never",
                                                              "containers": [{"name": "c", "image": "busybox"}]}}}}
     batch.create_namespaced_job(ns, job)
-    failed = wait_for(lambda: (lambda j: _cond(j, "Failed") and j)(batch.read_namespaced_job("bad-job", ns)))
+    failed = wait_until(lambda: batch.read_namespaced_job("bad-job", ns), lambda j: _cond(j, "Failed"))
     assert _cond(failed, "Failed").reason == "BackoffLimitExceeded" and failed.status.failed == 3
     pods = core.list_namespaced_pod(ns, label_selector="job-name=bad-job").items
     assert [p.status.phase for p in pods] == ["Failed"]
@@ -135,7 +135,7 @@ def test_job_completes_with_conditions(apis, ns):
     core, _apps, batch = apis
     batch.create_namespaced_job(ns, {"metadata": {"name": "once"}, "spec": {"completions": 2, "template": {"spec": {
         "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}})
-    job = wait_for(lambda: (lambda j: _cond(j, "Complete") and j)(batch.read_namespaced_job("once", ns)))
+    job = wait_until(lambda: batch.read_namespaced_job("once", ns), lambda j: _cond(j, "Complete"))
     assert job.status.succeeded == 2 and job.status.completion_time and job.status.start_time
     assert _cond(job, "Complete").status == "True"
     assert job.spec.selector.match_labels["batch.kubernetes.io/controller-uid"] == job.metadata.uid
@@ -149,7 +149,7 @@ def test_statefulset_and_daemonset_status(apis, ns):
     sts["kind"] = "StatefulSet"
     sts["spec"]["serviceName"] = "db"
     apps.create_namespaced_stateful_set(ns, sts)
-    got = wait_for(lambda: (lambda s: s.status.ready_replicas == 3 and s)(apps.read_namespaced_stateful_set("db", ns)))
+    got = wait_until(lambda: apps.read_namespaced_stateful_set("db", ns), lambda s: s.status.ready_replicas == 3)
     assert got.status.current_revision == got.status.update_revision and got.status.observed_generation == 1
     assert sorted(p.metadata.name for p in core.list_namespaced_pod(ns, label_selector="app=db").items) == ["db-0", "db-1", "db-2"]
     ds = deployment("agent")
@@ -157,7 +157,7 @@ def test_statefulset_and_daemonset_status(apis, ns):
     del ds["spec"]["replicas"]
     ds["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.present": "true"}
     apps.create_namespaced_daemon_set(ns, ds)
-    got = wait_for(lambda: (lambda d: d.status.number_ready == 1 and d)(apps.read_namespaced_daemon_set("agent", ns)))
+    got = wait_until(lambda: apps.read_namespaced_daemon_set("agent", ns), lambda d: d.status.number_ready == 1)
     # the tainted GPU node is not tolerated, the CPU node does not match the selector
     assert got.status.desired_number_scheduled == 1 and got.status.observed_generation == 1
     pods = core.list_namespaced_pod(ns, label_selector="app=agent").items
@@ -171,7 +171,7 @@ def test_pvc_binds_and_load_balancer_gets_ingress(apis, ns):
     core, _apps, _batch = apis
     core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": "data"}, "spec": {
         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}}})
-    pvc = wait_for(lambda: (lambda p: p.status.phase == "Bound" and p)(core.read_namespaced_persistent_volume_claim("data", ns)))
+    pvc = wait_until(lambda: core.read_namespaced_persistent_volume_claim("data", ns), lambda p: p.status.phase == "Bound")
     assert pvc.status.capacity["storage"] == "5Gi"
     svc = core.create_namespaced_service(ns, {"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "ports": [
         {"port": 80}], "selector": {"app": "x"}}})
