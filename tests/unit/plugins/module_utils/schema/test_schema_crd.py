@@ -220,3 +220,22 @@ def test_helmetica_juiceshop_reproduces_the_design_crd(shared_dir):
     assert pod_annotations["type"] == "object" and pod_annotations["x-kubernetes-preserve-unknown-fields"] is True
     assert pod_annotations["description"].startswith("This is for setting Kubernetes Annotations to a Pod.\nFor more information checkout: ")
     assert ".private" not in ours and ".readinessProbe.httpGet.path" not in ours
+
+
+@pytest.mark.parametrize("name", ["empty", "emptywithcomment", "enums", "publicprivateexport", "scalarobjarray"])
+def test_helmetica_schemagen_goldens(shared_dir, name):
+    """Every property of the other chrysopoeia goldens: same type, nullability, enum and description."""
+    base = shared_dir / "values-schema-reference" / "helmetica-chrysopoeia" / "pkg" / "schemagen" / "testdata" / "charts"
+    golden = yaml.safe_load((base / (name + ".golden.yaml")).read_text())
+    golden_values = crd.values_schema_of(golden, golden["spec"]["versions"][0]["name"]) or {}
+    ours = dict(_walk(crd.values_schema_of(crd.build_crd(infer.infer_text((base / name / "values.yaml").read_text()), name)[0])))
+    for path, expected in _walk(golden_values):
+        if not path:
+            continue  # .spec.values itself carries the design's own wording
+        got = ours.get(path)
+        assert got is not None, path
+        for key in ("type", "nullable", "enum"):
+            assert got.get(key) == expected.get(key), (path, key, got, expected)
+        if "description" in expected:
+            assert got.get("description") == expected["description"].strip(), path
+    assert structural.check_crd(crd.build_crd(infer.infer_text((base / name / "values.yaml").read_text()), name)[0]) == []
