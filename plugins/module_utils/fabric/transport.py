@@ -164,6 +164,7 @@ class Transport:
         self.auth = auth
         self._sleep = sleep
         self._local = threading.local()
+        self._sessions = []
         self._lock = threading.Lock()
         self.counts = {}
 
@@ -173,6 +174,8 @@ class Transport:
             session = requests.Session()
             session.trust_env = False  # REQUESTS_CA_BUNDLE would override ca_path; proxies are not wanted for a local fabric
             self._local.session = session
+            with self._lock:
+                self._sessions.append(session)
         return session
 
     def _count(self, method):
@@ -240,9 +243,12 @@ class Transport:
             return response
 
     def close(self):
-        session = getattr(self._local, "session", None)
-        if session is not None:
+        """Close the sessions of every thread that used this transport."""
+        with self._lock:
+            sessions, self._sessions = self._sessions, []
+        for session in sessions:
             session.close()
+        self._local = threading.local()
 
 
 def _first_line(exc):

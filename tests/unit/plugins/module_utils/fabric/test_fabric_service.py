@@ -319,3 +319,18 @@ def test_accepted_attach_that_never_shows_is_not_resent():
         service(backend).run([Target(machine_id="m0", model="A100", count=1)])
     assert "no new gpu device appeared" in info.value.msg
     assert len(backend.mutations()) == 1
+
+
+def test_async_attach_without_wait_returns_pending_device(fab):
+    result = fab.service("fti_cm", wait=False).run([Target(machine_id=fab.machines[0], model="A100", count=1)])
+    assert [d["status"] for d in result["attached"]] == ["pending"]
+    again = fab.service("fti_cm", wait=False).run([Target(machine_id=fab.machines[0], model="A100", count=1)])
+    assert again["changed"] is False
+
+
+def test_transport_close_closes_every_thread_session(fab):
+    backend = fab.backend()
+    service(backend, max_workers=4, force_detach=True).run([Target(machine_id=m, model="A100", count=1) for m in fab.machines])
+    assert len(backend.transport._sessions) >= 2  # pylint: disable=protected-access
+    backend.transport.close()
+    assert backend.transport._sessions == []  # pylint: disable=protected-access
