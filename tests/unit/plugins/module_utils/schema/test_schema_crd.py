@@ -239,3 +239,21 @@ def test_helmetica_schemagen_goldens(shared_dir, name):
         if "description" in expected:
             assert got.get("description") == expected["description"].strip(), path
     assert structural.check_crd(crd.build_crd(infer.infer_text((base / name / "values.yaml").read_text()), name)[0]) == []
+
+
+def test_crd_keyword_translation_and_preserve_option():
+    text = ("image:\n  tag: v1 # @schema deprecated ; description: old tag ; examples: [v2]\n"
+            "port: 80 # @schema exclusiveMinimum: 0 ; exclusiveMaximum: 65536\n"
+            "labels:\n  a: b\n")
+    doc = _crd_for(text, preserve_unknown=True)[0]
+    values = crd.values_schema_of(doc)
+    assert values["properties"]["image"]["x-kubernetes-preserve-unknown-fields"] is True
+    assert values["properties"]["labels"]["x-kubernetes-preserve-unknown-fields"] is True
+    tag = values["properties"]["image"]["properties"]["tag"]
+    assert tag == {"description": "Deprecated. old tag", "type": "string", "example": "v2"}
+    assert values["properties"]["port"] == {"type": "integer", "minimum": 0, "exclusiveMinimum": True, "maximum": 65536, "exclusiveMaximum": True}
+    assert structural.check_crd(doc) == []
+    closed = crd.values_schema_of(_crd_for(text)[0])
+    assert "x-kubernetes-preserve-unknown-fields" not in closed["properties"]["image"]
+    pruned, removed = structural.prune({"image": {"tag": "v1", "digest": "sha"}}, closed)
+    assert removed == [".image.digest"] and pruned == {"image": {"tag": "v1"}}
