@@ -157,6 +157,16 @@ options:
     description:
       - Text stored with the Lease, shown to a concurrent run that finds the stack busy.
     type: str
+  render_cache:
+    description:
+      - Keep rendered manifests in O(cache_dir), keyed by a digest of the manifest files, values, namespace, chart,
+        version and helm binary, so a re-run with nothing changed runs no C(helm template).
+    type: bool
+    default: true
+  cache_dir:
+    description:
+      - Cache directory. Defaults to C($AICR_RUNTIME_CACHE_DIR), else C($XDG_CACHE_HOME/aicr-runtime), else C(~/.cache/aicr-runtime).
+    type: path
 notes:
   - The task fails when any component failed or was blocked; the result still lists every component.
   - A no-op run performs only reads and server-side dry-run applies.
@@ -307,6 +317,8 @@ def argument_spec():
         lease_namespace=dict(type="str", default="default"),
         lease_duration=dict(type="int", default=60),
         holder_message=dict(type="str"),
+        cache_dir=dict(type="path"),
+        render_cache=dict(type="bool", default=True),
         timeout=dict(type="int", default=600),
         overall_timeout=dict(type="int", default=3600),
         poll_interval=dict(type="float", default=0.5),

@@ -40,7 +40,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import (
     COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL, chart_source, normalize_mirrors, read_release, stack_releases,
 )
 from ansible_collections.aicr.runtime.plugins.module_utils.release.lease import StackLease
-from ansible_collections.aicr.runtime.plugins.module_utils.release.render import render_manifests
+from ansible_collections.aicr.runtime.plugins.module_utils.release.render import default_cache_dir, render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils.release.scheduler import BLOCKED, OK, levels, run_dag
 
 try:
@@ -77,6 +77,7 @@ class Options(object):
         self.lease_duration = int(kwargs.get("lease_duration") or 60)
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
+        self.cache_dir = kwargs.get("cache_dir")
         if self.state not in ("present", "absent"):
             raise AicrError("state: %r is not allowed; use present or absent" % self.state, field="state")
         if self.concurrency < 1:
@@ -165,6 +166,7 @@ class GatedRelease(object):
         self.inventory = {"components": {}, "order": []}
         self.inventory_found = False
         self.leftovers = []
+        self._rendered = {}
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):
@@ -214,7 +216,13 @@ class GatedRelease(object):
             st.action, st.reason = self._release_action(comp, st.deployed)
             if st.deployed is not None:
                 st.revision = st.deployed.revision
-        docs = render_manifests(self.helm, comp.as_render_input(), {"pre": comp.pre_files, "post": comp.post_files}, tmp_root=self.workdir)
+        with self._actions_lock:
+            docs = self._rendered.get(comp.name)
+        if docs is None:
+            docs = render_manifests_cached(self.helm, comp.as_render_input(), {"pre": comp.pre_files, "post": comp.post_files}, tmp_root=self.workdir,
+                                           cache_dir=self.opts.cache_dir)
+            with self._actions_lock:
+                self._rendered[comp.name] = docs
         seen = set()
         for wave in ("pre", "post"):
             for index, doc in enumerate(docs[wave]):
@@ -701,6 +709,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None):
         prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
         atomic=params.get("atomic"), lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
         holder_message=params.get("holder_message"), recipe_name=recipe_name,
+        cache_dir=(params.get("cache_dir") or default_cache_dir()) if params.get("render_cache", True) else None,
     )
     kubeconfig = params.get("kubeconfig")
     tmp = tempfile.mkdtemp(prefix="aicr-gated-")

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 import re
@@ -57,6 +58,59 @@ def chart_version(version):
 def _chart_name(name):
     cleaned = re.sub(r"[^a-z0-9-]+", "-", str(name or "manifests").lower()).strip("-")
     return cleaned or "manifests"
+
+
+def default_cache_dir():
+    """``$AICR_RUNTIME_CACHE_DIR``, else ``$XDG_CACHE_HOME/aicr-runtime``, else ``~/.cache/aicr-runtime``."""
+    if os.environ.get("AICR_RUNTIME_CACHE_DIR"):
+        return os.environ["AICR_RUNTIME_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "aicr-runtime")
+
+
+def render_key(component, waves, helm_id=""):
+    """Digest of everything a rendering depends on: file contents, values, name, namespace, chart, version, helm."""
+    digest = hashlib.sha256()
+    meta = {"name": component["name"], "namespace": component["namespace"], "chart": component.get("chart") or "",
+            "version": str(component.get("version") or ""), "values": component.get("values") or {}, "helm": helm_id}
+    digest.update(json.dumps(meta, sort_keys=True, default=str).encode("utf-8"))
+    for wave in sorted(waves):
+        for path in waves[wave]:
+            digest.update(("\0%s\0%s\0" % (wave, path)).encode("utf-8"))
+            try:
+                with open(path, "rb") as handle:
+                    digest.update(handle.read())
+            except (IOError, OSError):
+                digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
+def render_manifests_cached(helm, component, waves, tmp_root=None, cache_dir=None):
+    """:func:`render_manifests` with an on-disk cache keyed by :func:`render_key` (``cache_dir`` None = no cache).
+
+    A re-run with unchanged manifests and values then runs no ``helm template`` at all.
+    """
+    if not cache_dir or not any(waves.values()):
+        return render_manifests(helm, component, waves, tmp_root=tmp_root)
+    key = render_key(component, waves, helm_id=str(getattr(helm, "binary", "")))
+    path = os.path.join(cache_dir, "render", key[:2], key + ".json")
+    try:
+        with open(path) as handle:
+            cached = json.load(handle)
+        if isinstance(cached, dict) and set(cached) == set(waves):
+            return cached
+    except (IOError, OSError, ValueError):
+        pass
+    result = render_manifests(helm, component, waves, tmp_root=tmp_root)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".render-")
+        with os.fdopen(handle, "w") as out:
+            json.dump(result, out)
+        os.replace(tmp, path)
+    except (IOError, OSError):
+        pass  # the cache is an optimisation only
+    return result
 
 
 def render_manifests(helm, component, waves, tmp_root=None):

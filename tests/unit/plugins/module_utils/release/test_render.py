@@ -137,3 +137,21 @@ def test_yaml_value_key_is_read_as_a_string(tmp_path):
     tpl.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: eq\ndata:\n  =: equals\n")
     out = render_manifests(HelmRunner(str(HELM)), {"name": "c", "namespace": "n", "chart": "c", "version": "1", "values": {}}, {"post": [str(tpl)]})
     assert out["post"][0]["data"] == {"=": "equals"}
+
+
+def test_render_cache_skips_helm_until_an_input_changes(tmp_path):
+    from ansible_collections.aicr.runtime.plugins.module_utils.release.render import render_manifests_cached  # pylint: disable=import-outside-toplevel
+    tpl = tmp_path / "m.yaml"
+    tpl.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  v: {{ .Values.c.v | quote }}\n")
+    runner = HelmRunner(str(HELM))
+    comp = {"name": "c", "namespace": "n", "chart": "c", "version": "1", "values": {"v": "1"}}
+    cache = str(tmp_path / "cache")
+    first = render_manifests_cached(runner, comp, {"post": [str(tpl)]}, cache_dir=cache)
+    assert len(runner.calls) == 1
+    assert render_manifests_cached(runner, comp, {"post": [str(tpl)]}, cache_dir=cache) == first
+    assert len(runner.calls) == 1, "the second rendering must come from the cache"
+    changed = render_manifests_cached(runner, dict(comp, values={"v": "2"}), {"post": [str(tpl)]}, cache_dir=cache)
+    assert changed["post"][0]["data"] == {"v": "2"} and len(runner.calls) == 2
+    tpl.write_text(tpl.read_text().replace("name: {{ .Release.Name }}", "name: other"))
+    assert render_manifests_cached(runner, comp, {"post": [str(tpl)]}, cache_dir=cache)["post"][0]["metadata"]["name"] == "other"
+    assert len(runner.calls) == 3
