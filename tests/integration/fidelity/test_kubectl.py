@@ -62,7 +62,12 @@ def test_client_side_apply_create_unchanged_configure(kubectl, ns):
 def test_server_side_apply_conflict_and_force(kubectl, ns):
     out = kubectl.run("apply", "--server-side", "--field-manager", "team-a", "-f", "-", stdin=manifest(deployment(replicas=2))).stdout
     assert "deployment.apps/web serverside-applied" in out
+    kubectl.run("rollout", "status", "deployment/web", "-n", ns, "--timeout=60s")
+    settled = kubectl.json("get", "deployment", "web", "-n", ns, "--show-managed-fields")
+    kubectl.run("apply", "--server-side", "--field-manager", "team-a", "-f", "-", stdin=manifest(deployment(replicas=2)))
     deploy = kubectl.json("get", "deployment", "web", "-n", ns, "--show-managed-fields")
+    assert deploy["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"], "an identical apply writes nothing"
+    assert deploy["metadata"]["managedFields"] == settled["metadata"]["managedFields"]
     assert "team-a" in {m["manager"] for m in deploy["metadata"]["managedFields"] if m["operation"] == "Apply"}
     clash = kubectl.run("apply", "--server-side", "--field-manager", "team-b", "-f", "-", stdin=manifest(deployment(replicas=5)), check=False)
     assert clash.returncode != 0
@@ -79,6 +84,8 @@ def test_server_side_apply_conflict_and_force(kubectl, ns):
 def test_diff_reports_no_change_then_the_change(kubectl, ns):
     docs = manifest(deployment(replicas=1))
     kubectl.run("apply", "--server-side", "-f", "-", stdin=docs)
+    # status settles first: diff compares the live object with a dry-run, a status update in between shows up (on a real cluster too)
+    kubectl.run("rollout", "status", "deployment/web", "-n", ns, "--timeout=60s")
     same = kubectl.run("diff", "--server-side", "-f", "-", stdin=docs, check=False)
     assert same.returncode == 0 and same.stdout == "", same.stderr
     changed = kubectl.run("diff", "--server-side", "-f", "-", stdin=manifest(deployment(replicas=4)), check=False)
@@ -118,15 +125,30 @@ def test_wait_times_out_on_a_never_ready_deployment(kubectl, ns):
     assert result.returncode != 0 and "timed out" in result.stderr
 
 
-def test_table_output_and_custom_resources(kubectl, ns, repo_root):
+@pytest.fixture
+def widgets(kubectl, ns, repo_root):
+    """The example Widget CRD, Established, and one Widget w1 of size 4."""
     crd = repo_root / "examples" / "charts" / "example-crds" / "crds" / "widgets.example.aicr.io.yaml"
     kubectl.run("apply", "-f", str(crd))
     kubectl.run("wait", "--for=condition=Established", "crd/widgets.example.aicr.io", "--timeout=30s")
     widget = {"apiVersion": "example.aicr.io/v1alpha1", "kind": "Widget", "metadata": {"name": "w1", "namespace": ns}, "spec": {"size": 4}}
     kubectl.run("apply", "-f", "-", stdin=manifest(widget))
-    table = kubectl.run("get", "widgets", "-n", ns).stdout.splitlines()
-    assert table[0].split()[:3] == ["NAME", "SIZE", "COLOR"]
-    assert table[1].split()[:3] == ["w1", "4", "green"], "printer columns, and the schema default for color"
-    bad = dict(widget, metadata={"name": "w2", "namespace": ns}, spec={"size": 4, "color": "purple"})
+    return widget
+
+
+def test_custom_resources_defaulted_and_validated(kubectl, ns, widgets):
+    assert kubectl.json("get", "widget", "w1", "-n", ns)["spec"] == {"size": 4, "color": "green"}, "the schema default for color"
+    assert kubectl.run("get", "wdg", "-n", ns, "-o", "name").stdout.split() == ["widget.example.aicr.io/w1"], "short name"
+    bad = dict(widgets, metadata={"name": "w2", "namespace": ns}, spec={"size": 4, "color": "purple"})
     result = kubectl.run("apply", "-f", "-", stdin=manifest(bad), check=False)
     assert result.returncode != 0 and "spec.color" in result.stderr and "Unsupported value" in result.stderr
+    too_big = dict(widgets, metadata={"name": "w3", "namespace": ns}, spec={"size": 11})
+    result = kubectl.run("apply", "-f", "-", stdin=manifest(too_big), check=False)
+    assert result.returncode != 0 and "spec.size" in result.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="emulator deviation: Table responses carry only Name and Age, not additionalPrinterColumns")
+def test_table_output_uses_the_crd_printer_columns(kubectl, ns, widgets):
+    table = kubectl.run("get", "widgets", "-n", ns).stdout.splitlines()
+    assert table[0].split()[:3] == ["NAME", "SIZE", "COLOR"]
+    assert table[1].split()[:3] == ["w1", "4", "green"]

@@ -15,8 +15,16 @@ REAL_CHARTS = {
 }
 
 
-def rendered_kinds(manifest):
-    return [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(manifest) if d]
+class ManifestLoader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
+    """SafeLoader that reads a plain ``=`` as the string it is (YAML 1.1's "value" tag; Go's YAML does the same)."""
+
+
+ManifestLoader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+
+
+def rendered_objects(manifest):
+    """(kind, name, namespace or None) of every document."""
+    return [(d["kind"], d["metadata"]["name"], d["metadata"].get("namespace")) for d in yaml.load_all(manifest, Loader=ManifestLoader) if d]
 
 
 @pytest.mark.parametrize("chart", sorted(REAL_CHARTS))
@@ -24,7 +32,7 @@ def test_real_chart_installs_with_default_values_and_uninstalls(helm, kubectl, s
     prefix, version, ns = REAL_CHARTS[chart]
     repo = shared_repo.repository(prefix)
     source = [chart, "--repo", repo.url, "--version", version, "-n", ns]
-    crds = [name for kind, name in rendered_kinds(helm.run("show", "crds", *source[:5]).stdout) if kind == "CustomResourceDefinition"]
+    crds = [name for kind, name, _ns in rendered_objects(helm.run("show", "crds", *source[:5]).stdout) if kind == "CustomResourceDefinition"]
     assert crds, "the chart ships CRDs"
 
     helm.run("install", chart, *(source + ["--create-namespace", "--wait", "--wait-for-jobs", "--timeout", TIMEOUT]), timeout=900)
@@ -34,21 +42,21 @@ def test_real_chart_installs_with_default_values_and_uninstalls(helm, kubectl, s
     for name in crds:
         conditions = kubectl.json("get", "crd", name)["status"].get("conditions", [])
         assert [c["status"] for c in conditions if c["type"] == "Established"] == ["True"], name
-    manifest = rendered_kinds(helm.run("get", "manifest", chart, "-n", ns).stdout)
-    workloads = [(kind, name) for kind, name in manifest if kind in ("Deployment", "DaemonSet", "StatefulSet")]
+    manifest = rendered_objects(helm.run("get", "manifest", chart, "-n", ns).stdout)
+    workloads = [obj for obj in manifest if obj[0] in ("Deployment", "DaemonSet", "StatefulSet")]
     assert workloads
-    for kind, name in workloads:
-        obj = kubectl.json("get", kind.lower(), name, "-n", ns)
+    for kind, name, namespace in workloads:
+        obj = kubectl.json("get", kind.lower(), name, "-n", namespace or ns)
         if kind == "DaemonSet":
             assert obj["status"]["numberReady"] == obj["status"]["desiredNumberScheduled"] >= 1, (name, obj["status"])
         else:
             assert obj["status"].get("readyReplicas", 0) == obj["spec"].get("replicas", 1), (name, obj["status"])
     # every object of the release manifest exists (custom resources of the chart's own CRDs included)
-    for kind, name in manifest:
-        found = kubectl.run("get", kind, name, "-n", ns, "-o", "name", check=False)
+    for kind, name, namespace in manifest:
+        found = kubectl.run("get", kind, name, "-n", namespace or ns, "-o", "name", check=False)
         assert found.returncode == 0, "%s %s missing: %s" % (kind, name, found.stderr)
-    hooks = rendered_kinds(helm.run("get", "hooks", chart, "-n", ns).stdout)
-    assert ("Job" in [kind for kind, _name in hooks]), "the chart has hook Jobs"
+    hooks = rendered_objects(helm.run("get", "hooks", chart, "-n", ns).stdout)
+    assert "Job" in [kind for kind, _name, _ns in hooks], "the chart has hook Jobs"
 
     # an upgrade with the same values runs the pre/post-upgrade hooks (gpu-operator: the CRD upgrade Job)
     helm.run("upgrade", chart, *(source + ["--reuse-values", "--wait", "--wait-for-jobs", "--timeout", TIMEOUT]), timeout=900)
