@@ -62,7 +62,8 @@ def test_fm_bad_machine_answers(answer, text):
 
 
 def test_fm_device_fields_and_status():
-    backend = fm({"data": {"machines": [{"mach_uuid": "m1", "resources": [res(), res(res_uuid="r2", res_op_status="1001"), res(res_uuid="r3", res_op_status=None)]}]}})
+    resources = [res(), res(res_uuid="r2", res_op_status="1001"), res(res_uuid="r3", res_op_status=None)]
+    backend = fm({"data": {"machines": [{"mach_uuid": "m1", "resources": resources}]}})
     devices = backend.read_machine("m1")
     assert [(d.res_uuid, d.serial, d.type, d.model, d.health) for d in devices] == [
         ("r1", "GPU-1", "gpu", "A100", OK), ("r2", "GPU-1", "gpu", "A100", WARNING), ("r3", "GPU-1", "gpu", "A100", UNKNOWN)]
