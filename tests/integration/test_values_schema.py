@@ -74,7 +74,6 @@ def test_values_schema_check_mode_writes_nothing(run_playbook, shared_dir, tmp_p
 
 
 kubernetes = pytest.importorskip("kubernetes")
-pytest_fixture = pytest.importorskip("aicr_emulators.kube.pytest_fixture")
 
 # export: false fields, and nulls of fields the design types exactly (not nullable), are pruned by design
 PRUNED_BY_DESIGN = {
@@ -100,6 +99,7 @@ def _drop(values, spec):
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory):
+    pytest_fixture = pytest.importorskip("aicr_emulators.kube.pytest_fixture")
     handle = pytest_fixture.start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
     yield handle
     handle.stop()
