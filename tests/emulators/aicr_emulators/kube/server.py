@@ -7,6 +7,7 @@ import json
 import os
 import re
 import secrets
+import select
 import socket
 import socketserver
 import sys
@@ -695,6 +696,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # pylint: disable=too-many-locals
     def _watch(self, rtype, version, namespace, query):
+        thread = threading.current_thread()
+        name = thread.name
+        thread.name = "kube-emulator-watch"
+        try:
+            return self._watch_stream(rtype, version, namespace, query)
+        finally:
+            thread.name = name
+
+    def _watch_stream(self, rtype, version, namespace, query):
         store = self.emu.store
         labels, fields = self._selectors(rtype, query)
         rv_param = query.get("resourceVersion", "")
@@ -794,11 +804,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 last_bookmark = time.time()
             if deadline is not None and time.time() >= deadline:
                 break
+            if not out and self._client_gone():
+                break
         try:
             self._chunk(b"")
         except OSError:
             pass
         return None
+
+    def _client_gone(self):
+        """True when the watching client closed its connection (readable with EOF)."""
+        try:
+            readable, _w, _x = select.select([self.connection], [], [], 0)
+            if not readable:
+                return False
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     # ---- discovery and OpenAPI -----------------------------------------------------------------
 

@@ -236,3 +236,17 @@ def test_invalid_crd_is_rejected(kube):
     crd["metadata"]["name"] = "wrong.example.aicr.io"
     status, _h, body = raw(kube, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert status == 422 and "must be spec.names.plural" in body["message"]
+
+
+def test_watch_thread_ends_when_the_client_disconnects(kube):
+    def watch_threads():
+        return [t for t in threading.enumerate() if t.name == "kube-emulator-watch"]
+
+    wait_for(lambda: not watch_threads())
+    req = urllib.request.Request(kube.url + "/api/v1/namespaces?watch=true&resourceVersion=0",
+                                 headers={"Authorization": "Bearer " + kube.token})
+    resp = urllib.request.urlopen(req, timeout=5)  # pylint: disable=consider-using-with
+    resp.readline()
+    assert watch_threads()
+    resp.close()
+    wait_for(lambda: not watch_threads(), timeout=5)
