@@ -170,4 +170,11 @@ def render_yaml():
     """The CRD as the YAML text shipped in roles/stack_reconcile/files/clusterstack-crd.yml."""
     if not HAS_YAML:
         raise ImportError("PyYAML is required to render the ClusterStack CRD")
-    return HEADER + "---\n" + yaml.safe_dump(build_crd(), sort_keys=True, default_flow_style=False, width=120)
+
+    class _IndentedDumper(yaml.SafeDumper):  # pylint: disable=too-many-ancestors
+        """Indent sequences under their key (what yamllint expects)."""
+
+        def increase_indent(self, flow=False, indentless=False):
+            return super(_IndentedDumper, self).increase_indent(flow, False)
+
+    return HEADER + "---\n" + yaml.dump(build_crd(), Dumper=_IndentedDumper, sort_keys=True, default_flow_style=False, width=120)

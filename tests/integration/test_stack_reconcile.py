@@ -1,0 +1,306 @@
+"""ClusterStack reconcile end to end: ansible-playbook -> stack_reconcile role -> recipe_resolve, gated_release (real helm 4)
+-> Kubernetes API emulator, status read back with kubectl.
+
+* create a ClusterStack -> reconcile -> Ready, every component listed, conditions True, observedGeneration = generation,
+  history with the rollout; a second run makes no mutating API call at all;
+* edit the spec (skip a component, change an override) -> the next run converges and prunes, history records it;
+  a newer catalog release -> CatalogCurrent False with the version; autoUpdate -> upgrade;
+* a blocked rollout -> Degraded with blockedBy and a condition message; fixed -> Ready without redoing Ready components;
+* a run killed midway leaves a true status (Deploying, Ready False) and the next run resumes;
+* history stays at 50; status writes survive 409 conflicts; the ConfigMap backend from inventory variables.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from aicr_emulators.charts.pytest_fixture import start_chart_repo
+from aicr_emulators.kube.pytest_fixture import start_emulator
+
+REPO = Path(__file__).resolve().parents[2]
+COLLECTIONS = REPO / ".build" / "collections"
+PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
+BIN = REPO / ".venv" / "bin"
+EXAMPLE_CATALOG = REPO / "examples" / "catalog"
+EXAMPLE_REPO = "https://charts.aicr.example/examples"
+COMPONENTS = ["example-crds", "example-config", "example-monitoring", "example-operator", "example-agent", "example-jobs"]
+CONDITIONS = ["Ready", "RecipeResolved", "DevicesReady", "ComponentsReady", "CatalogCurrent"]
+
+pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
+
+
+@pytest.fixture(scope="module")
+def example_repo(tmp_path_factory):
+    server = start_chart_repo(tmp_path_factory.mktemp("example-charts"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def kube(tmp_path):
+    handle = start_emulator(tmp_path / "kube", default_ready_after=0.2, validate_builtins=False)
+    yield handle
+    handle.stop()
+
+
+def add_release(directory, version):
+    """A versioned catalog archive in a release directory (the catalog files at the archive root)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(str(directory / ("aicr-catalog-%s.tar.gz" % version)), "w:gz") as tar:
+        for path in sorted(EXAMPLE_CATALOG.rglob("*")):
+            tar.add(str(path), arcname=str(path.relative_to(EXAMPLE_CATALOG)), recursive=False)
+
+
+@pytest.fixture
+def releases(tmp_path):
+    directory = tmp_path / "releases"
+    add_release(directory, "1.0.0")
+    return directory
+
+
+def role_vars(kube, example_repo, tmp_path, **extra):
+    params = {"stack_reconcile_kubeconfig": kube.kubeconfig, "stack_reconcile_helm_binary": str(BIN / "helm4"),
+              "stack_reconcile_repository_mirrors": {EXAMPLE_REPO: example_repo.url}, "stack_reconcile_poll_interval": 0.2,
+              "stack_reconcile_timeout": 60, "stack_reconcile_cache_dir": str(tmp_path / "cache")}
+    params.update(extra)
+    return params
+
+
+def kubectl(kube, *args, stdin=None):
+    out = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig] + list(args), input=stdin, capture_output=True, text=True,
+                         check=True, timeout=60)
+    return out.stdout
+
+
+def apply_stack(kube, name, spec):
+    doc = {"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": name}, "spec": spec}
+    kubectl(kube, "apply", "-f", "-", stdin=json.dumps(doc))
+
+
+def get_stack(kube, name):
+    return json.loads(kubectl(kube, "get", "clusterstack", name, "-o", "json"))
+
+
+def conditions(obj):
+    return dict((c["type"], c) for c in obj["status"].get("conditions", []))
+
+
+def mutations(kube, since):
+    return [e for e in kube.control.audit(mutating=True, since=since) if "dryRun" not in json.dumps(e)]
+
+
+def stack_spec(releases, **extra):
+    spec = {"criteria": {"service": "kind", "accelerator": "h100", "intent": "training"}, "catalog": {"source": str(releases)}}
+    spec.update(extra)
+    return spec
+
+
+def test_create_reconcile_edit_prune_and_noop(run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path)
+    first = run_playbook("stack_reconcile.yml", extravars=params)
+    assert first.rc == 0, first.stdout[-5000:]
+    assert first.result("Install the ClusterStack CRD")["changed"] is True
+    apply_stack(kube, "gpu", stack_spec(releases, componentOverrides={"example-agent": {"values": {"env": {"LOG_LEVEL": "info"}}}}))
+
+    run = run_playbook("stack_reconcile.yml", extravars=params)
+    assert run.rc == 0, run.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    status = obj["status"]
+    assert status["phase"] == "Ready" and status["observedGeneration"] == obj["metadata"]["generation"] == 1
+    assert sorted(c["name"] for c in status["components"]) == sorted(COMPONENTS)
+    assert all(c["ready"] and c["phase"] == "Ready" for c in status["components"]) and status["readyComponents"] == "6/6"
+    conds = conditions(obj)
+    assert sorted(conds) == sorted(CONDITIONS) and all(c["status"] == "True" for c in conds.values()), conds
+    assert all(c["observedGeneration"] == 1 for c in conds.values())
+    assert "1.0.0 is the newest release" in conds["CatalogCurrent"]["message"] and "operator default" in conds["CatalogCurrent"]["message"]
+    assert status["recipe"]["name"] == "h100-kind-training" and status["recipe"]["catalogVersion"] == "1.0.0"
+    assert status["recipe"]["catalogDigest"].startswith("sha256:") and "base" in status["recipe"]["appliedOverlays"]
+    types = [h["type"] for h in status["history"]]
+    assert types[:2] == ["PhaseResolving", "RecipeResolved"] and "PhaseDeploying" in types and types[-2:] == ["PhaseReady", "Reconciled"]
+    assert len([t for t in types if t == "ComponentReady"]) == 6
+    assert "never reconciled" in status["reconcile"]["reason"]
+    # The emulator's Tables have only Name/Age (docs/emulator.md); evaluate the printer columns' JSONPaths with kubectl instead.
+    columns = kubectl(kube, "get", "clusterstacks", "-o",
+                      "custom-columns=NAME:.metadata.name,PHASE:.status.phase,RECIPE:.status.recipe.name,READY:.status.readyComponents")
+    assert columns.split("\n")[1].split() == ["gpu", "Ready", "h100-kind-training", "6/6"]
+
+    mark = kube.control.audit_mark()
+    again = run_playbook("stack_reconcile.yml", extravars=params)
+    assert again.rc == 0, again.stdout[-5000:]
+    assert again.changed_tasks == [] and mutations(kube, mark) == [], "an up-to-date stack: no mutating call, not even a timestamp"
+    assert "up to date" in json.dumps(again.result("Show the decisions"))
+
+    # Edit the spec: skip a component (pruned) and change an override.
+    apply_stack(kube, "gpu", stack_spec(releases, skipComponents=["example-jobs"],
+                                        componentOverrides={"example-agent": {"values": {"env": {"LOG_LEVEL": "debug"}}}}))
+    edited = run_playbook("stack_reconcile.yml", extravars=params)
+    assert edited.rc == 0, edited.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    status = obj["status"]
+    assert obj["metadata"]["generation"] == 2 and status["observedGeneration"] == 2 and status["phase"] == "Ready"
+    assert sorted(c["name"] for c in status["components"]) == sorted(n for n in COMPONENTS if n != "example-jobs")
+    agent = [c for c in status["components"] if c["name"] == "example-agent"][0]
+    assert agent["revision"] == 2, "the override change upgraded the agent"
+    rollout = edited.result("Roll out the stack's recipe")
+    assert "uninstall example-jobs (namespace aicr-demo)" in rollout["actions"], rollout["actions"]
+    helm = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "list", "-A", "-o", "json"], capture_output=True, text=True, check=True)
+    assert "example-jobs" not in [r["name"] for r in json.loads(helm.stdout)]
+    last = status["history"][-1]
+    assert last["type"] == "Reconciled" and "generation 2 converged (generation 2 != observedGeneration 1)" in last["message"]
+    assert "example-jobs" in last["message"]
+
+    mark = kube.control.audit_mark()
+    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    assert mutations(kube, mark) == []
+
+    # A newer catalog release: CatalogCurrent goes False with the version, nothing is upgraded (autoUpdate off by default).
+    add_release(releases, "1.1.0")
+    newer = run_playbook("stack_reconcile.yml", extravars=params)
+    assert newer.rc == 0, newer.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    cond = conditions(obj)["CatalogCurrent"]
+    assert cond["status"] == "False" and cond["reason"] == "NewerAvailable" and "catalog 1.1.0 is available (using 1.0.0" in cond["message"]
+    assert obj["status"]["recipe"]["catalogVersion"] == "1.0.0" and obj["status"]["catalog"]["latestVersion"] == "1.1.0"
+    assert obj["status"]["history"][-1]["type"] == "CatalogOutdated"
+    # autoUpdate on in the spec (overrides the operator default): the next run moves to 1.1.0.
+    apply_stack(kube, "gpu", stack_spec(releases, skipComponents=["example-jobs"], autoUpdate=True,
+                                        componentOverrides={"example-agent": {"values": {"env": {"LOG_LEVEL": "debug"}}}}))
+    upgraded = run_playbook("stack_reconcile.yml", extravars=params)
+    assert upgraded.rc == 0, upgraded.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    assert obj["status"]["recipe"]["catalogVersion"] == "1.1.0" and conditions(obj)["CatalogCurrent"]["status"] == "True"
+    assert obj["status"]["catalog"]["autoUpdate"] is True and obj["status"]["catalog"]["autoUpdateSource"] == "spec"
+
+    # The reconcile-requested annotation forces a run; handled once.
+    kubectl(kube, "annotate", "clusterstack", "gpu", "runtime.aicr.io/reconcile-requested=2026-11-29T15:00:00Z")
+    requested = run_playbook("stack_reconcile.yml", extravars=params)
+    assert requested.rc == 0
+    obj = get_stack(kube, "gpu")
+    assert obj["status"]["reconcile"]["lastHandledReconcileRequest"] == "2026-11-29T15:00:00Z"
+    assert "reconcile requested" in obj["status"]["history"][-1]["message"]
+    mark = kube.control.audit_mark()
+    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    assert mutations(kube, mark) == []
+
+
+def test_blocked_rollout_is_degraded_then_fixed(run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path, stack_reconcile_timeout=4)
+    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    apply_stack(kube, "gpu", stack_spec(releases))
+    kube.control.set_readiness(kind="Deployment", name="example-operator*", never_ready=True)
+    run = run_playbook("stack_reconcile.yml", extravars=params)
+    assert run.rc != 0
+    assert "gpu: gated_release" in run.result("Fail when a stack did not converge")["msg"]
+    obj = get_stack(kube, "gpu")
+    status = obj["status"]
+    assert status["phase"] == "Degraded" and status["observedGeneration"] == 1
+    comps = dict((c["name"], c) for c in status["components"])
+    assert comps["example-operator"]["phase"] == "Failed" and "Deployment aicr-demo/example-operator not ready" in comps["example-operator"]["message"]
+    assert comps["example-agent"]["phase"] == "Blocked" and comps["example-agent"]["blockedBy"] == ["example-operator"]
+    assert comps["example-crds"]["ready"] is True
+    conds = conditions(obj)
+    assert conds["ComponentsReady"]["status"] == "False" and conds["ComponentsReady"]["reason"] == "RolloutFailed"
+    assert "failed: example-operator" in conds["ComponentsReady"]["message"]
+    assert conds["Ready"]["status"] == "False" and conds["Ready"]["reason"] == "Degraded"
+    assert conds["RecipeResolved"]["status"] == "True"
+    assert status["history"][-1]["type"] == "ReconcileFailed"
+    crds_revision = comps["example-crds"]["revision"]
+
+    kube.control.clear_readiness()
+    fixed = run_playbook("stack_reconcile.yml", extravars=params)
+    assert fixed.rc == 0, fixed.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    assert obj["status"]["phase"] == "Ready" and all(c["status"] == "True" for c in conditions(obj).values())
+    assert "last run ended in phase Degraded" in obj["status"]["reconcile"]["reason"]
+    phases = dict((c["name"], c["phase"]) for c in fixed.result("Roll out the stack's recipe")["components"])
+    assert phases["example-crds"] == phases["example-monitoring"] == "Unchanged", "Ready components are not redone"
+    assert dict((c["name"], c["revision"]) for c in obj["status"]["components"])["example-crds"] == crds_revision
+
+
+def test_interrupted_run_leaves_a_true_status_and_resumes(installed_collection, run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path)
+    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    apply_stack(kube, "gpu", stack_spec(releases))
+    kube.control.set_readiness(kind="DaemonSet", name="example-agent*", ready_after_seconds=30)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+               PATH="%s:%s" % (BIN, os.environ.get("PATH", "")))
+    assert installed_collection
+    proc = subprocess.Popen([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-e", json.dumps(params),
+                             str(PLAYBOOKS / "stack_reconcile.yml")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        seen = None
+        while time.time() < deadline:
+            kube_releases = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "list", "-A", "-o", "json"],
+                                           capture_output=True, text=True, check=False).stdout
+            if "example-agent" in kube_releases:
+                seen = get_stack(kube, "gpu")
+                break
+            time.sleep(0.3)
+        assert seen is not None, "the rollout never reached example-agent"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    obj = get_stack(kube, "gpu")
+    status = obj["status"]
+    assert status["phase"] == "Deploying" and conditions(obj)["Ready"]["status"] == "False"
+    assert conditions(obj)["Ready"]["reason"] == "Reconciling" and conditions(obj)["RecipeResolved"]["status"] == "True"
+    assert "observedGeneration" not in status, "the interrupted run never claimed the generation"
+    assert sorted(c["name"] for c in status["components"]) == sorted(COMPONENTS)
+    assert all(c["phase"] == "Pending" for c in status["components"]), "nothing claims to be Ready that the run did not observe"
+
+    kube.control.clear_readiness()
+    resumed = run_playbook("stack_reconcile.yml", extravars=params)
+    assert resumed.rc == 0, resumed.stdout[-5000:]
+    phases = dict((c["name"], c["phase"]) for c in resumed.result("Roll out the stack's recipe")["components"])
+    assert phases["example-crds"] == "Unchanged" and phases["example-operator"] == "Unchanged", phases
+    obj = get_stack(kube, "gpu")
+    assert obj["status"]["phase"] == "Ready" and obj["status"]["observedGeneration"] == 1
+    assert "last run ended in phase Deploying" in obj["status"]["reconcile"]["reason"]
+
+
+def test_history_cap_and_conflict_retry(run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path)
+    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    apply_stack(kube, "gpu", stack_spec(releases))
+    filler = run_playbook("stack_status_events.yml", extravars={"kubeconfig": kube.kubeconfig, "count": 48})
+    assert filler.rc == 0, filler.stdout[-3000:]
+    assert len(get_stack(kube, "gpu")["status"]["history"]) == 48
+    kube.control.add_fault(code=409, count=3, verbs=["update"], path="clusterstacks/gpu/status",
+                           message="Operation cannot be fulfilled: the object has been modified")
+    run = run_playbook("stack_reconcile.yml", extravars=params)
+    assert run.rc == 0, run.stdout[-5000:]
+    assert sum(r.get("conflicts", 0) for r in run.results("Mark the stack as resolving") + run.results("Record the resolved recipe")) >= 1
+    obj = get_stack(kube, "gpu")
+    history = obj["status"]["history"]
+    assert obj["status"]["phase"] == "Ready" and len(history) == 50
+    assert history[0]["message"] != "filler 0" and history[-1]["type"] == "Reconciled", "oldest evicted first"
+
+
+def test_configmap_backend_from_inventory(run_playbook, kube, example_repo, releases, tmp_path):
+    stacks = {"lab": stack_spec(releases, skipComponents=["example-jobs"])}
+    params = role_vars(kube, example_repo, tmp_path, stack_reconcile_backend="configmap", stack_reconcile_stacks=stacks)
+    run = run_playbook("stack_reconcile.yml", extravars=params)
+    assert run.rc == 0, run.stdout[-5000:]
+    assert run.results("Install the ClusterStack CRD")[0].get("skipped") is True
+    cm = json.loads(kubectl(kube, "get", "configmap", "aicr-stack-lab", "-n", "default", "-o", "json"))
+    status = json.loads(cm["data"]["status"])
+    assert status["phase"] == "Ready" and status["observedGeneration"] == 1 and cm["data"]["generation"] == "1"
+    assert sorted(c["name"] for c in status["components"]) == sorted(n for n in COMPONENTS if n != "example-jobs")
+    mark = kube.control.audit_mark()
+    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    assert mutations(kube, mark) == []
+    stacks["lab"]["skipComponents"] = []
+    again = run_playbook("stack_reconcile.yml", extravars=params)
+    assert again.rc == 0, again.stdout[-5000:]
+    cm = json.loads(kubectl(kube, "get", "configmap", "aicr-stack-lab", "-n", "default", "-o", "json"))
+    status = json.loads(cm["data"]["status"])
+    assert cm["data"]["generation"] == "2" and status["observedGeneration"] == 2 and len(status["components"]) == 6
