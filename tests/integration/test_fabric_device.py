@@ -237,3 +237,28 @@ def test_role_rejects_impossible_placement(run_playbook, wired):
     run = _role(run_playbook, sim, kube, expect_failure=True, requests=[{"name": "wide", "model": "A100", "size": 3, "allocation_policy": "differentnode"}])
     assert "request wide: differentnode needs 3 nodes, 2 managed" in run.stdout, run.stdout[-3000:]
     assert sim.control.requests(mutating=True) == []
+
+
+def test_fault_commit_then_fail_on_detach_through_ansible(run_playbook, sim, fabric):
+    base, machines = fabric
+    seeded = sim.control.seed(machines[3], "H100", 2)
+    sim.control.fault(op="detach", action="commit_then_fail", status=502, body="html")
+    options = dict(base, machine_id=machines[3], state="absent", devices=[seeded[0]["res_uuid"]])
+    result = _run(run_playbook, options)
+    assert result["changed"] is True and [d["res_uuid"] for d in result["detached"]] == [seeded[0]["res_uuid"]], dump(result)
+    assert any("HTML page: 502 Bad Gateway" in w for w in result["fabric_warnings"])
+    assert [d["res_uuid"] for d in sim.control.devices(machines[3])] == [seeded[1]["res_uuid"]]
+    assert len(sim.control.requests(op="detach")) == 1
+    sim.control.clear_requests()
+    again = _run(run_playbook, options)
+    assert again["changed"] is False and sim.control.requests(mutating=True) == []
+
+
+def test_check_mode_on_cluster_manager_plans_detach_by_id(run_playbook, sim, fabric):
+    base, machines = fabric
+    seeded = sim.control.seed(machines[3], "A100", 3)
+    options = dict(base, provider="fti_cm", machine_id=machines[3], model="A100", count=1)
+    planned = _run(run_playbook, options, check=True, diff=True)
+    assert [(a["action"], a["res_uuid"]) for a in planned["actions"]] == [("detach", seeded[2]["res_uuid"]), ("detach", seeded[1]["res_uuid"])]
+    assert len(planned["diff"]["after"]["machines"][machines[3]]) == 1
+    assert sim.control.requests(mutating=True) == [] and len(sim.control.devices(machines[3])) == 3
