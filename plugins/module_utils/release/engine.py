@@ -109,6 +109,7 @@ class ComponentState(object):
         self.duration = None
         self.changed = False
         self.resources = 0
+        self.objects_surveyed = False
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -167,6 +168,8 @@ class GatedRelease(object):
         self.inventory_found = False
         self.leftovers = []
         self._rendered = {}
+        self._render_futures = {}
+        self._render_pool = None
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):
@@ -208,7 +211,8 @@ class GatedRelease(object):
             self.cluster.delete("v1", "ConfigMap", self._inventory_name(), self.opts.lease_namespace)
 
     # -- survey ------------------------------------------------------------------
-    def _survey_one(self, comp):
+    def _survey_release(self, comp):
+        """Read-only: the deployed release and the release action (cheap: one Secret list)."""
         st = ComponentState(comp)
         if not comp.manifest_only:
             chart_source(comp.chart, comp.repository, self.opts.mirrors)  # validates chart/repository early
@@ -216,14 +220,33 @@ class GatedRelease(object):
             st.action, st.reason = self._release_action(comp, st.deployed)
             if st.deployed is not None:
                 st.revision = st.deployed.revision
+        elif comp.name not in self.inventory["components"]:
+            # provisional until the objects are surveyed: this stack never deployed them
+            st.action, st.reason = "install", "manifest-only component not deployed by stack %s yet" % self.opts.stack
+        return st
+
+    def _render(self, comp):
+        """The component's rendered manifests (prefetched in the background once a rollout starts)."""
         with self._actions_lock:
             docs = self._rendered.get(comp.name)
-        if docs is None:
+            future = self._render_futures.get(comp.name)
+        if docs is not None:
+            return docs
+        if future is not None:
+            docs = future.result()
+        else:
             docs = render_manifests_cached(self.helm, comp.as_render_input(), {"pre": comp.pre_files, "post": comp.post_files}, tmp_root=self.workdir,
                                            cache_dir=self.opts.cache_dir)
-            with self._actions_lock:
-                self._rendered[comp.name] = docs
+        with self._actions_lock:
+            self._rendered[comp.name] = docs
+        return docs
+
+    def _survey_objects(self, st):
+        """Render the manifests and decide create/update/unchanged per object (server-side dry run)."""
+        comp = st.comp
+        docs = self._render(comp)
         seen = set()
+        st.objects = {"pre": [], "post": []}
         for wave in ("pre", "post"):
             for index, doc in enumerate(docs[wave]):
                 mobj = ManifestObject(comp.name, wave, index, doc, self.opts.stack)
@@ -246,7 +269,11 @@ class GatedRelease(object):
                 st.action, st.reason = "unchanged", "manifest-only: every object matches its dry-run apply" if acts else "manifest-only: renders no object"
         previous = (self.inventory["components"].get(comp.name) or {}).get("objects") or []
         st.stale_objects = [ref for ref in previous if ref.get("id") not in seen]
+        st.objects_surveyed = True
         return st
+
+    def _survey_one(self, comp):
+        return self._survey_objects(self._survey_release(comp))
 
     def _release_action(self, comp, deployed):
         if deployed is None:
@@ -266,12 +293,16 @@ class GatedRelease(object):
             reasons.append("values changed")
         return "upgrade", ", ".join(reasons) or "repository or digest changed"
 
-    def survey(self):
+    def survey(self, objects=True):
+        """Survey every component (``objects=False``: releases only; objects are then surveyed at gate-open)."""
         order = self.plan.order
         comps = [self.plan.by_name[n] for n in order]
         with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
-            results = list(pool.map(self._survey_one, comps))
+            results = list(pool.map(self._survey_one if objects else self._survey_release, comps))
         self.states = dict((st.comp.name, st) for st in results)
+        self._survey_leftovers()
+
+    def _survey_leftovers(self):
         listed = set(self.plan.order) | set(s["name"] for s in self.plan.skipped if s["reason"] == "skip_components")
         leftovers = {}
         for name, entry in self.inventory["components"].items():
@@ -346,6 +377,8 @@ class GatedRelease(object):
         st.phase = DEPLOYING
         deadline = min(t0 + self.opts.timeout, overall_deadline)
         try:
+            if not st.objects_surveyed:
+                self._survey_objects(st)
             self._objects_wave(st, "pre", deadline)
             if not comp.manifest_only:
                 deployed = st.deployed
@@ -469,20 +502,31 @@ class GatedRelease(object):
         start = self.clock()
         try:
             self._load_inventory()
-            self.survey()
             lease = None
-            mutation = self._mutation_planned()
+            if self.opts.check_mode or self.opts.state == "absent":
+                self.survey()
+                mutation = self._mutation_planned()
+            else:
+                # Releases first (one Secret list each): when one must change, the rollout is certain and the
+                # objects are surveyed at gate-open, once their dependencies (and CRDs) are Ready.
+                self.survey(objects=False)
+                mutation = self._mutation_planned()
+                if not mutation:
+                    self.survey()
+                    mutation = self._mutation_planned()
             if mutation and not self.opts.check_mode:
                 lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration,
                                    message=self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe"))
                 lease.acquire()
                 try:
                     self._load_inventory()
-                    self.survey()
+                    self.survey(objects=self.opts.state == "absent")
+                    self._prefetch_renders()
                     outcomes = self._execute(start)
                     self._record_inventory(outcomes)
                 finally:
                     lease.release()
+                    self._stop_prefetch()
             elif not self.opts.check_mode:
                 outcomes = self._execute(start)
             else:
@@ -493,12 +537,29 @@ class GatedRelease(object):
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def _prefetch_renders(self):
+        """Render every component's manifests in the background, in deployment order."""
+        self._render_pool = ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, 4)))
+        for name in self.plan.order:
+            comp = self.plan.by_name[name]
+            if (comp.pre_files or comp.post_files) and name not in self._rendered:
+                self._render_futures[name] = self._render_pool.submit(
+                    render_manifests_cached, self.helm, comp.as_render_input(), {"pre": comp.pre_files, "post": comp.post_files},
+                    self.workdir, self.opts.cache_dir)
+
+    def _stop_prefetch(self):
+        if self._render_pool is not None:
+            self._render_pool.shutdown(wait=True)
+            self._render_pool = None
+
     def _mutation_planned(self):
         if self.opts.state == "absent":
             return True if self.plan.order or self.leftovers or self.inventory_found else False
         if self.opts.prune and self.leftovers:
             return True
-        return any(st.needs_change(self.opts.prune) for st in self.states.values())
+        if any(st.action != "unchanged" for st in self.states.values()):
+            return True
+        return any(st.needs_change(self.opts.prune) for st in self.states.values() if st.objects_surveyed)
 
     def _execute(self, start):
         overall_deadline = start + self.opts.overall_timeout
