@@ -135,7 +135,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     extensions_map = dict(http.server.SimpleHTTPRequestHandler.extensions_map, **{".tgz": "application/gzip", ".yaml": "application/x-yaml"})
 
     def log_request(self, code="-", size="-"):
-        self.server.requests.append((self.command, self.path, int(code) if str(code).isdigit() else code))
+        status = int(code) if isinstance(code, int) or str(code).isdigit() else code  # HTTPStatus is an int
+        self.server.requests.append((self.command, self.path, status))
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         pass
