@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from . import protobuf
+from . import protobuf, tables
 from .controllers import Controllers, default_nodes
 from .registry import Registry, version_priority_key
 from .selectors import SelectorError, field_match, label_match, parse_field_selector, parse_label_selector
@@ -515,6 +515,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = store.get(rtype, namespace, name)
             if sub == "scale":
                 return self._send(200, self._scale_of(rtype, obj))
+            if not sub and self._wants_table():
+                return self._send(200, tables.table(rtype, version, [store.serve(rtype, obj, version)],
+                                                    {"resourceVersion": obj["metadata"].get("resourceVersion")},
+                                                    query.get("includeObject", "Metadata")))
             return self._send(200, store.serve(rtype, obj, version))
         if method == "POST":
             body = self._decode_body(self._read_body())
@@ -612,7 +616,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             meta["continue"] = token
             meta["remainingItemCount"] = remaining
         if self._wants_table():
-            return self._send(200, self._table(rtype, version, items, meta))
+            return self._send(200, tables.table(rtype, version, [self.emu.store.serve(rtype, o, version) for o in items], meta,
+                                                query.get("includeObject", "Metadata")))
         body = {"kind": rtype.list_kind, "apiVersion": rtype.api_version(version), "metadata": meta,
                 "items": [self.emu.store.serve(rtype, o, version) for o in items]}
         return self._send(200, body)
@@ -621,25 +626,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         accept = self.headers.get("Accept") or ""
         first = accept.split(",")[0]
         return "as=Table" in first
-
-    @staticmethod
-    def _table(rtype, version, items, meta):
-        now = time.time()
-        from .store import parse_iso  # pylint: disable=import-outside-toplevel
-        rows = []
-        for obj in items:
-            created = parse_iso((obj.get("metadata") or {}).get("creationTimestamp"))
-            age = int(now - created) if created else 0
-            age_text = "%ds" % age if age < 120 else "%dm" % (age // 60) if age < 7200 else "%dh" % (age // 3600)
-            partial = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                       "metadata": {k: v for k, v in obj["metadata"].items() if k != "managedFields"}}
-            rows.append({"cells": [obj["metadata"]["name"], age_text], "object": partial})
-        del version, rtype
-        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
-                "columnDefinitions": [
-                    {"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0},
-                    {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp", "priority": 0}],
-                "rows": rows}
 
     def _delete_collection(self, rtype, version, namespace, query, ctx, options):
         labels, fields = self._selectors(rtype, query)

@@ -406,10 +406,14 @@ class Store:
                 spec.setdefault("ipFamilies", ["IPv4"])
                 spec.setdefault("ipFamilyPolicy", "SingleStack")
                 spec.setdefault("internalTrafficPolicy", "Cluster")
+            old_ports = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+                         for p in ((old or {}).get("spec") or {}).get("ports") or [] if isinstance(p, dict)}
             for port in spec.get("ports") or []:
                 if isinstance(port, dict):
                     port.setdefault("protocol", "TCP")
                     port.setdefault("targetPort", port.get("port"))
+                    if spec.get("type") in ("NodePort", "LoadBalancer") and not port.get("nodePort"):
+                        port["nodePort"] = old_ports.get((port.get("port"), port["protocol"])) or self._allocate_node_port()
             obj.setdefault("status", {}).setdefault("loadBalancer", {})
         elif plural in ("deployments", "replicasets", "statefulsets") and group == "apps":
             spec = obj.setdefault("spec", {})
@@ -519,6 +523,14 @@ class Store:
                     for port in container.get("ports") or []:
                         if isinstance(port, dict):
                             port.setdefault("protocol", "TCP")
+
+    def _allocate_node_port(self):
+        used = {p.get("nodePort") for svc in self.iter_objects("", "services")
+                for p in (svc.get("spec") or {}).get("ports") or [] if isinstance(p, dict)}
+        for port in range(30000, 32768):
+            if port not in used:
+                return port
+        raise ApiError(422, "Invalid", "no node ports left in the range 30000-32767")
 
     def _allocate_ip(self):
         used = set()

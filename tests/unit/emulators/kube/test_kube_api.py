@@ -355,13 +355,33 @@ def test_openapi_v3_declares_field_validation(kube):
     assert status == 200 and "protobuf" in headers["Content-Type"] and body.startswith(b"\x0a\x032.0")
 
 
-def test_table_answer_when_asked(kube, core, ns):
-    core.create_namespaced_config_map(ns, {"metadata": {"name": "row"}})
-    status, _h, table = raw(kube, "GET", "/api/v1/namespaces/%s/configmaps" % ns,
-                            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"})
+def test_table_answers_have_per_kind_columns(kube, core, apps, ns):
+    core.create_namespaced_config_map(ns, {"metadata": {"name": "row"}, "data": {"a": "1", "b": "2"}})
+    accept = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}
+    status, _h, table = raw(kube, "GET", "/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3Drow" % ns,
+                            headers=accept)
     assert status == 200 and table["kind"] == "Table"
-    assert [c["name"] for c in table["columnDefinitions"]][:2] == ["Name", "Age"]
-    assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
+    assert table["rows"][0]["cells"][:2] == ["row", 2] and table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+    apps.create_namespaced_deployment(ns, deployment("tab", replicas=2))
+    wait_for(lambda: apps.read_namespaced_deployment("tab", ns).status.ready_replicas == 2)
+    _s, _h, table = raw(kube, "GET", "/apis/apps/v1/namespaces/%s/deployments/tab?includeObject=Object" % ns, headers=accept)
+    names = [c["name"] for c in table["columnDefinitions"]]
+    assert names[:5] == ["Name", "Ready", "Up-to-date", "Available", "Age"]
+    assert table["rows"][0]["cells"][:4] == ["tab", "2/2", 2, 2] and table["rows"][0]["object"]["kind"] == "Deployment"
+    svc = core.create_namespaced_service(ns, {"metadata": {"name": "np"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}})
+    assert 30000 <= svc.spec.ports[0].node_port <= 32767
+
+
+def test_printer_columns_json_path():
+    from aicr_emulators.kube.tables import human_duration, json_path  # pylint: disable=import-outside-toplevel
+    obj = {"spec": {"size": 3, "items": ["a", "b"]}, "status": {"conditions": [
+        {"type": "Ready", "status": "True"}, {"type": "Synced", "status": "False"}]}}
+    assert json_path(obj, ".spec.size") == 3
+    assert json_path(obj, '.status.conditions[?(@.type=="Ready")].status') == "True"
+    assert json_path(obj, ".spec.items[1]") == "b"
+    assert json_path(obj, ".spec.missing") is None
+    assert [human_duration(s) for s in (5, 150, 3600, 90000, 10 ** 6)] == ["5s", "2m30s", "60m", "25h", "11d"]
 
 
 def test_wrong_token_is_refused_and_missing_token_allowed(kube):

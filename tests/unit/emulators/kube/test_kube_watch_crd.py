@@ -118,6 +118,8 @@ CRD = {
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
         "versions": [{
             "name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
+            "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                                         {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "priority": 1}],
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                 "spec": {"type": "object", "required": ["size"], "properties": {
                     "size": {"type": "integer", "minimum": 1},
@@ -168,7 +170,7 @@ def test_crd_is_established_and_discoverable(kube, widgets):
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]
 
 
-def test_custom_resource_defaults_pruning_and_preserved_fields(widgets, ns):
+def test_custom_resource_defaults_pruning_and_preserved_fields(kube, widgets, ns):
     body = _widget("w1", size=2, port="http", note=None, free={"any": {"thing": 1}}, unknownField=True)
     body["topLevelUnknown"] = 1
     out = widgets.create_namespaced_custom_object("example.aicr.io", "v1", ns, "widgets", body)
@@ -179,6 +181,10 @@ def test_custom_resource_defaults_pruning_and_preserved_fields(widgets, ns):
     out = widgets.patch_namespaced_custom_object_status("example.aicr.io", "v1", ns, "widgets", "w1",
                                                         {"status": {"phase": "Ready"}})
     assert out["status"] == {"phase": "Ready"} and out["metadata"]["generation"] == 2
+    status, _h, table = raw(kube, "GET", "/apis/example.aicr.io/v1/namespaces/%s/widgets" % ns,
+                            headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"})
+    assert status == 200 and [c["name"] for c in table["columnDefinitions"]] == ["Name", "Size", "Phase", "Age"]
+    assert table["rows"][0]["cells"][:3] == ["w1", 2, "Ready"]
 
 
 def test_custom_resource_validation_errors(widgets, ns):
