@@ -220,7 +220,10 @@ class CommentIndex:
         self.comment = [line.lstrip().startswith("#") and index not in self.scalar_lines for index, line in enumerate(self.lines)]
         self.by_path = {}  # position-independent: helm-docs '# path --' and bitnami '@param'
         self.docs_properties = []  # helm-tool '# +docs:property' over commented-out YAML (keys absent from the values)
+        self.footers = []  # losisin "comment directly below": '# @schema' right after a block, then a blank line
         self._scan_position_independent()
+        if "@schema" in text:
+            self._scan_footers()
         if "+docs:property" in text:
             self._scan_docs_properties()
 
@@ -245,6 +248,23 @@ class CommentIndex:
                 path, text = match.groups()
                 desc, ann = _helmdocs_text(text, self._continuation(index + 1))
                 self.by_path[tuple(split_path(path))] = KeyComments(desc, ann)
+
+    def _scan_footers(self):
+        count = len(self.lines)
+        index = 1
+        while index < count:
+            if not self.comment[index] or self.comment[index - 1] or not self.lines[index - 1].strip():
+                index += 1
+                continue
+            end = index
+            while end < count and self.comment[end]:
+                end += 1
+            if (end >= count or not self.lines[end].strip()) and any("@schema" in self.lines[i] for i in range(index, end)):
+                _description, annotations, _explicit = parse_block([self.lines[i].strip() for i in range(index, end)])
+                if annotations:
+                    raw = self.lines[index]
+                    self.footers.append({"line": index, "column": len(raw) - len(raw.lstrip()), "annotations": annotations})
+            index = end + 1
 
     def _scan_docs_properties(self):
         """cert-manager's helm-tool convention: a documented property that is only commented out."""

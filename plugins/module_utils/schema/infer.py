@@ -245,6 +245,8 @@ class Inferrer:
             properties[key] = child
         if self.comments.docs_properties and yaml_node.value:
             self._docs_properties(properties, yaml_node, path)
+        if self.comments.footers and yaml_node.value:
+            self._footers(properties, yaml_node, path)
         for name, (meta_node, info) in metas.items():
             self._apply_meta(properties, name, meta_node, path, depth)
             target = properties.get(name)
@@ -259,6 +261,18 @@ class Inferrer:
         if required:
             node["required"] = required
         return node
+
+    def _footers(self, properties, yaml_node, path):
+        """losisin's annotations written directly below a key's block apply to that key."""
+        column = yaml_node.value[0][0].start_mark.column
+        keys = [(k.start_mark.line, _key_text(k)) for k, _v in yaml_node.value if k.tag != MERGE_TAG]
+        for entry in self.comments.footers:
+            if entry.get("used") or entry["column"] != column or not keys[0][0] < entry["line"] <= yaml_node.end_mark.line:
+                continue
+            owner = [name for line, name in keys if line < entry["line"]][-1]
+            if owner in properties:
+                entry["used"] = True
+                apply_annotations(properties[owner], entry["annotations"], _dotted(path + (owner,)))
 
     def _docs_properties(self, properties, yaml_node, path):
         """Commented-out documented keys (``# +docs:property``) at this mapping's indentation."""

@@ -167,7 +167,8 @@ def test_losisin_full_reference(shared_dir):
     for path, expected in theirs.items():
         assert path in ours, path
         for key in ("type", "enum", "minimum", "maximum", "minItems", "maxItems", "minProperties", "maxProperties", "pattern", "title",
-                    "description", "deprecated", "required", "const", "uniqueItems", "patternProperties", "multipleOf", "examples", "readOnly"):
+                    "description", "deprecated", "required", "const", "uniqueItems", "patternProperties", "multipleOf", "examples", "readOnly",
+                    "$ref", "unevaluatedProperties"):
             if key in expected:
                 assert ours[path].get(key) == expected[key], (path, key, ours[path].get(key), expected[key])
                 compared += 1
@@ -187,6 +188,7 @@ def test_losisin_helm_docs_reference(shared_dir):
                 assert ours[path].get(key) == expected[key], (path, key)
         if expected.get("type") in ("string", "integer"):
             assert ours[path]["type"] == expected["type"], path
+    assert ours["labels"]["type"] == ["object", "null"]  # the "comment directly below" form
 
 
 def test_losisin_basic_reference_types(shared_dir):
