@@ -140,8 +140,8 @@ options:
     default: 300
   verify_visible:
     description:
-      - After attaching GPUs, wait until the node reports them - allocatable C(nvidia.com/gpu) at least the machine's fabric
-        GPU count, or ResourceSlice devices with the GPUs' UUIDs.
+      - After attaching GPUs, wait until the node reports them - ResourceSlice devices with the GPUs' UUIDs, or allocatable
+        C(nvidia.com/gpu) of at least its value before the run plus the GPUs attached (and at least the machine's fabric GPU count).
     type: bool
     default: false
   poll_interval:

@@ -85,6 +85,7 @@ class MachineRun:
         self.error = None
         self.error_details = {}
         self.devices = []
+        self.baseline = None
 
     def tag(self, record):
         record = dict(record)
@@ -192,6 +193,8 @@ class FabricService:
         try:
             devices = self.backend.read_machine(run.machine_id)
             run.before = [d.to_result() for d in devices]
+            if self.verify_visible and run.node and self.cluster is not None and not self.check_mode:
+                run.baseline = self.cluster.gpu_allocatable(run.node)  # before any change: local GPUs count too
             for target in targets:
                 if target.state == "present":
                     devices = self._present(run, target, devices)
@@ -457,13 +460,17 @@ class FabricService:
             return
         if self.cluster is None:
             raise AicrError("verify_visible: node %s cannot be checked without Kubernetes access" % run.node, field="verify_visible")
+        expected = len(gpus)
+        if run.baseline is not None:
+            removed = len([d for d in run.detached if d["type"] == "gpu"])
+            expected = max(expected, run.baseline + len(serials) - removed)
         deadline = self.clock() + self.wait_timeout
         while True:
             ids = self.cluster.slice_device_ids(run.node)
             allocatable = self.cluster.gpu_allocatable(run.node)
-            if all(s in ids for s in serials) or allocatable >= len(gpus):
+            if all(s in ids for s in serials) or allocatable >= expected:
                 return
             if self.clock() >= deadline:
                 raise AicrError("verify_visible: node %s does not show the attached GPUs %s after %.0fs (allocatable nvidia.com/gpu=%d, expected >= %d)"
-                                % (run.node, ", ".join(serials), self.wait_timeout, allocatable, len(gpus)), node=run.node)
+                                % (run.node, ", ".join(serials), self.wait_timeout, allocatable, expected), node=run.node)
             self.sleep(self.poll_interval)

@@ -334,3 +334,17 @@ def test_transport_close_closes_every_thread_session(fab):
     assert len(backend.transport._sessions) >= 2  # pylint: disable=protected-access
     backend.transport.close()
     assert backend.transport._sessions == []  # pylint: disable=protected-access
+
+
+def test_verify_visible_counts_local_gpus_from_before_the_run():
+    backend = MemoryBackend(["m0"])
+    cluster = FakeCluster({"node-0": "m0"})
+    cluster.allocatable["node-0"] = 4  # four local GPUs; the fabric ones never show up
+    clock = iter(range(0, 1000, 10))
+    with pytest.raises(AicrError) as info:
+        service(backend, cluster, verify_visible=True, clock=lambda: next(clock)).run([Target(node="node-0", model="A100", count=2)])
+    assert "allocatable nvidia.com/gpu=4, expected >= 6" in info.value.msg
+    backend.machines["m0"] = []
+    cluster.allocatable["node-0"] = lambda: 4 + len(backend.machines["m0"])  # the device plugin catches up
+    result = service(backend, cluster, verify_visible=True).run([Target(node="node-0", model="A100", count=2)])
+    assert len(result["attached"]) == 2
