@@ -33,7 +33,7 @@ def raw(handle, method, path, body=None, content_type="application/json", header
         return status, resp_headers, payload
 
 
-def wait_for(predicate, timeout=5.0, interval=0.05):
+def wait_for(predicate, timeout=15.0, interval=0.05):
     """Poll until predicate() is truthy; returns its value or raises AssertionError."""
     deadline = time.time() + timeout
     last = None
@@ -45,7 +45,7 @@ def wait_for(predicate, timeout=5.0, interval=0.05):
     raise AssertionError("condition not met within %ss (last value %r)" % (timeout, last))
 
 
-def wait_until(fetch, check, timeout=5.0, interval=0.05):
+def wait_until(fetch, check, timeout=15.0, interval=0.05):
     """Poll ``fetch()`` until ``check(value)`` is truthy; returns the value."""
     deadline = time.time() + timeout
     value = None

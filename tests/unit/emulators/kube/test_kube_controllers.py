@@ -95,7 +95,7 @@ def test_ready_after_annotation_delays_readiness(apis, ns):
     dep = apps.read_namespaced_deployment("slow", ns)
     assert not dep.status.available_replicas and _cond(dep, "Available").status == "False"
     assert _cond(dep, "Progressing").reason == "ReplicaSetUpdated"
-    wait_for(lambda: apps.read_namespaced_deployment("slow", ns).status.available_replicas == 1, timeout=5)
+    wait_for(lambda: apps.read_namespaced_deployment("slow", ns).status.available_replicas == 1)
 
 
 def test_never_ready_and_fail_annotations(apis, ns):

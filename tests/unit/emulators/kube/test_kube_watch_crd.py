@@ -255,4 +255,4 @@ def test_watch_thread_ends_when_the_client_disconnects(kube):
     resp.readline()
     assert watch_threads()
     resp.close()
-    wait_for(lambda: not watch_threads(), timeout=5)
+    wait_for(lambda: not watch_threads())
