@@ -1,7 +1,8 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicr.runtime contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 
 from __future__ import absolute_import, division, print_function
 
@@ -38,7 +39,7 @@ description:
   - An inventory ConfigMap C(aicr-runtime-<stack>-inventory) (in O(lease_namespace)) records which objects each
     component owns, for O(prune) and O(state=absent).
 author:
-  - aicr.runtime contributors
+  - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
   - aicr.runtime.attributes
   - aicr.runtime.kube
@@ -222,25 +223,25 @@ components:
   type: list
   elements: dict
   contains:
-    name: {description: Component name., type: str}
-    kind: {description: C(release) (Helm chart) or C(objects) (manifest-only)., type: str}
+    name: {description: "Component name.", type: str}
+    kind: {description: "C(release) (Helm chart) or C(objects) (manifest-only).", type: str}
     phase: {description: "C(Pending) (check mode), C(Blocked), C(Deploying), C(Ready), C(Failed), C(Unchanged) or C(Removed).", type: str}
-    blocked_by: {description: The failed components that blocked this one., type: list, elements: str}
-    chart: {description: Chart name., type: str}
-    version: {description: Chart version., type: str}
-    revision: {description: Helm release revision after the run (or deployed, in check mode)., type: int}
-    namespace: {description: Namespace., type: str}
+    blocked_by: {description: "The failed components that blocked this one.", type: list, elements: str}
+    chart: {description: "Chart name.", type: str}
+    version: {description: "Chart version.", type: str}
+    revision: {description: "Helm release revision after the run (or deployed, in check mode).", type: int}
+    namespace: {description: "Namespace.", type: str}
     objects:
       description: Manifest objects with C(id), C(apiVersion), C(kind), C(name), C(namespace), C(wave), C(action), C(reason).
       type: list
       elements: dict
-    started: {description: UTC time the component's gate opened., type: str}
-    duration: {description: Seconds from start until Ready/Failed., type: float}
-    message: {description: What happened, or why it failed (naming the resource that is not ready)., type: str}
+    started: {description: "UTC time the component's gate opened.", type: str}
+    duration: {description: "Seconds from start until Ready/Failed.", type: float}
+    message: {description: "What happened, or why it failed (naming the resource that is not ready).", type: str}
     action: {description: "Planned release action: C(install), C(upgrade), C(unchanged) or C(remove).", type: str}
-    reason: {description: Why that action., type: str}
-    dependencies: {description: The managed dependencies gating this component., type: list, elements: str}
-    changed: {description: Whether this component changed anything., type: bool}
+    reason: {description: "Why that action.", type: str}
+    dependencies: {description: "The managed dependencies gating this component.", type: list, elements: str}
+    changed: {description: "Whether this component changed anything.", type: bool}
   sample:
     - name: example-operator
       kind: release
@@ -294,7 +295,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
-from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import HAS_YAML, YAML_IMPORT_ERROR, execute
 
 
 def argument_spec():
@@ -331,6 +332,8 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if not HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    if not HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
     try:
         result = execute(module.params, check_mode=module.check_mode, diff=module._diff)
     except AicrError as exc:

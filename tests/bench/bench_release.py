@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of gated_release (issue #6).
 
 A synthetic recipe of 20 Helm components in 5 dependency levels of 4 (every component of a level
@@ -32,7 +31,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-import tests.conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import  (exposes ansible_collections.aicr.runtime)
+# tests.conftest exposes the repository as ansible_collections.aicr.runtime
+import tests.conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 from aicr_emulators.kube.pytest_fixture import start_emulator  # noqa: E402  pylint: disable=wrong-import-position
 

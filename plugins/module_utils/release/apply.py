@@ -159,7 +159,8 @@ def apply_object(cluster, mobj, default_namespace):
             forget(mobj.api_version, mobj.kind)
         if not mobj.place(cluster, default_namespace):
             raise AicrError(
-                "manifest: object %s: kind %s (%s) is not served by the cluster; is the CRD installed by a dependency?" % (mobj.identity, mobj.kind, mobj.api_version),
+                "manifest: object %s: kind %s (%s) is not served by the cluster; is the CRD installed by a dependency?"
+                % (mobj.identity, mobj.kind, mobj.api_version),
                 object=mobj.identity,
             )
     return cluster.apply(mobj.body)

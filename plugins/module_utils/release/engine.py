@@ -28,7 +28,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import yaml
+import traceback
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.release import readiness
@@ -44,16 +44,13 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.render import
 from ansible_collections.aicr.runtime.plugins.module_utils.release.scheduler import BLOCKED, OK, levels, run_dag
 
 try:
-    _BaseLoader = yaml.CSafeLoader
-except AttributeError:
-    _BaseLoader = yaml.SafeLoader
-
-
-class _Loader(_BaseLoader):  # pylint: disable=too-many-ancestors
-    """Safe loader that also reads the YAML 1.1 ``=`` (value) key some CRD schemas carry, as a string."""
-
-
-_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+    import yaml
+    from ansible_collections.aicr.runtime.plugins.module_utils.release.render import Loader as _Loader
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:  # the module reports it with missing_required_lib("PyYAML")
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
 
 PENDING, BLOCKED_PHASE, DEPLOYING, READY, FAILED, UNCHANGED, REMOVED = "Pending", "Blocked", "Deploying", "Ready", "Failed", "Unchanged", "Removed"
 
@@ -424,7 +421,8 @@ class GatedRelease(object):
             if not gone:
                 break
             if self.clock() >= deadline:
-                raise AicrError("component %s: timed out waiting for %s %s to be deleted" % (comp if isinstance(comp, str) else comp.name, gone[0]["kind"], gone[0]["name"]))
+                who = comp if isinstance(comp, str) else comp.name
+                raise AicrError("component %s: timed out waiting for %s %s to be deleted" % (who, gone[0]["kind"], gone[0]["name"]))
             self.sleep(self.opts.poll_interval)
         return bool(refs)
 
@@ -515,8 +513,8 @@ class GatedRelease(object):
                     self.survey()
                     mutation = self._mutation_planned()
             if mutation and not self.opts.check_mode:
-                lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration,
-                                   message=self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe"))
+                message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
+                lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
                 lease.acquire()
                 try:
                     self._load_inventory()
@@ -632,7 +630,7 @@ class GatedRelease(object):
         if self.opts.state == "absent":
             for name in plan.order:
                 st = self.states[name]
-                present = st.deployed is not None or any(True for _ in (self.inventory["components"].get(name) or {}).get("objects") or [])
+                present = st.deployed is not None or bool((self.inventory["components"].get(name) or {}).get("objects"))
                 st.action, st.reason = ("remove", "state is absent") if present else ("unchanged", "nothing deployed")
         components = [self.states[n].as_result() for n in names if n in self.states]
         changed = any(c["changed"] for c in components)
@@ -642,14 +640,16 @@ class GatedRelease(object):
         blocked = [c for c in components if c["phase"] == BLOCKED_PHASE]
         waves = []
         for wave in plan.waves():
-            waves.append({"wave": wave["wave"], "components": [
-                {"name": n, "action": self.states[n].action, "reason": self.states[n].reason,
-                 "objects": dict((a, sum(1 for o in self.states[n].object_actions() if o == a)) for a in set(self.states[n].object_actions()))}
-                for n in wave["components"]]})
+            entries = []
+            for n in wave["components"]:
+                acts = self.states[n].object_actions()
+                entries.append({"name": n, "action": self.states[n].action, "reason": self.states[n].reason,
+                                "objects": dict((a, acts.count(a)) for a in set(acts))})
+            waves.append({"wave": wave["wave"], "components": entries})
         if self.opts.state == "absent":
             waves = [{"wave": w["wave"], "components": w["components"]} for w in reversed(waves)]
-        deployed = [c["name"] for c in sorted((c for c in components if c["phase"] in (READY, UNCHANGED, REMOVED) and c["started"]),
-                                             key=lambda c: c["started"])]
+        reached = [c for c in components if c["phase"] in (READY, UNCHANGED, REMOVED) and c["started"]]
+        deployed = [c["name"] for c in sorted(reached, key=lambda c: c["started"])]
         result = {
             "changed": changed,
             "components": components,
@@ -673,7 +673,8 @@ class GatedRelease(object):
                 parts.append("failed: " + "; ".join("%s (%s)" % (c["name"], c["message"]) for c in failed))
             if blocked:
                 parts.append("blocked: " + "; ".join("%s (by %s)" % (c["name"], ", ".join(c["blocked_by"]) or c["message"]) for c in blocked))
-            result["failed_message"] = "gated_release: %d of %d components did not converge; %s" % (len(failed) + len(blocked), len(components), " | ".join(parts))
+            result["failed_message"] = "gated_release: %d of %d components did not converge; %s" % (
+                len(failed) + len(blocked), len(components), " | ".join(parts))
         return result
 
     def _planned_actions(self, components):
@@ -743,7 +744,8 @@ def validate_values(plan, schemas):
             path = ".".join(str(p) for p in error.absolute_path) or "(root)"
             problems.append("%s: values.%s: %s" % (name, path, error.message))
     if problems:
-        raise AicrError("values: %d value(s) do not match the component schemas; first: %s" % (len(problems), problems[0]), field="values", problems=problems[:50])
+        raise AicrError("values: %d value(s) do not match the component schemas; first: %s" % (len(problems), problems[0]),
+                        field="values", problems=problems[:50])
 
 
 def execute(params, check_mode=False, diff=False, cluster=None, helm=None):

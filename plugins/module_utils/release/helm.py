@@ -217,7 +217,8 @@ class HelmRunner(object):
             self._major = int(match.group(1))
             minor = int(match.group(2))
             if self._major < 3 or (self._major == 3 and minor < 13):
-                raise AicrError("helm_binary: %s is helm %s; helm >= 3.13 (release labels) or helm 4 is required" % (self.binary, out.strip()), field="helm_binary")
+                raise AicrError("helm_binary: %s is helm %s; helm >= 3.13 (release labels) or helm 4 is required" % (self.binary, out.strip()),
+                                field="helm_binary")
         return self._major
 
     def upgrade_argv(self, release, namespace, chart_ref, repo, version, values_file, labels, extra_flags=None, atomic=False, timeout=None):

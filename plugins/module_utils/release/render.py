@@ -23,23 +23,29 @@ import re
 import shutil
 import tempfile
 
-import yaml
+import traceback
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 
+try:
+    import yaml
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:  # the module reports it with missing_required_lib("PyYAML")
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
+
 _SEMVER = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 
-try:
-    _BaseLoader = yaml.CSafeLoader
-except AttributeError:  # PyYAML without libyaml
-    _BaseLoader = yaml.SafeLoader
+if HAS_YAML:
+    _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
+    class Loader(_BaseLoader):  # pylint: disable=too-many-ancestors
+        """Safe loader that also reads the YAML 1.1 ``=`` (value) key some CRD schemas carry, as a string."""
 
-class _Loader(_BaseLoader):  # pylint: disable=too-many-ancestors
-    """Safe loader that also reads the YAML 1.1 ``=`` (value) key some CRD schemas carry, as a string."""
-
-
-_Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+    Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+else:  # pragma: no cover
+    Loader = None
 
 
 def chart_version(version):
@@ -160,7 +166,7 @@ def render_manifests(helm, component, waves, tmp_root=None):
                 with open(rendered) as handle:
                     text = handle.read()
                 try:
-                    docs = [d for d in yaml.load_all(text, Loader=_Loader) if d]
+                    docs = [d for d in yaml.load_all(text, Loader=Loader) if d]
                 except yaml.YAMLError as exc:
                     raise AicrError("manifest_files: %s of component %s renders to invalid YAML: %s" % (path, name, str(exc).splitlines()[0]),
                                     component=name, file=path)

@@ -55,8 +55,9 @@ def engine(cluster, helm, recipe, **opts):
 def example(tmp_path, fakes):
     cluster = fakes.FakeCluster()
     helm = fakes.FakeHelm(cluster, make_charts(fakes, {"crds": 0.05, "operator": 0.05}))
-    widget = write(tmp_path, "widget.yaml", [{"apiVersion": "example.aicr.io/v1", "kind": "Widget", "metadata": {"name": "demo", "annotations": {fakes.READY_AFTER: "0.02"}},
-                                               "spec": {"size": 1}}])
+    widget_doc = {"apiVersion": "example.aicr.io/v1", "kind": "Widget", "spec": {"size": 1},
+                  "metadata": {"name": "demo", "annotations": {fakes.READY_AFTER: "0.02"}}}
+    widget = write(tmp_path, "widget.yaml", [widget_doc])
     pre_cm = write(tmp_path, "pre.yaml", [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "operator-settings"}, "data": {"a": "1"}}])
     cfg = write(tmp_path, "cfg.yaml", [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site-config"}, "data": {"site": "lab"}}, None])
     recipe = {"recipe_name": "example", "components": [

@@ -81,7 +81,7 @@ def test_upgrade_argv_helm3_and_helm4(tmp_path):
 def test_errors_name_the_cause(tmp_path):
     run = Recorder([("v3.12.0", 0, "")])
     with pytest.raises(AicrError, match="helm >= 3.13"):
-        _ = helm.HelmRunner("h", runner=run).major
+        assert helm.HelmRunner("h", runner=run).major
     run = Recorder([("", 1, "WARNING: x\nError: chart \"nope\" version \"1\" not found in http://r repository\n")])
     with pytest.raises(AicrError, match=r'^helm uninstall a failed: Error: chart "nope" version "1" not found'):
         helm.HelmRunner("h", runner=run).uninstall("a", "ns")
