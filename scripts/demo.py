@@ -15,27 +15,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from aicr_emulators import lab as aicr_lab
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 EXAMPLE_REPOSITORY = "https://charts.aicr.example/examples"
-
-
-def start(name, argv, log_dir):
-    """Start a helper server; return (process, url) once it prints `ready <url>`."""
-    log = open(log_dir / ("%s.log" % name), "w", encoding="utf-8")  # pylint: disable=consider-using-with
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True)  # pylint: disable=consider-using-with
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if line.startswith("ready "):
-            return process, line.split(None, 1)[1].strip()
-        if not line and process.poll() is not None:
-            break
-    process.kill()
-    raise SystemExit("demo: %s did not become ready; see %s" % (name, log_dir / ("%s.log" % name)))
 
 
 def run(argv, **kwargs):
@@ -50,22 +36,16 @@ def main():
     args = parser.parse_args()
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    kubeconfig = workdir / "kubeconfig"
 
-    processes = []
+    lab = aicr_lab.up(workdir / "lab")
     try:
-        kube, kube_url = start("kube-emulator", [str(BIN / "aicr-kube-emulator"), "--port", "0", "--kubeconfig", str(kubeconfig), "--nodes", "2"], workdir)
-        processes.append(kube)
-        charts, charts_url = start(
-            "chart-repo", [str(BIN / "aicr-chart-repo"), "--port", "0", "--charts", str(REPO / "examples" / "charts"), "--url-prefix", "/examples"], workdir
-        )
-        processes.append(charts)
-        print("Kubernetes API emulator: %s (kubeconfig %s)" % (kube_url, kubeconfig))
-        print("Chart repository:        %s (mirrors %s)" % (charts_url, EXAMPLE_REPOSITORY))
+        print("Kubernetes API emulator: %s (kubeconfig %s)" % (lab["kube_url"], lab["kubeconfig"]))
+        print("Chart repository:        %s (mirrors %s)" % (lab["charts_url"], EXAMPLE_REPOSITORY))
+        print("Fabric simulator:        %s" % lab["fabric_url"])
 
         extra_vars = {
-            "aicr_kubeconfig": str(kubeconfig),
-            "aicr_repository_mirrors": {EXAMPLE_REPOSITORY: charts_url},
+            "aicr_kubeconfig": lab["kubeconfig"],
+            "aicr_repository_mirrors": lab["repository_mirrors"],
             "cluster_runtime_helm_binary": args.helm,
         }
         vars_file = workdir / "extra-vars.json"
@@ -79,21 +59,16 @@ def main():
             return first.returncode
         print("\nSecond run: a converged cluster reports no change.", flush=True)
         second = run(playbook, env=env, capture_output=True, text=True)
-        print(second.stdout[-1500:])
+        print(second.stdout[second.stdout.find("PLAY RECAP"):])
         if second.returncode != 0:
             print(second.stderr[-3000:], file=sys.stderr)
             return second.returncode
-        run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig), "get", "deployments,daemonsets,jobs,widgets,configmaps", "-n", "aicr-demo"])
-        run([args.helm, "--kubeconfig", str(kubeconfig), "list", "-A"])
+        kubectl = [str(BIN / "kubectl"), "--kubeconfig", lab["kubeconfig"]]
+        run(kubectl + ["get", "deployments,daemonsets,jobs,widgets,configmaps", "-n", "aicr-demo"])
+        run([args.helm, "--kubeconfig", lab["kubeconfig"], "list", "-A"])
         return 0
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        aicr_lab.down(workdir / "lab")
 
 
 if __name__ == "__main__":
