@@ -418,7 +418,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not control:
                 entry = {"time": started, "verb": self._verb, "method": method, "path": path, "query": url.query,
                          "userAgent": user_agent, "code": self._code, "mutating": self._verb in MUTATING, "auth": self._auth,
-                         "durationMs": round((time.time() - started) * 1000, 3)}
+                         "durationMs": round((time.time() - started) * 1000, 3),
+                         "contentType": (self.headers.get("Content-Type") or "").split(";")[0]}
                 if self._resource:
                     entry.update(self._resource)
                 self.emu.record(entry)

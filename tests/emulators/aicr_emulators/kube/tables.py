@@ -135,6 +135,9 @@ def _containers(obj, field):
     return ",".join(c.get(field, "") for c in _g(obj, "spec", "template", "spec", "containers", default=[]))
 
 
+_ACCESS_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+
+
 def _col(name, func, typ="string", priority=0, fmt=""):
     return (name, func, typ, priority, fmt)
 
@@ -196,9 +199,7 @@ COLUMNS = {
         _col("Status", lambda o: _g(o, "status", "phase", default="Pending")),
         _col("Volume", lambda o: _g(o, "spec", "volumeName", default="")),
         _col("Capacity", lambda o: _g(o, "status", "capacity", "storage", default="")),
-        _col("Access Modes", lambda o: ",".join({"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
-                                                  "ReadWriteOncePod": "RWOP"}.get(m, m)
-                                                 for m in _g(o, "status", "accessModes", default=[]))),
+        _col("Access Modes", lambda o: ",".join(_ACCESS_MODES.get(m, m) for m in _g(o, "status", "accessModes", default=[]))),
         _col("StorageClass", lambda o: _g(o, "spec", "storageClassName", default="<unset>")), _col("Age", _age)],
     ("apiextensions.k8s.io", "customresourcedefinitions"): [
         _col("Created At", lambda o: _g(o, "metadata", "creationTimestamp", default=""), fmt="date")],
