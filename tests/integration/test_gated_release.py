@@ -13,6 +13,7 @@
 
 import datetime
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,14 @@ def helm_calls(kube, since):
     return [e for e in kube.control.audit(since=since) if "helm" in json.dumps(e.get("userAgent", "")).lower() and e.get("verb") != "watch"]
 
 
+def kubectl_json(kube, *argv):
+    argv = list(argv)
+    if "-o" not in argv:
+        argv += ["-o", "json"]
+    out = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig] + argv, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
 def example_vars(kube, example_repo, helm, **extra):
     params = {"catalog": str(EXAMPLE_CATALOG), "criteria": H100_KIND_TRAINING, "kubeconfig": kube.kubeconfig, "helm_binary": str(BIN / helm),
               "mirrors": {EXAMPLE_REPO: example_repo.url}}
@@ -93,6 +102,13 @@ def test_example_recipe_converges_through_the_role_and_rerun_is_a_noop(run_playb
     assert [o["kind"] for o in comps["example-operator"]["objects"]] == ["Widget"]
     assert res["summary"]["recipe_name"] == "h100-kind-training" and res["summary"]["component_count"] == 6
     assert "COMPONENT" in run.stdout and "example-operator" in run.stdout  # the outcome table
+    releases = kubectl_json(kube, "get", "secrets", "-A", "-l", "owner=helm,status=deployed")["items"]
+    assert sorted(r["metadata"]["labels"]["aicr.io/component"] for r in releases) == sorted(n for n in phases if n != "example-config")
+    assert all(r["metadata"]["labels"]["aicr.io/stack"] == "h100-kind-training" and len(r["metadata"]["labels"]["aicr.io/digest"]) == 48
+               for r in releases)
+    widget = kubectl_json(kube, "get", "widgets.example.aicr.io", "-n", "aicr-demo", "--show-managed-fields")["items"][0]
+    assert widget["metadata"]["labels"]["aicr.io/component"] == "example-operator"
+    assert any(m["manager"] == "aicr-runtime" and m["operation"] == "Apply" for m in widget["metadata"]["managedFields"])
 
     mark = kube.control.audit_mark()
     again = run_playbook("release_role.yml", extravars=role_vars)
@@ -206,5 +222,30 @@ def test_real_h100_kind_training_converges(run_playbook, tmp_path, shared_dir, r
         assert again.result("Roll out")["changed"] is False
         assert mutations(kube, mark) == []
         assert helm_calls(kube, mark) == []
+    finally:
+        kube.stop()
+
+
+@pytest.mark.slow
+def test_eks_manifest_only_nodewright_customizations_is_applied_as_objects(run_playbook, tmp_path, shared_dir, real_charts):
+    """h100-eks-ubuntu-training's manifest-only nodewright-customizations: its Skyhook CR is applied (server-side) once the
+    (stand-in) nodewright operator's CRD is Ready; the other components are skipped."""
+    http, registry = real_charts
+    kube = start_emulator(tmp_path / "kube", default_ready_after=0.2, validate_builtins=False)
+    try:
+        others = ["aws-ebs-csi-driver", "aws-efa", "cert-manager", "nfd", "prometheus-operator-crds", "kube-prometheus-stack", "gpu-operator",
+                  "k8s-ephemeral-storage-metrics", "kai-scheduler", "nvidia-dra-driver-gpu", "nvsentinel", "prometheus-adapter"]
+        params = {"catalog": str(shared_dir / "aicr" / "catalog"), "criteria": {"service": "eks", "accelerator": "h100", "os": "ubuntu", "intent": "training"},
+                  "kubeconfig": kube.kubeconfig, "helm_binary": str(BIN / "helm"), "mirrors": real_mirrors(http, registry, shared_dir), "skip": others,
+                  "overrides": {"nodewright-operator": {"chart": "skyhook-operator", "version": "v0.15.1"}}}
+        run = run_playbook("release_converge.yml", extravars=params)
+        assert run.rc == 0, run.stdout[-4000:]
+        comps = dict((c["name"], c) for c in run.result("Roll out")["components"])
+        assert set(comps) == {"nodewright-operator", "nodewright-customizations"}
+        custom = comps["nodewright-customizations"]
+        assert custom["kind"] == "objects" and custom["phase"] == "Ready" and custom["revision"] is None
+        assert [(o["kind"], o["id"]) for o in custom["objects"]] == [("Skyhook", "nodewright-customizations-post-skyhook-tuning")]
+        applied = [e for e in kube.control.audit(verb="patch") if "skyhooks" in e.get("path", "") and "dryRun" not in json.dumps(e)]
+        assert applied and "fieldManager=aicr-runtime" in json.dumps(applied[0])
     finally:
         kube.stop()
