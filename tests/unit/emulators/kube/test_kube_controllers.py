@@ -233,3 +233,19 @@ def test_namespace_delete_cascades_and_finalizers_hold_objects(apis):
     core.patch_namespaced_config_map("held", name, {"metadata": {"finalizers": None}})
     wait_for(lambda: name not in [n.metadata.name for n in core.list_namespace().items])
     assert not apps.list_namespaced_deployment(name).items
+
+
+def test_settled_cluster_makes_no_writes(kube, apis, ns):
+    core, apps, batch = apis
+    apps.create_namespaced_deployment(ns, deployment("quiet", replicas=2))
+    batch.create_namespaced_job(ns, {"metadata": {"name": "quiet-job"}, "spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}}})
+    core.create_namespaced_persistent_volume_claim(ns, {"metadata": {"name": "quiet-pvc"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    wait_for(lambda: apps.read_namespaced_deployment("quiet", ns).status.available_replicas == 2)
+    wait_for(lambda: batch.read_namespaced_job("quiet-job", ns).status.succeeded == 1)
+    wait_for(lambda: core.read_namespaced_persistent_volume_claim("quiet-pvc", ns).status.phase == "Bound")
+    time.sleep(0.3)
+    before = kube.emulator.store.rv
+    time.sleep(0.5)  # ten controller ticks
+    assert kube.emulator.store.rv == before
