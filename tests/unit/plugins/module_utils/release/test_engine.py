@@ -294,3 +294,13 @@ def test_gate_order_under_random_readiness_delays(fakes, data):
     result = engine(cluster, helm, recipe, concurrency=data.draw(st.integers(min_value=1, max_value=4))).run()
     assert not violations
     assert all(c["phase"] == "Ready" for c in result["components"]), result.get("failed_message")
+
+
+def test_overall_timeout_stops_the_rollout_and_names_what_did_not_start(fakes):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, make_charts(fakes, {"x": 3600.0}))
+    result = engine(cluster, helm, [comp("x"), comp("y", ["x"]), comp("z")], overall_timeout=0.3, timeout=60, concurrency=1).run()
+    phases = dict((c["name"], (c["phase"], c["message"])) for c in result["components"])
+    assert phases["x"][0] == "Failed" and "timed out waiting for release x: Deployment apps/x not ready" in phases["x"][1]
+    assert phases["y"] == ("Blocked", "blocked: dependency x failed")
+    assert phases["z"] == ("Blocked", "overall timeout reached before it could start")
