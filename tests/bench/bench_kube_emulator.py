@@ -85,6 +85,8 @@ def run(get_requests=2000, apply_requests=500, starts=3):
             _stop(proc)
     return {
         "start_to_ready_seconds": round(statistics.median(ready_times), 3),
+        "start_to_ready_target_seconds": 1.0,  # issue #3: "starts in well under a second"
+        "start_to_ready_within_target": max(ready_times) < 1.0,
         "start_to_ready_max_seconds": round(max(ready_times), 3),
         "get_per_second": round(get_rate, 1),
         "ssa_configmap_per_second": round(ssa_rate, 1),

@@ -191,9 +191,6 @@ class Store:
         self.cond.notify_all()
         return obj
 
-    def api_version_of(self, rtype, version=None):
-        return rtype.api_version(version)
-
     def serve(self, rtype, obj, version=None):
         """The object as served at ``version`` (no conversion: apiVersion rewritten)."""
         if obj is None:
@@ -494,10 +491,6 @@ class Store:
                 finalizers = obj["metadata"].setdefault("finalizers", [])
                 if CRD_CLEANUP_FINALIZER not in finalizers:
                     finalizers.append(CRD_CLEANUP_FINALIZER)
-        elif (group, plural) == ("", "serviceaccounts"):
-            pass
-        elif (group, plural) == ("policy", "poddisruptionbudgets"):
-            pass
 
     def _pod_template_defaults(self, template):
         if isinstance(template, dict):
@@ -884,7 +877,6 @@ class Store:
             meta = new["metadata"]
             finalizers = list(meta.get("finalizers") or [])
             if rtype.plural == "namespaces" and rtype.group == "":
-                finalizers = finalizers or []
                 new.setdefault("status", {})["phase"] = "Terminating"
                 if "kubernetes" in ((new.get("spec") or {}).get("finalizers") or []) and not meta.get("deletionTimestamp"):
                     meta["deletionTimestamp"] = now_iso()
@@ -1051,7 +1043,3 @@ def match_rule(rule, kind, namespace, name):
     if rule.get("name") and not fnmatch.fnmatchcase(name, rule["name"]):
         return False
     return True
-
-
-def monotonic():
-    return time.monotonic()
