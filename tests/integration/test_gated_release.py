@@ -249,3 +249,16 @@ def test_eks_manifest_only_nodewright_customizations_is_applied_as_objects(run_p
         assert applied and "fieldManager=aicr-runtime" in json.dumps(applied[0])
     finally:
         kube.stop()
+
+
+def test_transient_api_errors_are_retried(run_playbook, kube, example_repo):
+    """503/429 answers to reads (what an apiserver under load gives) do not fail the rollout."""
+    # Only reads are faulted here: a fault on a request with a body currently leaves the body unread on the emulator's
+    # keep-alive connection, so the next request on it gets a 400 (reported to the emulator owners).
+    kube.control.add_fault(code=503, count=3, verbs=["get"], user_agent="aicr-runtime")
+    kube.control.add_fault(code=429, count=2, verbs=["list"], user_agent="aicr-runtime", retry_after=0)
+    run = run_playbook("release_converge.yml", extravars=example_vars(kube, example_repo, "helm3"))
+    assert run.rc == 0, run.stdout[-4000:]
+    assert set(c["phase"] for c in run.result("Roll out")["components"]) == {"Ready"}
+    codes = [e.get("code") for e in kube.control.audit(since=0) if e.get("code") in (429, 503)]
+    assert len(codes) == 5, codes

@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import json
 import threading
+import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 
@@ -27,6 +28,7 @@ except ImportError:  # pragma: no cover - Python 2 is not supported by the colle
     from urllib import quote, urlencode  # type: ignore
 
 FIELD_MANAGER = "aicr-runtime"
+USER_AGENT = "aicr-runtime/gated_release"
 
 
 class ClusterError(AicrError):
@@ -50,16 +52,32 @@ def api_path(api_version):
 class KubeCluster(object):
     """REST access to one cluster through a ``kubernetes.client.ApiClient``."""
 
-    def __init__(self, api_client, request_timeout=30):
+    def __init__(self, api_client, request_timeout=30, retries=4):
         self.api_client = api_client
         self.request_timeout = request_timeout
+        self.retries = retries
         self._resources = {}
         self._lock = threading.Lock()
 
     # -- transport -------------------------------------------------------
-    def request(self, method, path, query=None, body=None, content_type="application/json"):
+    RETRY_STATUS = (0, 429, 500, 502, 503, 504)
+
+    def request(self, method, path, query=None, body=None, content_type="application/json", attempts=None):
+        """Like :meth:`request_once`; reads and server-side applies (idempotent) are retried on 429/5xx/connection errors."""
+        idempotent = method == "GET" or (method == "PATCH" and content_type == "application/apply-patch+yaml")
+        attempts = attempts or (self.retries + 1 if idempotent else 1)
+        for attempt in range(attempts):
+            try:
+                return self.request_once(method, path, query, body, content_type)
+            except ClusterError as exc:
+                if exc.status not in self.RETRY_STATUS or attempt == attempts - 1:
+                    raise
+                time.sleep(min(2.0, 0.1 * (2 ** attempt)))
+        raise ClusterError("cluster: %s %s failed" % (method, path))  # pragma: no cover - loop always returns or raises
+
+    def request_once(self, method, path, query=None, body=None, content_type="application/json"):
         """Return the decoded JSON body; raise ClusterError on non-2xx."""
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         payload = None
         if body is not None:
             headers["Content-Type"] = content_type
