@@ -21,7 +21,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv helm system-deps collection unit sanity lint integration test demo bench ee-context clean
+.PHONY: all venv helm system-deps collection unit sanity lint integration molecule test demo bench ee-context clean
 
 all: test
 
@@ -86,7 +86,12 @@ lint: collection
 integration: collection helm system-deps
 	$(BIN)/pytest tests/integration
 
-test: unit sanity lint integration
+# molecule's ansible-native scenarios (extensions/molecule): `default` starts the local
+# lab that the role scenarios share, and stops it at the end.
+molecule: collection helm
+	$(BIN)/molecule test --all
+
+test: unit sanity lint integration molecule
 
 # Execution environment build context (the image build itself needs podman/docker).
 ee-context: collection helm
