@@ -16,7 +16,6 @@ import random
 import re
 import string
 import threading
-import time
 import uuid
 
 from . import patch as patchlib
