@@ -555,6 +555,14 @@ class Store:
             if old is not None and (old.get("spec") or {}).get("selector") != selector:
                 causes.append(("FieldValueInvalid", "spec.selector", "Invalid value: %s: field is immutable"
                                % json.dumps(selector, sort_keys=True)))
+        if (group, plural) == ("apps", "statefulsets") and old is not None:
+            mutable = ("replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy",
+                       "minReadySeconds", "revisionHistoryLimit")
+            old_spec, new_spec = old.get("spec") or {}, obj.get("spec") or {}
+            if any(old_spec.get(k) != new_spec.get(k) for k in set(old_spec) | set(new_spec) if k not in mutable):
+                causes.append(("FieldValueForbidden", "spec", "Forbidden: updates to statefulset spec for fields other than "
+                               "'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' "
+                               "and 'minReadySeconds' are forbidden"))
         if (group, plural) == ("batch", "jobs") and old is not None:
             old_tpl = (old.get("spec") or {}).get("template")
             if old_tpl is not None and old_tpl != (obj.get("spec") or {}).get("template"):
@@ -875,6 +883,9 @@ class Store:
             new = copy.deepcopy(old)
             meta = new["metadata"]
             finalizers = list(meta.get("finalizers") or [])
+            if rtype.plural == "namespaces" and rtype.group == "" and name in ("default", "kube-system", "kube-public"):
+                raise ApiError(403, "Forbidden", 'namespaces "%s" is forbidden: this namespace may not be deleted' % name,
+                               {"name": name, "kind": "namespaces"})
             if rtype.plural == "namespaces" and rtype.group == "":
                 new.setdefault("status", {})["phase"] = "Terminating"
                 if "kubernetes" in ((new.get("spec") or {}).get("finalizers") or []) and not meta.get("deletionTimestamp"):

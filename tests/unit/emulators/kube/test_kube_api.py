@@ -322,6 +322,20 @@ def test_immutable_fields(apps, core, ns):
     assert err.value.status == 422
 
 
+def test_statefulset_spec_updates_are_restricted_and_system_namespaces_protected(apps, core, ns):
+    sts = deployment("db")
+    sts["kind"] = "StatefulSet"
+    sts["spec"]["serviceName"] = "db"
+    apps.create_namespaced_stateful_set(ns, sts)
+    apps.patch_namespaced_stateful_set("db", ns, {"spec": {"replicas": 2}})
+    with pytest.raises(client.ApiException) as err:
+        apps.patch_namespaced_stateful_set("db", ns, {"spec": {"serviceName": "other"}})
+    assert err.value.status == 422 and "updates to statefulset spec for fields other than" in error_body(err.value)["message"]
+    with pytest.raises(client.ApiException) as err:
+        core.delete_namespace("kube-system")
+    assert err.value.status == 403
+
+
 def test_scale_subresource(apps, ns):
     apps.create_namespaced_deployment(ns, deployment("sc", replicas=1))
     scale = apps.read_namespaced_deployment_scale("sc", ns)
