@@ -25,7 +25,7 @@ def fabric(sim):
     sim.control.reset()
     state = sim.control.state()
     base = dict(sim.credentials, provider="fti_fm", endpoint=sim.endpoint, tenant_id=state["tenant_id"], cluster_id=state["cluster_id"],
-                ca_path=sim.ca_path, timeout=2, poll_interval=0.05, settle_timeout=1.5, force_detach=True)
+                ca_path=sim.ca_path, timeout=5, poll_interval=0.05, settle_timeout=2, force_detach=True)
     machines = sorted(state["machines"], key=lambda m: state["machines"][m]["name"])
     return base, machines
 
@@ -111,7 +111,7 @@ def test_other_providers_converge(run_playbook, sim, fabric, provider):
 def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):
     base, machines = fabric
     sim.control.fault(op="attach", action="latency", delay=2.5)
-    options = dict(base, machine_id=machines[2], model="A100", count=1, settle_timeout=4)
+    options = dict(base, machine_id=machines[2], model="A100", count=1, timeout=1, settle_timeout=4)
     result = _run(run_playbook, options)
     assert result["changed"] is True and result["attached"][0]["res_uuid"], dump(result)
     assert result["actions"][0]["adopted"] is True
