@@ -224,9 +224,10 @@ def join_path(path, key):
 class Walker:
     """Validate, prune and default a value against a Schema."""
 
-    def __init__(self, custom, issues):
+    def __init__(self, custom, issues, value_only=False):
         self.custom = custom  # CRD semantics (defaults, nullable pruning, formats) vs built-in
         self.issues = issues
+        self.value_only = value_only  # evaluating allOf/anyOf/oneOf/not: constrain, never prune or default
 
     def walk(self, value, schema, path, root=False):
         if schema is None:
@@ -254,6 +255,7 @@ class Walker:
                                        "Unsupported value: %s: supported values: %s" % (json_repr(value), allowed)))
         if self.custom:
             self._constraints(value, node, path)
+            self._combinators(value, node, schema, path)
         if isinstance(value, dict):
             return self._object(value, schema, path, root)
         if isinstance(value, list):
@@ -290,6 +292,9 @@ class Walker:
             elif addl is True or preserve:
                 out[key] = item
                 continue
+            elif self.value_only:
+                out[key] = item
+                continue
             else:
                 self.issues.unknown.append(join_path(path, key))
                 continue
@@ -299,7 +304,7 @@ class Walker:
                     out[key] = copy.deepcopy(child.node["default"])
                 continue
             out[key] = new
-        if self.custom:
+        if self.custom and not self.value_only:
             for key, sub in props.items():
                 if key not in out:
                     sub_schema = Schema(sub, schema.defs)
@@ -309,6 +314,29 @@ class Walker:
             if key not in out:
                 self.issues.causes.append(("FieldValueRequired", join_path(path, key), "Required value"))
         return out
+
+    def _sub_causes(self, value, node, schema, path):
+        issues = Issues()
+        Walker(True, issues, value_only=True).walk(copy.deepcopy(value), Schema(node, schema.defs), path)
+        return issues.causes
+
+    def _combinators(self, value, node, schema, path):
+        """Value validations of structural schemas: allOf, anyOf, oneOf, not."""
+        shown = json_repr(value if not isinstance(value, (dict, list)) else _type_name(value))
+        for sub in node.get("allOf") or []:
+            self.issues.causes.extend(self._sub_causes(value, sub, schema, path))
+        if node.get("anyOf") and not node.get("x-kubernetes-int-or-string"):
+            if all(self._sub_causes(value, sub, schema, path) for sub in node["anyOf"]):
+                self.issues.causes.append(("FieldValueInvalid", path, "Invalid value: %s: must validate at least one schema "
+                                           "(anyOf)" % shown))
+        if node.get("oneOf"):
+            valid = sum(1 for sub in node["oneOf"] if not self._sub_causes(value, sub, schema, path))
+            if valid != 1:
+                self.issues.causes.append(("FieldValueInvalid", path, "Invalid value: %s: must validate one and only one "
+                                           "schema (oneOf). Found %d valid alternatives" % (shown, valid)))
+        if isinstance(node.get("not"), dict) and not self._sub_causes(value, node["not"], schema, path):
+            self.issues.causes.append(("FieldValueInvalid", path, "Invalid value: %s: must not validate the schema (not)"
+                                       % shown))
 
     def _type_error(self, value, expected, path, schema):
         actual = _type_name(value)

@@ -197,3 +197,25 @@ def test_every_upstream_chart_crd_is_accepted_unchanged(shared_dir):
     assert seen >= 40
     emulator.controllers.tick()
     assert len(emulator.registry.custom) == seen
+
+
+def test_crd_schema_combinators():
+    node = {"type": "object", "properties": {"spec": {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "n": {"type": "integer"}},
+        "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+        "oneOf": [{"required": ["a"]}, {"required": ["n"]}],
+        "not": {"required": ["b", "n"]},
+        "allOf": [{"properties": {"n": {"maximum": 5}}}]}}}
+
+    def causes(spec):
+        _out, issues = schema.check({"spec": spec}, schema.Schema(node), True)
+        return [(c[1], c[2].split(": ", 2)[-1]) for c in issues.causes]
+
+    assert causes({"a": "x"}) == []
+    assert causes({"n": 9}) == [("spec.n", "spec.n in body should be less than or equal to 5"),
+                                ("spec", "must validate at least one schema (anyOf)")]
+    assert causes({"a": "x", "n": 1}) == [("spec", "must validate one and only one schema (oneOf). Found 2 valid alternatives")]
+    assert ("spec", "must not validate the schema (not)") in causes({"b": "y", "n": 1})
+    out, _issues = schema.check({"spec": {"a": "x", "junk": 1}}, schema.Schema(node), True)
+    assert out["spec"] == {"a": "x"}  # combinators constrain; pruning follows the properties only
