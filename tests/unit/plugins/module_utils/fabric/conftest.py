@@ -10,7 +10,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils.fabric.factory import
 from ansible_collections.aicr.runtime.plugins.module_utils.fabric.nodes import ClusterView
 from ansible_collections.aicr.runtime.plugins.module_utils.fabric.service import FabricService, Target
 
-REQUEST_TIMEOUT = 0.5  # seconds; the "long latency" faults use 1.0
+REQUEST_TIMEOUT = 1.0  # seconds; the "long latency" faults use 2.0
 
 
 class FakeCluster(ClusterView):
@@ -76,7 +76,7 @@ class Fabric:
                              ca_path=self.sim.ca_path, timeout=timeout, read_retries=1)
 
     def service(self, provider="fti_fm", cluster=None, backend=None, **options):
-        settings = dict(poll_interval=0.02, settle_timeout=2.0, wait_timeout=5, force_detach=True)
+        settings = dict(poll_interval=0.02, settle_timeout=3.0, wait_timeout=10, force_detach=True)
         settings.update(options)
         return FabricService(backend or self.backend(provider), cluster=cluster, **settings)
 

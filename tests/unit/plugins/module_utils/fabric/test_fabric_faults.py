@@ -13,7 +13,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils.fabric.service import
 # (id, fault rules, ok?, error text, devices on the machine afterwards, mutating requests or None)
 ATTACH = [
     ("latency_short", [{"op": "attach", "action": "latency", "delay": 0.1, "times": None}], True, None, 2, 2),
-    ("latency_beyond_timeout", [{"op": "attach", "action": "latency", "delay": 1.0}], True, None, 2, 2),
+    ("latency_beyond_timeout", [{"op": "attach", "action": "latency", "delay": 2.0}], True, None, 2, 2),
     ("http500_fti", [{"op": "attach", "action": "error", "status": 500, "body": "fti"}], True, None, 2, 3),
     ("http502_html", [{"op": "attach", "action": "error", "status": 502, "body": "html"}], True, None, 2, 3),
     ("http503_plain", [{"op": "attach", "action": "error", "status": 503, "body": "plain"}], True, None, 2, 3),
@@ -45,7 +45,7 @@ ATTACH = [
 
 DETACH = [
     ("latency_short", [{"op": "detach", "action": "latency", "delay": 0.1, "times": None}], True, None, 0, 2),
-    ("latency_beyond_timeout", [{"op": "detach", "action": "latency", "delay": 1.0}], True, None, 0, 2),
+    ("latency_beyond_timeout", [{"op": "detach", "action": "latency", "delay": 2.0}], True, None, 0, 2),
     ("http500_fti", [{"op": "detach", "action": "error", "status": 500, "body": "fti"}], True, None, 0, 3),
     ("http502_html", [{"op": "detach", "action": "error", "status": 502, "body": "html"}], True, None, 0, 3),
     ("http503_plain", [{"op": "detach", "action": "error", "status": 503, "body": "plain"}], True, None, 0, 3),
@@ -128,7 +128,7 @@ def test_fm_detach_faults(fab, case):
 
 
 ASYNC_ATTACH = [
-    ("latency_beyond_timeout", [{"op": "attach", "action": "latency", "delay": 1.0}], True, None, 2, 2),
+    ("latency_beyond_timeout", [{"op": "attach", "action": "latency", "delay": 2.0}], True, None, 2, 2),
     ("http500_fti", [{"op": "attach", "action": "error", "status": 500}], True, None, 2, 3),
     ("http409_html", [{"op": "attach", "action": "error", "status": 409, "body": "html"}], False, "HTML page: 409", 0, 1),
     ("commit_then_500", [{"op": "attach", "action": "commit_then_fail", "status": 500}], True, None, 2, 2),
@@ -142,7 +142,7 @@ ASYNC_ATTACH = [
 ]
 
 ASYNC_DETACH = [
-    ("latency_beyond_timeout", [{"op": "detach", "action": "latency", "delay": 1.0}], True, None, 0, 2),
+    ("latency_beyond_timeout", [{"op": "detach", "action": "latency", "delay": 2.0}], True, None, 0, 2),
     ("http500_fti", [{"op": "detach", "action": "error", "status": 500}], True, None, 0, 3),
     ("commit_then_500", [{"op": "detach", "action": "commit_then_fail", "status": 500}], True, None, 0, 2),
     ("reset_before_commit", [{"op": "detach", "action": "reset"}], True, None, 0, 3),

@@ -111,7 +111,7 @@ def transport(fab):
     from ansible_collections.aicr.runtime.plugins.module_utils.fabric.token import password_grant_fetcher
 
     creds = fab.sim.credentials
-    transport = Transport(fab.sim.endpoint, ca_path=fab.sim.ca_path, timeout=0.5, read_retries=2, retry_backoff=0.01)
+    transport = Transport(fab.sim.endpoint, ca_path=fab.sim.ca_path, timeout=1.0, read_retries=2, retry_backoff=0.01)
     fetch = password_grant_fetcher(transport, creds["realm"], creds["client_id"], creds["client_secret"], creds["username"], creds["password"])
     transport.auth = BearerAuth(TokenCache(fetch))
     return transport
@@ -123,7 +123,7 @@ def machine_path(fab):
 
 def test_reads_are_retried_on_5xx_and_timeouts(fab, transport):
     fab.control.fault(op="read", action="error", status=503, body="html")
-    fab.control.fault(op="read", action="latency", delay=1.0)
+    fab.control.fault(op="read", action="latency", delay=2.0)
     response = transport.request("GET", machine_path(fab), params={"tenant_uuid": fab.tenant_id})
     assert response.status == 200
     assert len(fab.control.requests(op="read")) == 3
@@ -137,10 +137,10 @@ def test_reads_give_up_after_the_retries(fab, transport):
 
 
 def test_mutations_are_never_retried(fab, transport):
-    fab.control.fault(op="detach", action="latency", delay=1.0)
+    fab.control.fault(op="detach", action="latency", delay=2.0)
     with pytest.raises(AmbiguousOutcome) as info:
         transport.request("DELETE", machine_path(fab) + "/update", params={"tenant_uuid": fab.tenant_id}, json_body={})
-    assert info.value.kind == "transport" and "timed out after 0.5s" in info.value.msg
+    assert info.value.kind == "transport" and "timed out after 1.0s" in info.value.msg
     assert len(fab.control.requests(op="detach")) == 1
 
 
