@@ -53,7 +53,7 @@ collection: venv
 
 # --- suites -----------------------------------------------------------------
 
-unit: venv
+unit: venv helm system-deps
 	$(BIN)/pytest tests/unit
 
 # ansible-test insists on running inside ansible_collections/<ns>/<name> and lists
