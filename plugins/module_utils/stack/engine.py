@@ -43,8 +43,8 @@ def describe(stack, default_resync_seconds, default_auto_update, now):
         decision["catalog_error"] = catalog_error
     meta = stack.get("metadata") or {}
     return {"name": meta.get("name"), "generation": meta.get("generation"), "annotations": meta.get("annotations") or {},
-            "spec": spec, "status": status, "catalog": catalog or {"error": catalog_error, "auto_update": auto_update,
-                                                                     "auto_update_source": source},
+            "spec": spec, "status": status,
+            "catalog": catalog or {"error": catalog_error, "auto_update": auto_update, "auto_update_source": source},
             "decision": decision, "needs_converge": bool(decision.get("needs_converge")), "reason": decision.get("reason")}
 
 
@@ -102,8 +102,8 @@ def update_status(params, check_mode=False, diff=False):
     before, after, status_changed, events = writer.apply(update)
     if status_changed:
         result["changed"] = True
-        actions.append("%s status of stack %s%s" % ("would update" if check_mode else "updated", name,
-                                                     " (phase %s)" % after["status"].get("phase") if after["status"].get("phase") else ""))
+        phase_note = " (phase %s)" % after["status"]["phase"] if after["status"].get("phase") else ""
+        actions.append("%s status of stack %s%s" % ("would update" if check_mode else "updated", name, phase_note))
     result.update(status=after.get("status") or {}, generation=(after.get("metadata") or {}).get("generation"), events=events,
                   conflicts=writer.conflicts)
     if diff:

@@ -40,7 +40,7 @@ def parse_time(text):
     """Parse an RFC 3339 time as written by utcnow() (or with fractional seconds); None when empty or invalid."""
     if not text:
         return None
-    text = str(text).replace("Z", "").split("+")[0]
+    text = str(text).replace("Z", "").split("+", 1)[0]
     for fmt in ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
         try:
             return datetime.datetime.strptime(text, fmt)

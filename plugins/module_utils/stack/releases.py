@@ -121,8 +121,8 @@ def select(catalog_spec, resolved_version=None, auto_update=False):
     if current:
         message = "catalog %s is the newest release in %s" % (chosen["version"], source)
     else:
-        message = "catalog %s is available (using %s%s)" % (latest["version"], chosen["version"],
-                                                             ", pinned by spec.catalog.version" if pinned else ", autoUpdate is off")
+        why = ", pinned by spec.catalog.version" if pinned else ", autoUpdate is off"
+        message = "catalog %s is available (using %s%s)" % (latest["version"], chosen["version"], why)
     return {"path": chosen["path"], "version": chosen["version"], "digest": catalog_spec.get("digest") or chosen["digest"],
             "latest": latest["version"], "versioned": True, "current": current,
             "upgrade": bool(resolved) and chosen["version"] != resolved, "resolved_version": resolved, "message": message}

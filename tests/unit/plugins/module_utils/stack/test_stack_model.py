@@ -73,8 +73,8 @@ def test_apply_update_phase_ready_condition_history_and_observed_generation():
     status, events = model.apply_update({}, {"phase": "Resolving"}, now=T0, generation=1)
     assert status["phase"] == "Resolving" and events == [{"type": "PhaseResolving", "message": "phase new -> Resolving"}]
     assert model.get_condition(status, "Ready")["reason"] == "Reconciling"
-    status, _ = model.apply_update(status, {"recipe": {"name": "r", "catalogVersion": "1.0.0", "catalogDigest": "sha256:1"},
-                                            "conditions": [{"type": "RecipeResolved", "status": "True", "reason": "Resolved"}]}, now=T1)
+    status, _events = model.apply_update(status, {"recipe": {"name": "r", "catalogVersion": "1.0.0", "catalogDigest": "sha256:1"},
+                                                  "conditions": [{"type": "RecipeResolved", "status": "True", "reason": "Resolved"}]}, now=T1)
     assert status["recipe"]["resolvedAt"] == T1
     status, events = model.apply_update(status, {"recipe": {"name": "r", "catalogVersion": "1.0.0", "catalogDigest": "sha256:1"}}, now=T2)
     assert status["recipe"]["resolvedAt"] == T1 and events == [], "an unchanged recipe keeps resolvedAt and records nothing"
@@ -92,7 +92,7 @@ def test_apply_update_phase_ready_condition_history_and_observed_generation():
 
 
 def test_failed_phase_names_the_failing_condition():
-    status, _ = model.apply_update({}, {"phase": "Degraded", "conditions": [
+    status, _events = model.apply_update({}, {"phase": "Degraded", "conditions": [
         {"type": "ComponentsReady", "status": "False", "reason": "RolloutFailed", "message": "failed: x (timed out)"}]}, now=T0)
     ready = model.get_condition(status, "Ready")
     assert ready["status"] == "False" and ready["reason"] == "Degraded" and ready["message"] == "ComponentsReady: failed: x (timed out)"
