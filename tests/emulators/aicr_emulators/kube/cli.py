@@ -33,6 +33,9 @@ def build_parser():
     parser.add_argument("--gpus-per-node", type=int, default=0, help="nvidia.com/gpu capacity of each fake node")
     parser.add_argument("--nodes-file", help="JSON list of nodes {name, labels, capacity, allocatable, taints, providerID}")
     parser.add_argument("--ready-after", type=float, default=0.0, help="default readiness delay of workloads (seconds)")
+    parser.add_argument("--schedule", action="store_true",
+                        help="schedule pods: nodeSelector, required node affinity, taints, cordon and extended resources "
+                             "(e.g. nvidia.com/gpu) against node allocatable; unschedulable pods stay Pending")
     parser.add_argument("--no-pods", action="store_true", help="do not create Pods for workloads")
     parser.add_argument("--no-builtin-validation", action="store_true",
                         help="skip schema validation of built-in kinds (custom resources are always validated)")
@@ -57,7 +60,7 @@ def main(argv=None):
                       validate_builtins=not args.no_builtin_validation, default_field_validation=args.field_validation,
                       tick_seconds=args.tick, default_ready_after=args.ready_after, bookmark_seconds=args.bookmark_seconds,
                       state_file=args.state, create_pods=not args.no_pods, verbose=args.verbose,
-                      require_token=args.require_token)
+                      require_token=args.require_token, schedule=args.schedule)
     emulator = Emulator(options)
     done = threading.Event()
 

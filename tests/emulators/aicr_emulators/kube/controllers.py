@@ -458,6 +458,91 @@ class Controllers:
             out.append(node["metadata"]["name"])
         return out
 
+    # ---- scheduling (opt-in: Options.schedule) ------------------------------------------------
+
+    @property
+    def scheduling(self):
+        return bool(getattr(self.emu.options, "schedule", False))
+
+    @staticmethod
+    def _pod_requests(pod_spec):
+        """Integer requests of extended resources (``vendor/name``) of a pod, plus one pod slot."""
+        out = {"pods": 1}
+        for container in (pod_spec or {}).get("containers") or []:
+            resources = (container or {}).get("resources") or {}
+            requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+            for key in set(requests) | set(limits):
+                if "/" not in key or key.startswith(("kubernetes.io/", "hugepages-")):
+                    continue
+                try:
+                    out[key] = out.get(key, 0) + int(str(requests.get(key, limits.get(key))))
+                except ValueError:
+                    continue
+        return out
+
+    def _usage(self):
+        usage = {}
+        for pod in self.store.iter_objects("", "pods"):
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in (
+                    "Succeeded", "Failed"):
+                continue
+            bucket = usage.setdefault(node, {})
+            for key, value in self._pod_requests(pod.get("spec")).items():
+                bucket[key] = bucket.get(key, 0) + value
+        return usage
+
+    def pick_node(self, pod_spec):
+        """(node name or None, reason) for a pod: selector, required affinity, taints, cordon, extended resources."""
+        nodes = sorted(self.store.iter_objects("", "nodes"), key=lambda n: n["metadata"]["name"])
+        usage = self._usage()
+        wanted = self._pod_requests(pod_spec)
+        reasons = {}
+        fits = []
+        for node in nodes:
+            name = node["metadata"]["name"]
+            if (node.get("spec") or {}).get("unschedulable"):
+                reasons["node(s) were unschedulable"] = reasons.get("node(s) were unschedulable", 0) + 1
+                continue
+            if not _selector_matches(node["metadata"].get("labels") or {}, pod_spec):
+                key = "node(s) didn't match Pod's node affinity/selector"
+                reasons[key] = reasons.get(key, 0) + 1
+                continue
+            if not _tolerates((node.get("spec") or {}).get("taints"), (pod_spec or {}).get("tolerations")):
+                reasons["node(s) had untolerated taint"] = reasons.get("node(s) had untolerated taint", 0) + 1
+                continue
+            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            short = None
+            for key, value in wanted.items():
+                try:
+                    limit = int(str(allocatable.get(key, 110 if key == "pods" else 0)))
+                except ValueError:
+                    limit = 0
+                if usage.get(name, {}).get(key, 0) + value > limit:
+                    short = key
+                    break
+            if short:
+                key = "Too many pods" if short == "pods" else "Insufficient %s" % short
+                reasons[key] = reasons.get(key, 0) + 1
+                continue
+            fits.append((usage.get(name, {}).get("pods", 0), name))
+        if fits:
+            return sorted(fits)[0][1], ""
+        detail = ", ".join("%d %s" % (count, text) for text, count in sorted(reasons.items()))
+        return None, "0/%d nodes are available: %s." % (len(nodes), detail or "no nodes")
+
+    def ready_pods(self, owner):
+        """Running and Ready pods controlled by ``owner``."""
+        return sum(1 for p in self._owned("", "pods", owner["metadata"].get("namespace"), owner["metadata"].get("uid"))
+                   if (p.get("status") or {}).get("phase") == "Running" and any(
+                       c.get("type") == "Ready" and c.get("status") == "True" for c in (p.get("status") or {}).get("conditions") or []))
+
+    def _count_ready(self, owner, replicas, state):
+        """Ready replicas of a workload: all or none by its readiness state, or (scheduling) its ready pods."""
+        if not self.scheduling or not self.emu.options.create_pods:
+            return replicas if state == "ready" else 0
+        return min(replicas, self.ready_pods(owner)) if state == "ready" else 0
+
     # ---- workloads -----------------------------------------------------------------------------
 
     def _owned(self, group, plural, namespace, uid):
@@ -528,7 +613,9 @@ class Controllers:
                 rev = (new_rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision")
                 new["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = rev
             status = new.setdefault("status", {})
-            ready = replicas if state == "ready" else 0
+            ready = self._count_ready(new_rs, replicas, state) if new_rs is not None else 0
+            if state == "ready" and ready < replicas:
+                state = "pending"
             status.update({"observedGeneration": meta.get("generation", 1), "replicas": replicas, "updatedReplicas": replicas,
                            "readyReplicas": ready, "availableReplicas": ready})
             if replicas - ready:
@@ -567,7 +654,7 @@ class Controllers:
             owner = self.top_owner(rs)
             state = self.state_of(owner, owner.get("kind", "ReplicaSet"))
             self._ensure_pods(rs, "ReplicaSet", "apps/v1", replicas, state)
-            ready = replicas if state == "ready" else 0
+            ready = self._count_ready(rs, replicas, state)
             new = copy.deepcopy(rs)
             status = {"replicas": replicas, "fullyLabeledReplicas": replicas, "readyReplicas": ready,
                       "availableReplicas": ready, "observedGeneration": rs["metadata"].get("generation", 1)}
@@ -586,7 +673,9 @@ class Controllers:
             names = ["%s-%d" % (meta["name"], i) for i in range(replicas)]
             self._ensure_pods(sts, "StatefulSet", "apps/v1", replicas, state, names=names,
                               extra_labels={"controller-revision-hash": revision})
-            ready = replicas if state == "ready" else 0
+            ready = self._count_ready(sts, replicas, state)
+            if state == "ready" and ready < replicas:
+                state = "pending"
             new = copy.deepcopy(sts)
             old_status = sts.get("status") or {}
             current_revision = revision if state == "ready" else old_status.get("currentRevision", revision)
@@ -628,6 +717,9 @@ class Controllers:
             if spec.get("suspend"):
                 continue
             state = self.state_of(job, "Job", key_extra=0)
+            if self.scheduling and state != "failed" and self.emu.options.create_pods and not any(
+                    (p.get("spec") or {}).get("nodeName") for p in self._owned("", "pods", meta.get("namespace"), meta.get("uid"))):
+                state = "pending"
             completions = spec.get("completions", 1) if spec.get("completions") is not None else 1
             self._ensure_pods(job, "Job", "batch/v1", 1 if state != "ready" or completions else 0, state,
                               pod_phase=True)
@@ -684,7 +776,8 @@ class Controllers:
                     labels = dict(extra_labels or {})
                     labels["statefulset.kubernetes.io/pod-name"] = name
                     labels["apps.kubernetes.io/pod-index"] = str(idx)
-                    self._create_pod(owner, kind, api_version, template, name, nodes[idx % len(nodes)], labels)
+                    self._create_pod(owner, kind, api_version, template, name,
+                                     None if self.scheduling else nodes[idx % len(nodes)], labels)
             return
         live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         if len(live) > count:
@@ -692,7 +785,7 @@ class Controllers:
                 self._delete("", "pods", pod)
         for idx in range(len(live), count):
             self._create_pod(owner, kind, api_version, template, meta["name"] + "-" + uuid.uuid4().hex[:5],
-                             nodes[idx % len(nodes)], extra_labels)
+                             None if self.scheduling else nodes[idx % len(nodes)], extra_labels)
         del pod_phase, state
 
     def _create_pod(self, owner, kind, api_version, template, name, node, extra_labels=None):
@@ -700,7 +793,8 @@ class Controllers:
         labels = dict(tmeta.get("labels") or {})
         labels.update(extra_labels or {})
         spec = copy.deepcopy(template.get("spec") or {})
-        spec["nodeName"] = node
+        if node:
+            spec["nodeName"] = node
         self.ip_counter += 1
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": owner["metadata"].get("namespace"), "labels": labels,
@@ -725,6 +819,18 @@ class Controllers:
                                       key_extra=0 if owner.get("kind") == "Job" else None)
             status = copy.deepcopy(pod.get("status") or {})
             if status.get("phase") in ("Succeeded", "Failed"):
+                continue
+            if not spec.get("nodeName") and self.scheduling:
+                node, reason = self.pick_node(spec)
+                if node:
+                    bound = copy.deepcopy(pod)
+                    bound["spec"]["nodeName"] = node
+                    self._write("", "pods", bound, pod, "binding")
+                    continue
+                status["phase"] = "Pending"
+                _cond(status.setdefault("conditions", []), "PodScheduled", "False", "Unschedulable", reason)
+                if status != (pod.get("status") or {}):
+                    self._write("", "pods", dict(copy.deepcopy(pod), status=status), pod)
                 continue
             run_to_completion = spec.get("restartPolicy") in ("Never", "OnFailure")
             containers = spec.get("containers") or []

@@ -181,10 +181,12 @@ def _cli_args(options, tmp_dir):
             args.append("--verbose")
         elif key == "require_token" and value:
             args.append("--require-token")
+        elif key == "schedule" and value:
+            args.append("--schedule")
         elif key == "token" and value:
             args += ["--token", value]
         elif key not in _OPTION_FLAGS and key not in ("node_labels", "nodes", "create_pods", "validate_builtins", "verbose",
-                                                      "token", "require_token"):
+                                                      "token", "require_token", "schedule"):
             raise EmulatorError("unknown emulator option %r" % key)
     return args
 
@@ -194,7 +196,7 @@ def start_emulator(tmp_dir, in_process=False, port=0, kubeconfig=None, timeout=1
 
     Options (keyword arguments): kube_version, node_count, node_labels, gpus_per_node, nodes (list of dicts),
     default_ready_after, create_pods, validate_builtins, default_field_validation, tick_seconds,
-    bookmark_seconds, state_file, context, token, require_token, verbose.
+    bookmark_seconds, state_file, context, token, require_token, schedule, verbose.
     """
     tmp_dir = str(tmp_dir)
     os.makedirs(tmp_dir, exist_ok=True)

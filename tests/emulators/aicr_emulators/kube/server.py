@@ -45,7 +45,7 @@ class Options:
     def __init__(self, host="127.0.0.1", port=0, token=None, kube_version="v1.35.0", nodes=None, node_count=3,
                  node_labels=None, gpus_per_node=0, validate_builtins=True, default_field_validation="Warn",
                  tick_seconds=0.05, default_ready_after=0.0, bookmark_seconds=5.0, state_file=None, create_pods=True,
-                 verbose=False, audit_size=200000, require_token=False):
+                 verbose=False, audit_size=200000, require_token=False, schedule=False):
         self.host = host
         self.port = port
         self.token = token or secrets.token_hex(24)
@@ -64,6 +64,7 @@ class Options:
         self.verbose = verbose
         self.audit_size = audit_size
         self.require_token = require_token
+        self.schedule = schedule
 
 
 class _HTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):

@@ -249,3 +249,40 @@ def test_settled_cluster_makes_no_writes(kube, apis, ns):
     before = kube.emulator.store.rv
     time.sleep(0.5)  # ten controller ticks
     assert kube.emulator.store.rv == before
+
+
+def test_opt_in_scheduling_honours_selectors_taints_cordon_and_gpus(tmp_path):
+    nodes = [{"name": "gpu-a", "labels": {"gpu": "yes"}, "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110",
+                                                                      "nvidia.com/gpu": "2"}},
+             {"name": "cpu-a", "labels": {}}]
+    with start_emulator(tmp_path, in_process=True, nodes=nodes, schedule=True) as handle:
+        api = api_client(handle)
+        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+        gpu = deployment("trainer", replicas=3)
+        gpu["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+        apps.create_namespaced_deployment("default", gpu)
+        # two GPUs: two pods run, the third stays Pending and the Deployment is not available
+        dep = wait_until(lambda: apps.read_namespaced_deployment("trainer", "default"), lambda d: d.status.ready_replicas == 2)
+        time.sleep(0.3)
+        dep = apps.read_namespaced_deployment("trainer", "default")
+        assert dep.status.ready_replicas == 2 and _cond(dep, "Available").status == "False"
+        pods = core.list_namespaced_pod("default", label_selector="app=trainer").items
+        pending = [p for p in pods if not p.spec.node_name]
+        assert sorted(p.spec.node_name for p in pods if p.spec.node_name) == ["gpu-a", "gpu-a"] and len(pending) == 1
+        scheduled = _cond(pending[0], "PodScheduled")
+        assert scheduled.status == "False" and scheduled.reason == "Unschedulable"
+        assert "Insufficient nvidia.com/gpu" in scheduled.message
+        # more GPUs appear on the node (e.g. after a fabric attach): the pod schedules and the rollout completes
+        core.patch_node_status("gpu-a", {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
+        wait_until(lambda: apps.read_namespaced_deployment("trainer", "default"), lambda d: d.status.available_replicas == 3)
+        # node selectors and cordons are honoured
+        picky = deployment("picky")
+        picky["spec"]["template"]["spec"]["nodeSelector"] = {"gpu": "yes"}
+        core.patch_node("gpu-a", {"spec": {"unschedulable": True}})
+        apps.create_namespaced_deployment("default", picky)
+        pod = wait_until(lambda: core.list_namespaced_pod("default", label_selector="app=picky").items,
+                         lambda items: items and _cond(items[0], "PodScheduled"))[0]
+        assert "node(s) were unschedulable" in _cond(pod, "PodScheduled").message
+        core.patch_node("gpu-a", {"spec": {"unschedulable": False}})
+        wait_until(lambda: apps.read_namespaced_deployment("picky", "default"), lambda d: d.status.available_replicas == 1)
+        assert core.list_namespaced_pod("default", label_selector="app=picky").items[0].spec.node_name == "gpu-a"
