@@ -176,3 +176,19 @@ def test_custom_resources_validated_against_the_crd_schema(kube, core, repo_root
     status = custom.patch_namespaced_custom_object_status(*args, "w", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}})
     assert status["status"]["conditions"][0]["type"] == "Ready"
     assert status["metadata"]["generation"] == 1, "a /status write does not bump generation"
+
+
+def test_paged_list_and_delete_collection(core):
+    for index in range(7):
+        core.create_namespaced_config_map(NS, {"metadata": {"name": "p%d" % index, "labels": {"parity": "odd" if index % 2 else "even"}}})
+    names, token, pages = [], None, 0
+    while True:
+        page = core.list_namespaced_config_map(NS, limit=3, _continue=token, label_selector="parity")
+        names += [c.metadata.name for c in page.items]
+        pages += 1
+        token = page.metadata._continue  # pylint: disable=protected-access
+        if not token:
+            break
+    assert sorted(names) == ["p%d" % i for i in range(7)] and pages == 3
+    core.delete_collection_namespaced_config_map(NS, label_selector="parity=odd")
+    assert sorted(c.metadata.name for c in core.list_namespaced_config_map(NS, label_selector="parity").items) == ["p0", "p2", "p4", "p6"]
