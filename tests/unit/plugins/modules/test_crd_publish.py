@@ -1,0 +1,63 @@
+"""crd_publish module against the Kubernetes API emulator: result keys, diff only in diff mode, refusal as fail_json with findings."""
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from aicr_emulators.kube.pytest_fixture import start_emulator
+
+from ansible_collections.aicr.runtime.plugins.modules import crd_publish
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory):
+    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
+    yield handle
+    handle.stop()
+
+
+def crd(properties):
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"values": {"type": "object", "properties": properties}}}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.mod.aicr.io"},
+            "spec": {"group": "mod.aicr.io", "scope": "Namespaced", "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                                                                             "listKind": "WidgetList"},
+                     "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}]}}
+
+
+def run(capsys, args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exc:
+            crd_publish.main()
+    return exc.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_publish_refuse_and_allow(capsys, kube, tmp_path):
+    base = {"kubeconfig": kube.kubeconfig, "wait_sleep": 0.05, "wait_timeout": 10}
+    code, out = run(capsys, dict(base, definition=crd({"size": {"type": "integer"}, "mode": {"type": "string"}})))
+    assert code == 0 and out["changed"] is True and out["action"] == "create" and out["established"] is True
+    assert "diff" not in out and out["invocation"]["module_args"]["kubeconfig"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+    code, out = run(capsys, dict(base, definition=crd({"size": {"type": "string"}}), _ansible_diff=True))
+    assert code == 1 and out["failed"] is True and out["breaking"] is True and out["changed"] is False
+    assert out["msg"].startswith("definition: 3 breaking change(s) to the live CRD widgets.mod.aicr.io: ")
+    assert {(f["rule"], f["path"]) for f in out["findings"] if f["severity"] == "error"} == {
+        ("existingFieldRemoval", "^.spec.values.mode"), ("type", "^.spec.values.mode"), ("type", "^.spec.values.size")}
+
+    src = tmp_path / "crd.json"
+    src.write_text(json.dumps(crd({"size": {"type": "string"}})))
+    code, out = run(capsys, dict(base, src=str(src), allow_breaking=True, _ansible_diff=True, _ansible_check_mode=True))
+    assert code == 0 and out["changed"] is True and out["action"] == "update" and out["established"] is False
+    assert "mode" in out["diff"]["before"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["values"]["properties"]
+    code, out = run(capsys, dict(base, src=str(src), allow_breaking=True))
+    assert code == 0 and out["changed"] is True and out["action"] == "update"
+    code, out = run(capsys, dict(base, src=str(src)))
+    assert code == 0 and out["changed"] is False and out["action"] == "unchanged"
+
+
+def test_argument_errors(capsys, kube):
+    code, out = run(capsys, {"kubeconfig": kube.kubeconfig})
+    assert code == 1 and "one of the following is required: definition, src" in out["msg"]
+    code, out = run(capsys, {"kubeconfig": kube.kubeconfig, "definition": "kind: ConfigMap\n"})
+    assert code == 1 and out["msg"] == "definition: the text holds no CustomResourceDefinition; allowed: a document with kind CustomResourceDefinition"
