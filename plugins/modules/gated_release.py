@@ -130,8 +130,11 @@ options:
     default: 4
   validate_values:
     description:
-      - Validate each component's values before anything is deployed against the JSON Schemas in O(values_schemas).
-        Charts that ship a C(values.schema.json) are also validated by helm itself on install and upgrade.
+      - Before anything is deployed, validate each component's values against its JSON Schema in O(values_schemas).
+      - Before a release is installed or upgraded, pull its chart (C(helm pull), through the mirrors), validate the chart's
+        default values merged with the component's values against the chart's own C(values.schema.json) when it ships
+        one, then install from the pulled archive. A violation fails that component (naming the value) before helm runs;
+        its dependents are blocked.
     type: bool
     default: true
   values_schemas:

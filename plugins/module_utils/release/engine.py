@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import datetime
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -37,8 +38,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.apply import 
 )
 from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import ClusterError, NotServed
 from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import (
-    COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL, chart_source, normalize_mirrors, read_release, stack_releases,
+    COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL, chart_schema_and_defaults, chart_source, normalize_mirrors, read_release, stack_releases,
 )
+from ansible_collections.aicr.runtime.plugins.module_utils.release.plan import deep_merge
 from ansible_collections.aicr.runtime.plugins.module_utils.release.lease import StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils.release.render import default_cache_dir, render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils.release.scheduler import BLOCKED, OK, levels, run_dag
@@ -75,6 +77,7 @@ class Options(object):
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
         self.cache_dir = kwargs.get("cache_dir")
+        self.validate_values = bool(kwargs.get("validate_values"))
         if self.state not in ("present", "absent"):
             raise AicrError("state: %r is not allowed; use present or absent" % self.state, field="state")
         if self.concurrency < 1:
@@ -366,6 +369,18 @@ class GatedRelease(object):
         refs = [(m.api_version, m.kind, m.name, m.namespace) for (m, _a, _r) in entries]
         self.wait_ready(comp, refs, deadline, "its %s-manifest objects" % wave)
 
+    def _pull_and_validate(self, comp, chart_ref, repo, flags):
+        """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
+        archive = self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name), extra_flags=flags)
+        schema, defaults_text = chart_schema_and_defaults(archive)
+        if schema:
+            defaults = yaml.load(defaults_text, Loader=_Loader) if defaults_text.strip() else {}
+            problems = schema_problems(schema, deep_merge(defaults if isinstance(defaults, dict) else {}, comp.values))
+            if problems:
+                raise AicrError("values: component %s: %d value(s) violate the chart's values.schema.json; first: %s" % (comp.name, len(problems), problems[0]),
+                                component=comp.name, problems=problems[:50])
+        return archive
+
     def _deploy(self, name, overall_deadline):
         st = self.states[name]
         comp = st.comp
@@ -381,6 +396,10 @@ class GatedRelease(object):
                 deployed = st.deployed
                 if st.action != "unchanged":
                     chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
+                    if self.opts.validate_values:
+                        # pull once, validate the values against the chart's own schema, install from the archive
+                        chart_ref = self._pull_and_validate(comp, chart_ref, repo, flags)
+                        repo = None
                     remaining = max(1, deadline - self.clock())
                     st.revision = self.helm.upgrade(comp.name, comp.namespace, chart_ref, repo, comp.version, comp.values, self._labels(comp),
                                                     extra_flags=flags, atomic=self.opts.atomic, timeout=remaining, workdir=self.workdir)
@@ -726,23 +745,30 @@ class _Leftover(object):
 __all__ = ["GatedRelease", "Options", "levels", "ClusterError"]
 
 
+def schema_problems(schema, values):
+    """Every violation of ``values`` against a JSON Schema, as ``values.<path>: <message>`` lines."""
+    try:
+        import jsonschema  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        raise AicrError("validate_values: the Python package 'jsonschema' is required to validate values", field="validate_values")
+    validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    problems = []
+    for error in sorted(validator_cls(schema).iter_errors(values), key=lambda e: [str(p) for p in e.absolute_path]):
+        path = ".".join(str(p) for p in error.absolute_path) or "(root)"
+        problems.append("values.%s: %s" % (path, error.message))
+    return problems
+
+
 def validate_values(plan, schemas):
     """Validate each component's values against a JSON Schema (``{component: schema}``)."""
     if not schemas:
         return
-    try:
-        import jsonschema  # pylint: disable=import-outside-toplevel
-    except ImportError:
-        raise AicrError("values_schemas: the Python package 'jsonschema' is required to validate values", field="values_schemas")
     problems = []
     for name in plan.order:
         schema = schemas.get(name)
         if not schema:
             continue
-        validator = jsonschema.Draft7Validator(schema) if "$schema" not in schema else jsonschema.validators.validator_for(schema)(schema)
-        for error in sorted(validator.iter_errors(plan.by_name[name].values), key=lambda e: list(e.absolute_path)):
-            path = ".".join(str(p) for p in error.absolute_path) or "(root)"
-            problems.append("%s: values.%s: %s" % (name, path, error.message))
+        problems.extend("%s: %s" % (name, p) for p in schema_problems(schema, plan.by_name[name].values))
     if problems:
         raise AicrError("values: %d value(s) do not match the component schemas; first: %s" % (len(problems), problems[0]),
                         field="values", problems=problems[:50])
@@ -758,7 +784,6 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None):
     from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import KubeCluster  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils.release.plan import build_plan  # pylint: disable=import-outside-toplevel
-    import os  # pylint: disable=import-outside-toplevel
 
     recipe = params.get("recipe")
     plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
@@ -773,6 +798,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None):
         atomic=params.get("atomic"), lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
         holder_message=params.get("holder_message"), recipe_name=recipe_name,
         cache_dir=(params.get("cache_dir") or default_cache_dir()) if params.get("render_cache", True) else None,
+        validate_values=params.get("validate_values", True),
     )
     kubeconfig = params.get("kubeconfig")
     tmp = tempfile.mkdtemp(prefix="aicr-gated-")

@@ -30,6 +30,7 @@ import json
 import os
 import re
 import subprocess
+import tarfile
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 
@@ -158,6 +159,40 @@ def stack_releases(cluster, stack):
     return [DeployedRelease(s, None) for s in latest.values()]
 
 
+def chart_schema_and_defaults(path):
+    """``(values.schema.json or None, values.yaml text or "")`` of a chart archive or directory (top level only)."""
+    schema_text, values_text = None, ""
+    if os.path.isdir(path):
+        for name in ("values.schema.json", "values.yaml"):
+            full = os.path.join(path, name)
+            if os.path.isfile(full):
+                with open(full) as handle:
+                    if name == "values.yaml":
+                        values_text = handle.read()
+                    else:
+                        schema_text = handle.read()
+    else:
+        try:
+            with tarfile.open(path, "r:gz") as tar:
+                for member in tar.getmembers():
+                    parts = member.name.split("/")
+                    if len(parts) == 2 and parts[1] in ("values.schema.json", "values.yaml") and member.isfile():
+                        text = tar.extractfile(member).read().decode("utf-8", "replace")
+                        if parts[1] == "values.yaml":
+                            values_text = text
+                        else:
+                            schema_text = text
+        except (tarfile.TarError, OSError) as exc:
+            raise AicrError("chart: cannot read the chart archive %s (%s)" % (path, exc))
+    schema = None
+    if schema_text:
+        try:
+            schema = json.loads(schema_text)
+        except ValueError as exc:
+            raise AicrError("chart: values.schema.json of %s is not valid JSON (%s)" % (path, exc))
+    return schema, values_text
+
+
 class HelmRunner(object):
     """Runs one helm binary against one cluster."""
 
@@ -247,6 +282,23 @@ class HelmRunner(object):
             return int(json.loads(out).get("version") or 0)
         except (ValueError, AttributeError):
             return 0
+
+    def pull(self, chart_ref, repo, version, dest, extra_flags=None, timeout=300):
+        """``helm pull`` into ``dest``; returns the path of the chart archive."""
+        if chart_ref.startswith("/"):
+            return chart_ref
+        os.makedirs(dest, exist_ok=True)
+        argv = ["pull", chart_ref, "--destination", dest]
+        if repo:
+            argv += ["--repo", repo]
+        if version:
+            argv += ["--version", str(version)]
+        argv += list(extra_flags or [])
+        self.run(argv, timeout=timeout, what="helm pull %s" % chart_ref)
+        archives = [os.path.join(dest, f) for f in os.listdir(dest) if f.endswith(".tgz")]
+        if len(archives) != 1:
+            raise AicrError("helm pull %s: expected one chart archive in %s, found %d" % (chart_ref, dest, len(archives)))
+        return archives[0]
 
     def uninstall(self, release, namespace, timeout=None):
         argv = ["uninstall", release, "--namespace", namespace]

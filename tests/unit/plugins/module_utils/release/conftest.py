@@ -11,8 +11,10 @@ cluster and stores releases exactly as helm's Secret driver does (base64 of gzip
 import base64
 import copy
 import gzip
+import io
 import json
 import os
+import tarfile
 import threading
 import time
 
@@ -238,6 +240,8 @@ class FakeHelm:
         self.calls = []
         self.lock = threading.Lock()
         self.fail = {}  # release -> message
+        self.schemas = {}  # chart -> values.schema.json
+        self.defaults = {}  # chart -> values.yaml
 
     def _chart_name(self, chart_ref):
         return chart_ref.rstrip("/").split("/")[-1]
@@ -270,6 +274,25 @@ class FakeHelm:
                              "metadata": {"name": "sh.helm.release.v1.%s.v%d" % (release, revision), "namespace": namespace, "labels": secret_labels},
                              "data": {"release": encode_release(record)}})
         return revision
+
+    def pull(self, chart_ref, repo, version, dest, extra_flags=None, timeout=300):
+        """A chart archive with values.yaml and, when ``self.schemas`` has one, values.schema.json."""
+        with self.lock:
+            self.calls.append(("pull", chart_ref, repo, version))
+        chart = self._chart_name(chart_ref)
+        os.makedirs(dest, exist_ok=True)
+        path = os.path.join(dest, "%s-%s.tgz" % (chart, version))
+        with tarfile.open(path, "w:gz") as tar:
+            files = {"%s/Chart.yaml" % chart: yaml.safe_dump({"apiVersion": "v2", "name": chart, "version": str(version)}),
+                     "%s/values.yaml" % chart: yaml.safe_dump(self.defaults.get(chart, {}))}
+            if chart in self.schemas:
+                files["%s/values.schema.json" % chart] = json.dumps(self.schemas[chart])
+            for name, text in files.items():
+                data = text.encode("utf-8")
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return path
 
     def uninstall(self, release, namespace, timeout=None):
         with self.lock:

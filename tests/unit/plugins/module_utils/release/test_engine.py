@@ -304,3 +304,19 @@ def test_overall_timeout_stops_the_rollout_and_names_what_did_not_start(fakes):
     assert phases["x"][0] == "Failed" and "timed out waiting for release x: Deployment apps/x not ready" in phases["x"][1]
     assert phases["y"] == ("Blocked", "blocked: dependency x failed")
     assert phases["z"] == ("Blocked", "overall timeout reached before it could start")
+
+
+def test_values_checked_against_the_charts_schema_before_helm_runs(fakes):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, make_charts(fakes))
+    schema = {"type": "object", "required": ["image"], "properties": {"replicas": {"type": "integer"}, "image": {"type": "string"}}}
+    helm.schemas = {"x": schema, "y": schema}
+    helm.defaults = {"x": {"image": "nginx"}, "y": {"image": "nginx"}}
+    recipe = [comp("x", values={"replicas": "two"}), comp("y", values={"replicas": 2}), comp("z", ["x"])]
+    result = engine(cluster, helm, recipe, validate_values=True).run()
+    phases = dict((c["name"], (c["phase"], c["message"])) for c in result["components"])
+    assert phases["x"] == ("Failed", "values: component x: 1 value(s) violate the chart's values.schema.json; first: values.replicas: 'two' is not of type 'integer'")
+    assert phases["y"][0] == "Ready", "chart defaults (image) are merged before validation"
+    assert phases["z"][0] == "Blocked"
+    assert [c[1] for c in helm.upgrades()] == ["y"]
+    assert [c[3] for c in helm.upgrades()][0].endswith("/y-1.0.0.tgz"), "the release is installed from the validated archive"
