@@ -315,7 +315,8 @@ def test_values_checked_against_the_charts_schema_before_helm_runs(fakes):
     recipe = [comp("x", values={"replicas": "two"}), comp("y", values={"replicas": 2}), comp("z", ["x"])]
     result = engine(cluster, helm, recipe, validate_values=True).run()
     phases = dict((c["name"], (c["phase"], c["message"])) for c in result["components"])
-    assert phases["x"] == ("Failed", "values: component x: 1 value(s) violate the chart's values.schema.json; first: values.replicas: 'two' is not of type 'integer'")
+    assert phases["x"] == ("Failed", "values: component x: 1 value(s) violate the chart's values.schema.json; "
+                                     "first: values.replicas: 'two' is not of type 'integer'")
     assert phases["y"][0] == "Ready", "chart defaults (image) are merged before validation"
     assert phases["z"][0] == "Blocked"
     assert [c[1] for c in helm.upgrades()] == ["y"]
