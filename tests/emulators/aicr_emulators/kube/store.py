@@ -183,7 +183,7 @@ class Store:
             self.compacted_rv = self.events[0][0] - 1
         if rtype.group == "apiextensions.k8s.io":
             self.crd_dirty = True
-        if etype == "DELETED" or _owner_uids(obj):
+        if etype == "DELETED" or _owner_uids(obj) or meta.get("deletionTimestamp"):
             self.gc_dirty = True
         for callback in self.on_commit:
             callback(rtype, etype, obj)

@@ -210,6 +210,7 @@ def test_garbage_collection_background_foreground_orphan(apis, ns):
     # foreground: the owner waits (finalizer) until its dependents are gone
     apps.create_namespaced_deployment(ns, deployment("fg", replicas=2))
     wait_for(lambda: apps.read_namespaced_deployment("fg", ns).status.available_replicas == 2)
+    time.sleep(0.3)  # settled: nothing else wakes the garbage collector up
     apps.delete_namespaced_deployment("fg", ns, propagation_policy="Foreground")
     wait_for(lambda: not apps.list_namespaced_deployment(ns, field_selector="metadata.name=fg").items)
     assert not apps.list_namespaced_replica_set(ns, label_selector="app=fg").items
