@@ -68,7 +68,7 @@ options:
   severities:
     description:
       - Severity per check or per rule (C(error), C(warn) or C(ignore)), as O(aicr.runtime.values_schema#module:severities).
-        For example C({enum_value_removed: warn}).
+      - "For example C({enum_value_removed: warn})."
     type: dict
   force_conflicts:
     description:

@@ -21,8 +21,8 @@ def kube(tmp_path_factory):
 def crd(properties):
     schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"values": {"type": "object", "properties": properties}}}}}
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.mod.aicr.io"},
-            "spec": {"group": "mod.aicr.io", "scope": "Namespaced", "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
-                                                                             "listKind": "WidgetList"},
+            "spec": {"group": "mod.aicr.io", "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
                      "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}]}}
 
 
