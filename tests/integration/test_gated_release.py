@@ -89,9 +89,14 @@ def example_vars(kube, example_repo, helm, **extra):
 def test_example_recipe_converges_through_the_role_and_rerun_is_a_noop(run_playbook, kube, example_repo, helm):
     role_vars = {"cluster_runtime_catalog": str(EXAMPLE_CATALOG), "cluster_runtime_criteria": H100_KIND_TRAINING,
                  "cluster_runtime_kubeconfig": kube.kubeconfig, "cluster_runtime_helm_binary": str(BIN / helm),
-                 "cluster_runtime_repository_mirrors": {EXAMPLE_REPO: example_repo.url}, "cluster_runtime_poll_interval": 0.2}
+                 "cluster_runtime_repository_mirrors": {EXAMPLE_REPO: example_repo.url}, "cluster_runtime_poll_interval": 0.2,
+                 "cluster_runtime_validate_values": helm == "helm4"}  # the optional values_schema step, once
     run = run_playbook("release_role.yml", extravars=role_vars)
     assert run.rc == 0, run.stdout[-5000:]
+    if helm == "helm4":
+        checks = run.result("Validate each chart component's values with values_schema")["results"]
+        assert sorted(r["item"]["name"] for r in checks) == ["example-agent", "example-crds", "example-jobs", "example-monitoring", "example-operator"]
+        assert all(r["valid"] for r in checks)
     res = run.result("Deploy the components in dependency order")
     assert res["changed"] is True
     phases = dict((c["name"], c["phase"]) for c in res["components"])
