@@ -315,7 +315,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         for warning in getattr(self, "_warnings", []):
-            self.send_header("Warning", '299 - "%s"' % warning.replace('"', "'"))
+            self.send_header("Warning", '299 - "%s"' % warning.replace("\\", "\\\\").replace('"', '\\"'))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
