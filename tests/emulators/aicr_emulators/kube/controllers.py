@@ -164,9 +164,13 @@ class Controllers:
             self.thread = None
 
     def _loop(self):
+        saved_rv, saved_at = self.store.rv, time.monotonic()
         while not self._stop.is_set():
             try:
                 self.tick()
+                if self.emu.options.state_file and self.store.rv != saved_rv and time.monotonic() - saved_at >= 1.0:
+                    saved_rv, saved_at = self.store.rv, time.monotonic()
+                    self.emu.save_state()  # at most once a second, so a killed emulator loses little
             except Exception:  # pylint: disable=broad-except
                 import traceback  # pylint: disable=import-outside-toplevel
                 traceback.print_exc()

@@ -89,6 +89,7 @@ class Emulator:
         self.delays = []
         self.readiness_rules = []
         self.control_lock = threading.Lock()
+        self.save_lock = threading.Lock()
         self.audit = collections.deque(maxlen=self.options.audit_size)
         self.audit_seq = 0
         self.httpd = None
@@ -139,10 +140,12 @@ class Emulator:
 
     def save_state(self):
         if self.options.state_file:
-            tmp = self.options.state_file + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(self.store.snapshot(), handle)
-            os.replace(tmp, self.options.state_file)
+            snapshot = self.store.snapshot()
+            with self.save_lock:
+                tmp = self.options.state_file + ".tmp"
+                with open(tmp, "w", encoding="utf-8") as handle:
+                    json.dump(snapshot, handle)
+                os.replace(tmp, self.options.state_file)
 
     def _drop_connections(self):
         with self.conn_lock:

@@ -167,3 +167,16 @@ def test_require_token_refuses_anonymous(tmp_path):
 def test_start_emulator_rejects_unknown_options(tmp_path):
     with pytest.raises(EmulatorError):
         start_emulator(tmp_path, no_such_option=1)
+
+
+def test_state_is_saved_periodically_so_a_killed_emulator_keeps_it(tmp_path):
+    state = tmp_path / "state.json"
+    first = start_emulator(tmp_path / "one", state_file=str(state))
+    try:
+        client.CoreV1Api(api_client(first)).create_namespace({"metadata": {"name": "saved-while-running"}})
+        wait_for(lambda: state.exists() and "saved-while-running" in state.read_text())
+    finally:
+        first.process.kill()  # no SIGTERM: nothing is written at exit
+        first.process.wait()
+    with start_emulator(tmp_path / "two", state_file=str(state)) as second:
+        assert client.CoreV1Api(api_client(second)).read_namespace("saved-while-running").status.phase == "Active"
