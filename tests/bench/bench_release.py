@@ -107,7 +107,7 @@ def converge(workdir, concurrency, recipe, charts_dir):
     try:
         params = dict(recipe=recipe, kubeconfig=kube.kubeconfig, helm_binary=str(REPO / ".venv" / "bin" / "helm"),
                       repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
-                      poll_interval=0.05, state="present", stack="bench", cache_dir=os.path.join(workdir, "cache-%d" % concurrency))
+                      poll_interval=0.1, state="present", stack="bench", cache_dir=os.path.join(workdir, "cache-%d" % concurrency))
         began = time.perf_counter()
         first = execute(params)
         wall = time.perf_counter() - began
