@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Benchmark of recipe resolution (issue #2).
 
 Figures:
@@ -71,13 +71,13 @@ def _cold(cache, persist, by_path=False):
 
 
 def _best_of(count, func):
-    runs = [func() for _ in range(count)]
+    runs = [func() for _run in range(count)]
     return min(runs, key=lambda r: r["total"])
 
 
 def cold_figures():
     _ensure_dev_path()
-    startup = min(_timed([sys.executable, "-c", "pass"]) for _ in range(3))
+    startup = min(_timed([sys.executable, "-c", "pass"]) for _attempt in range(3))
     cache = tempfile.mkdtemp(prefix="aicr-bench-cache-")
     try:
         no_cache = _best_of(5, lambda: _cold(cache, False))
@@ -113,7 +113,7 @@ def warm_figures():
     query = {"service": "eks", "accelerator": "h100", "os": "ubuntu", "intent": "training"}
     resolve_mod.resolve(str(CATALOG), query, persist_cache=False)
     samples = []
-    for _ in range(20):
+    for _iteration in range(20):
         began = time.perf_counter()
         resolve_mod.resolve(str(CATALOG), query, persist_cache=False)
         samples.append(time.perf_counter() - began)

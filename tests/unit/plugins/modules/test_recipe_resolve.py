@@ -37,8 +37,8 @@ def test_resolves_real_recipe(capsys, catalog_dir, tmp_path):
 
 def test_check_mode_same_result(capsys, catalog_dir, tmp_path):
     args = {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"service": "kind", "intent": "training", "accelerator": "h100"}}
-    _, normal = run_module(capsys, args)
-    _, checked = run_module(capsys, dict(args, _ansible_check_mode=True))
+    _code, normal = run_module(capsys, args)
+    _code, checked = run_module(capsys, dict(args, _ansible_check_mode=True))
     assert checked["changed"] is False
     assert checked["recipe"] == normal["recipe"]
 
@@ -79,7 +79,7 @@ def test_overrides_and_skip(capsys, catalog_dir, tmp_path):
 def test_check_mode_does_not_write_the_cache(capsys, catalog_dir, tmp_path):
     from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
     catalog_mod.clear_process_cache()
-    code, _ = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path / "c"), "_ansible_check_mode": True,
+    code, _result = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path / "c"), "_ansible_check_mode": True,
                                   "criteria": {"service": "eks", "intent": "training"}})
     assert code == 0
     assert not (tmp_path / "c" / "parsed").exists()

@@ -21,7 +21,7 @@ def _fresh_process_cache():
 
 def _tar(src, dest, top=None):
     with tarfile.open(str(dest), "w:gz") as archive:
-        for dirpath, _, filenames in os.walk(src):
+        for dirpath, _dirnames, filenames in os.walk(src):
             for filename in filenames:
                 path = os.path.join(dirpath, filename)
                 rel = os.path.relpath(path, src)

@@ -54,7 +54,7 @@ def parse_key(key):
     body = _KEY.match(key).group(1)
     out = {}
     for part in body.split(", "):
-        dim, _, value = part.partition("=")
+        dim, _sep, value = part.partition("=")
         out[dim] = value
     return out
 
@@ -68,7 +68,7 @@ def test_golden_file_has_427_cases(aicr_conformance_dir):
     assert len(_golden_cases()) == 427
 
 
-@pytest.mark.parametrize("key,expected", _golden_cases(), ids=[k for k, _ in _golden_cases()])
+@pytest.mark.parametrize("key,expected", _golden_cases(), ids=[k for k, _expected in _golden_cases()])
 def test_coverage_golden(aicr_catalog, key, expected):
     raw = parse_key(key)
     assert golden_string(raw) == key

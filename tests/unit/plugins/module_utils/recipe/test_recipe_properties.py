@@ -94,8 +94,7 @@ maps_with_nulls = st.dictionaries(keys, st.one_of(st.none(), values_tree,
 def _paths(tree, prefix=()):
     for key, value in tree.items():
         if isinstance(value, dict) and value:
-            for path in _paths(value, prefix + (key,)):
-                yield path
+            yield from _paths(value, prefix + (key,))
         else:
             yield prefix + (key,), value
 
