@@ -147,7 +147,6 @@ def test_custom_resources_defaulted_and_validated(kubectl, ns, widgets):
     assert result.returncode != 0 and "spec.size" in result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="emulator deviation: Table responses carry only Name and Age, not additionalPrinterColumns")
 def test_table_output_uses_the_crd_printer_columns(kubectl, ns, widgets):
     table = kubectl.run("get", "widgets", "-n", ns).stdout.splitlines()
     assert table[0].split()[:3] == ["NAME", "SIZE", "COLOR"]
@@ -164,8 +163,6 @@ def test_delete_cascade_background_and_orphan(kubectl, ns):
     assert len(replicasets) == 1 and not replicasets[0]["metadata"].get("ownerReferences"), "orphaned: kept, owner reference removed"
 
 
-@pytest.mark.xfail(strict=True, reason="emulator deviation: propagationPolicy=Foreground leaves the owner with its foregroundDeletion finalizer "
-                                       "and never deletes the dependents")
 def test_delete_cascade_foreground(kubectl, ns):
     kubectl.run("apply", "-f", "-", stdin=manifest(deployment("fg")))
     kubectl.run("rollout", "status", "deployment/fg", "-n", ns, "--timeout=60s")
