@@ -267,3 +267,19 @@ def test_transient_api_errors_are_retried(run_playbook, kube, example_repo):
     assert set(c["phase"] for c in run.result("Roll out")["components"]) == {"Ready"}
     codes = [e.get("code") for e in kube.control.audit(since=0) if e.get("code") in (429, 503)]
     assert len(codes) == 5, codes
+
+
+def test_a_held_stack_lease_stops_a_second_run(run_playbook, kube, example_repo, tmp_path):
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "aicr-runtime-h100-kind-training", "namespace": "default", "annotations": {"aicr.io/holder-message": "nightly converge"}},
+             "spec": {"holderIdentity": "ci@runner-7/4242", "leaseDurationSeconds": 300, "acquireTime": now, "renewTime": now}}
+    path = tmp_path / "lease.json"
+    path.write_text(json.dumps(lease))
+    subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig, "create", "-f", str(path)], check=True, capture_output=True)
+    mark = kube.control.audit_mark()
+    run = run_playbook("release_converge.yml", extravars=example_vars(kube, example_repo, "helm3"))
+    assert run.rc != 0
+    msg = run.result("Roll out")["msg"]
+    assert msg.startswith("lease: stack h100-kind-training is being rolled out by ci@runner-7/4242 (nightly converge)"), msg
+    assert mutations(kube, mark) == [], "nothing may be deployed while another run holds the stack"
