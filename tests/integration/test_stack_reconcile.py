@@ -158,7 +158,8 @@ def test_create_reconcile_edit_prune_and_noop(run_playbook, kube, example_repo, 
     assert "example-jobs" in last["message"]
 
     mark = kube.control.audit_mark()
-    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
     assert mutations(kube, mark) == []
 
     # A newer catalog release: CatalogCurrent goes False with the version, nothing is upgraded (autoUpdate off by default).
@@ -187,13 +188,15 @@ def test_create_reconcile_edit_prune_and_noop(run_playbook, kube, example_repo, 
     assert obj["status"]["reconcile"]["lastHandledReconcileRequest"] == "2026-11-29T15:00:00Z"
     assert "reconcile requested" in obj["status"]["history"][-1]["message"]
     mark = kube.control.audit_mark()
-    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
     assert mutations(kube, mark) == []
 
 
 def test_blocked_rollout_is_degraded_then_fixed(run_playbook, kube, example_repo, releases, tmp_path):
     params = role_vars(kube, example_repo, tmp_path, stack_reconcile_timeout=4)
-    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
     apply_stack(kube, "gpu", stack_spec(releases))
     kube.control.set_readiness(kind="Deployment", name="example-operator*", never_ready=True)
     run = run_playbook("stack_reconcile.yml", extravars=params)
@@ -227,7 +230,8 @@ def test_blocked_rollout_is_degraded_then_fixed(run_playbook, kube, example_repo
 
 def test_interrupted_run_leaves_a_true_status_and_resumes(installed_collection, run_playbook, kube, example_repo, releases, tmp_path):
     params = role_vars(kube, example_repo, tmp_path)
-    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
     apply_stack(kube, "gpu", stack_spec(releases))
     kube.control.set_readiness(kind="DaemonSet", name="example-agent*", never_ready=True)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(COLLECTIONS), ANSIBLE_PYTHON_INTERPRETER=sys.executable,
@@ -272,7 +276,8 @@ def test_interrupted_run_leaves_a_true_status_and_resumes(installed_collection, 
 
 def test_history_cap_and_status_survives_a_concurrent_spec_edit(run_playbook, kube, example_repo, releases, tmp_path):
     params = role_vars(kube, example_repo, tmp_path)
-    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
     apply_stack(kube, "gpu", stack_spec(releases))
     filler = run_playbook("stack_status_events.yml", extravars={"kubeconfig": kube.kubeconfig, "count": 48})
     assert filler.rc == 0, filler.stdout[-3000:]
@@ -318,7 +323,8 @@ def test_configmap_backend_from_inventory(run_playbook, kube, example_repo, rele
     assert status["phase"] == "Ready" and status["observedGeneration"] == 1 and cm["data"]["generation"] == "1"
     assert sorted(c["name"] for c in status["components"]) == sorted(n for n in COMPONENTS if n != "example-jobs")
     mark = kube.control.audit_mark()
-    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
     assert mutations(kube, mark) == []
     stacks["lab"]["skipComponents"] = []
     again = run_playbook("stack_reconcile.yml", extravars=params)
@@ -326,3 +332,61 @@ def test_configmap_backend_from_inventory(run_playbook, kube, example_repo, rele
     cm = json.loads(kubectl(kube, "get", "configmap", "aicr-stack-lab", "-n", "default", "-o", "json"))
     status = json.loads(cm["data"]["status"])
     assert cm["data"]["generation"] == "2" and status["observedGeneration"] == 2 and len(status["components"]) == 6
+
+
+@pytest.fixture
+def wired(tmp_path):
+    """A Kubernetes emulator whose nodes carry fsas-cdi:// providerIDs, and a fabric simulator updating their GPU count."""
+    from aicr_emulators.fabric.pytest_fixture import start_simulator  # pylint: disable=import-outside-toplevel
+    from aicr_emulators.fabric.state import Fabric  # pylint: disable=import-outside-toplevel
+
+    machines = list(Fabric(machines=2).machines)
+    nodes = [{"name": "node-%d" % i, "providerID": "fsas-cdi://%s" % m, "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110", "nvidia.com/gpu": "0"}}
+             for i, m in enumerate(machines)]
+    handle = start_emulator(tmp_path / "kube", nodes=nodes, default_ready_after=0.2, validate_builtins=False)
+    sim = start_simulator(tmp_path / "sim", machines=2, kubeconfig=handle.kubeconfig)
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "fti-credentials", "namespace": "default"}, "stringData": sim.credentials}
+    kubectl(handle, "apply", "-f", "-", stdin=json.dumps(secret))
+    yield handle, sim
+    sim.stop()
+    handle.stop()
+
+
+def test_devices_attach_scale_down_and_status(run_playbook, wired, example_repo, releases, tmp_path):
+    kube, sim = wired
+    state = sim.control.state()
+    fabric = {"provider": "fti_fm", "endpoint": sim.endpoint, "tenant_id": state["tenant_id"], "ca_path": sim.ca_path,
+              "credentials_secret": {"name": "fti-credentials", "namespace": "default"}, "poll_interval": 1, "force_detach": True}
+    params = role_vars(kube, example_repo, tmp_path, stack_reconcile_fabric=fabric, stack_reconcile_fabric_nodes=["node-0", "node-1"])
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
+    devices = [{"type": "gpu", "model": "A100", "size": 2, "allocationPolicy": "samenode", "targetNode": "node-1"}]
+    apply_stack(kube, "gpu", stack_spec(releases, devices=devices))
+    run = run_playbook("stack_reconcile.yml", extravars=params)
+    assert run.rc == 0, run.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    status = obj["status"]
+    assert status["phase"] == "Ready" and len(sim.control.devices("node-1")) == 2
+    assert [(d["node"], d["model"], d["type"]) for d in status["devices"]] == [("node-1", "A100", "gpu")] * 2
+    assert sorted(d["resUUID"] for d in status["devices"]) == sorted(d["res_uuid"] for d in sim.control.devices("node-1"))
+    assert all(d["serial"].startswith("GPU-") for d in status["devices"])
+    conds = conditions(obj)
+    assert conds["DevicesReady"]["status"] == "True" and conds["DevicesReady"]["message"] == "2 devices attached"
+    types = [h["type"] for h in status["history"]]
+    assert types.index("PhaseAttaching") < types.index("DevicesChanged") < types.index("PhaseDeploying")
+
+    devices[0]["size"] = 1
+    apply_stack(kube, "gpu", stack_spec(releases, devices=devices))
+    down = run_playbook("stack_reconcile.yml", extravars=params)
+    assert down.rc == 0, down.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    assert len(sim.control.devices("node-1")) == 1 and len(obj["status"]["devices"]) == 1
+    assert obj["status"]["observedGeneration"] == 2 and obj["status"]["phase"] == "Ready"
+    changed = [h for h in obj["status"]["history"] if h["type"] == "DevicesChanged"][-1]
+    assert changed["message"].startswith("attached: none; detached: GPU-")
+
+    mark = kube.control.audit_mark()
+    sim.control.clear_requests()
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
+    assert mutations(kube, mark) == [] and sim.control.requests(mutating=True) == []
