@@ -283,3 +283,17 @@ def test_a_held_stack_lease_stops_a_second_run(run_playbook, kube, example_repo,
     msg = run.result("Roll out")["msg"]
     assert msg.startswith("lease: stack h100-kind-training is being rolled out by ci@runner-7/4242 (nightly converge)"), msg
     assert mutations(kube, mark) == [], "nothing may be deployed while another run holds the stack"
+
+
+def test_prune_removes_a_component_the_recipe_no_longer_has(run_playbook, kube, example_repo):
+    assert run_playbook("release_converge.yml", extravars=example_vars(kube, example_repo, "helm4")).rc == 0
+    run = run_playbook("release_converge.yml", extravars=example_vars(kube, example_repo, "helm4", recipe_skip=["example-agent"], prune=True))
+    assert run.rc == 0, run.stdout[-4000:]
+    res = run.result("Roll out")
+    comps = dict((c["name"], c) for c in res["components"])
+    assert comps["example-agent"]["phase"] == "Removed" and comps["example-agent"]["action"] == "remove"
+    assert all(c["phase"] == "Unchanged" for n, c in comps.items() if n != "example-agent")
+    releases = kubectl_json(kube, "get", "secrets", "-A", "-l", "owner=helm,name=example-agent")["items"]
+    assert releases == []
+    again = run_playbook("release_converge.yml", extravars=example_vars(kube, example_repo, "helm4", recipe_skip=["example-agent"], prune=True))
+    assert again.result("Roll out")["changed"] is False
