@@ -325,6 +325,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._code = code
 
     def _read_body(self):
+        """The request body (read once, up front, so an early error answer never leaves it in the connection)."""
+        if self._raw_body is None:
+            self._raw_body = self._read_raw_body()
+        return self._raw_body
+
+    def _read_raw_body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             data = b""
             while True:
@@ -385,6 +391,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         user_agent = self.headers.get("User-Agent", "")
         control = path.startswith("/__emulator")
         self._auth = "anonymous"
+        self._raw_body = None
+        try:
+            self._read_body()
+        except (ValueError, OSError):
+            self.close_connection = True
+            self._raw_body = b""
         try:
             if not self._authorized() and (control or path not in PUBLIC_PATHS):
                 self._verb = _verb_for(method, path, query)

@@ -180,3 +180,22 @@ def test_state_is_saved_periodically_so_a_killed_emulator_keeps_it(tmp_path):
         first.process.wait()
     with start_emulator(tmp_path / "two", state_file=str(state)) as second:
         assert client.CoreV1Api(api_client(second)).read_namespace("saved-while-running").status.phase == "Active"
+
+
+def test_error_answers_leave_keep_alive_connections_usable(kube):
+    import http.client  # pylint: disable=import-outside-toplevel
+    from urllib.parse import urlsplit  # pylint: disable=import-outside-toplevel
+    parts = urlsplit(kube.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+    body = json.dumps({"metadata": {"name": "ka"}})
+    kube.control.add_fault(code=503, count=1, verbs=["create"])
+    for expected in (503, 201, 404):  # a fault and a 404 answered before the body was looked at
+        path = "/api/v1/namespaces/default/configmaps" if expected != 404 else "/api/v1/namespaces/default/nothings"
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        resp.read()
+        assert resp.status == expected
+    conn.request("GET", "/api/v1/namespaces/default/configmaps/ka")
+    resp = conn.getresponse()
+    assert resp.status == 200 and json.loads(resp.read())["metadata"]["name"] == "ka"
+    conn.close()
