@@ -390,3 +390,43 @@ def test_devices_attach_scale_down_and_status(run_playbook, wired, example_repo,
     setup = run_playbook("stack_reconcile.yml", extravars=params)
     assert setup.rc == 0, setup.stdout[-5000:]
     assert mutations(kube, mark) == [] and sim.control.requests(mutating=True) == []
+
+
+def test_resync_of_a_ready_stack_writes_only_the_timestamp(run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path)
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
+    apply_stack(kube, "gpu", stack_spec(releases, resyncInterval="1s"))
+    first = run_playbook("stack_reconcile.yml", extravars=params)
+    assert first.rc == 0, first.stdout[-5000:]
+    before = get_stack(kube, "gpu")["status"]
+    time.sleep(1.2)
+    mark = kube.control.audit_mark()
+    resync = run_playbook("stack_reconcile.yml", extravars=params)
+    assert resync.rc == 0, resync.stdout[-5000:]
+    assert "resync interval 1s elapsed" in json.dumps(resync.result("Show the decisions"))
+    writes = mutations(kube, mark)
+    assert [(e["verb"], e.get("resource"), e.get("subresource")) for e in writes] == [("update", "clusterstacks", "status")], writes
+    after = get_stack(kube, "gpu")["status"]
+    assert after["history"] == before["history"] and after["conditions"] == before["conditions"]
+    assert after["reconcile"]["lastReconcileTime"] >= before["reconcile"]["lastReconcileTime"]
+    assert "resync interval" in after["reconcile"]["reason"]
+
+
+def test_check_mode_reports_and_mutates_nothing(run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path)
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
+    apply_stack(kube, "gpu", stack_spec(releases))
+    assert run_playbook("stack_reconcile.yml", extravars=params).rc == 0
+    apply_stack(kube, "gpu", stack_spec(releases, skipComponents=["example-jobs"]))
+    before = get_stack(kube, "gpu")
+    mark = kube.control.audit_mark()
+    check = run_playbook("stack_reconcile.yml", extravars=params, check=True, diff=True)
+    assert check.rc == 0, check.stdout[-5000:]
+    assert mutations(kube, mark) == []
+    assert get_stack(kube, "gpu")["status"] == before["status"]
+    planned = check.result("Roll out the stack's recipe")
+    assert any(a.startswith("would uninstall example-jobs") or "example-jobs" in a for a in planned["actions"]), planned["actions"]
+    record = check.result("Record the converged stack")
+    assert record["changed"] is True and record["status"]["observedGeneration"] == 2
