@@ -28,6 +28,8 @@ from aicr_emulators.kube.pytest_fixture import start_emulator
 REPO = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO / ".build" / "collections"
 PLAYBOOKS = Path(__file__).resolve().parent / "playbooks"
+RECONCILE_PLAYBOOK = str(REPO / "playbooks" / "reconcile.yml")
+CLUSTERS_INVENTORY = "[clusters]\nlocalhost ansible_connection=local\n"
 BIN = REPO / ".venv" / "bin"
 EXAMPLE_CATALOG = REPO / "examples" / "catalog"
 EXAMPLE_REPO = "https://charts.aicr.example/examples"
@@ -313,9 +315,10 @@ def test_history_cap_and_status_survives_a_concurrent_spec_edit(run_playbook, ku
 
 
 def test_configmap_backend_from_inventory(run_playbook, kube, example_repo, releases, tmp_path):
+    """Through playbooks/reconcile.yml (hosts: clusters), stacks from inventory variables, status in ConfigMaps."""
     stacks = {"lab": stack_spec(releases, skipComponents=["example-jobs"])}
     params = role_vars(kube, example_repo, tmp_path, stack_reconcile_backend="configmap", stack_reconcile_stacks=stacks)
-    run = run_playbook("stack_reconcile.yml", extravars=params)
+    run = run_playbook(RECONCILE_PLAYBOOK, extravars=params, inventory=CLUSTERS_INVENTORY)
     assert run.rc == 0, run.stdout[-5000:]
     assert "clusterstacks.runtime.aicr.io" not in kubectl(kube, "get", "crd", "-o", "name"), "no CRD needed without ClusterStacks"
     cm = json.loads(kubectl(kube, "get", "configmap", "aicr-stack-lab", "-n", "default", "-o", "json"))
@@ -323,11 +326,11 @@ def test_configmap_backend_from_inventory(run_playbook, kube, example_repo, rele
     assert status["phase"] == "Ready" and status["observedGeneration"] == 1 and cm["data"]["generation"] == "1"
     assert sorted(c["name"] for c in status["components"]) == sorted(n for n in COMPONENTS if n != "example-jobs")
     mark = kube.control.audit_mark()
-    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    setup = run_playbook(RECONCILE_PLAYBOOK, extravars=params, inventory=CLUSTERS_INVENTORY)
     assert setup.rc == 0, setup.stdout[-5000:]
     assert mutations(kube, mark) == []
     stacks["lab"]["skipComponents"] = []
-    again = run_playbook("stack_reconcile.yml", extravars=params)
+    again = run_playbook(RECONCILE_PLAYBOOK, extravars=params, inventory=CLUSTERS_INVENTORY)
     assert again.rc == 0, again.stdout[-5000:]
     cm = json.loads(kubectl(kube, "get", "configmap", "aicr-stack-lab", "-n", "default", "-o", "json"))
     status = json.loads(cm["data"]["status"])
