@@ -6,6 +6,7 @@ rules set through the control API, or by the default delay.
 """
 
 import copy
+import json
 import threading
 import time
 import uuid
@@ -148,6 +149,9 @@ class Controllers:
         self.thread = None
         self.ticks = 0
         self.errors = 0
+        self._last_rv = None
+        self._last_rules = None
+        self._timers_pending = False
         self.ip_counter = 10
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -247,6 +251,7 @@ class Controllers:
         if never and not fail:
             return "pending"
         if now - started < delay:
+            self._timers_pending = True  # a later tick must look again even if nothing is written
             return "pending"
         return "failed" if fail else "ready"
 
@@ -271,8 +276,15 @@ class Controllers:
 
     # ---- the tick ----------------------------------------------------------------------------
 
-    def tick(self):
+    def tick(self, force=False):
         with self.store.lock:
+            with self.emu.control_lock:
+                rules = json.dumps(self.emu.readiness_rules, sort_keys=True, default=str)
+            idle = (self.store.rv == self._last_rv and rules == self._last_rules and not self._timers_pending
+                    and not self.store.gc_dirty and not self.store.crd_dirty)
+            if idle and not force:
+                return  # nothing changed and no readiness clock is running: reconciling would write nothing
+            self._timers_pending = False
             self.ticks += 1
             for step in (self._crds, self.store.sync_crds, self._namespaces, self._gc, self._nodes, self._deployments,
                          self._replicasets, self._statefulsets, self._daemonsets, self._jobs, self._pods,
@@ -287,6 +299,7 @@ class Controllers:
                         traceback.print_exc()
             if len(self.seen) > 50000:
                 self.seen.clear()
+            self._last_rv, self._last_rules = self.store.rv, rules
 
     def _write(self, group, plural, new, old, subresource="status"):
         rtype = self.rtype(group, plural)
