@@ -15,6 +15,7 @@ Figures:
 * ``sequential_wall_s``: the same stack converged with concurrency 1 on a fresh cluster.
 * ``noop_rerun_wall_s``: a second run with nothing changed (target <= 2 s): no helm, no mutation.
 * ``helm_install_overhead_s``: median per-component duration minus the 1 s readiness.
+  ``$AICR_BENCH_HELM`` picks the helm binary in .venv/bin (default ``helm``, v3; ``helm4``).
 * ``objects_*``: the same DAG as manifest-only components (each applies its Deployment with
   server-side apply; no helm install), i.e. the engine and scheduler without helm's per-install cost
   (helm 3 re-runs full API discovery, ~38 requests, on every install).
@@ -105,7 +106,7 @@ def converge(workdir, concurrency, recipe, charts_dir):
     os.makedirs(workdir, exist_ok=True)
     kube = start_emulator(os.path.join(workdir, "kube-%d" % concurrency))
     try:
-        params = dict(recipe=recipe, kubeconfig=kube.kubeconfig, helm_binary=str(REPO / ".venv" / "bin" / "helm"),
+        params = dict(recipe=recipe, kubeconfig=kube.kubeconfig, helm_binary=str(REPO / ".venv" / "bin" / os.environ.get("AICR_BENCH_HELM", "helm")),
                       repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
                       poll_interval=0.1, state="present", stack="bench", cache_dir=os.path.join(workdir, "cache-%d" % concurrency))
         began = time.perf_counter()
