@@ -80,6 +80,6 @@ def test_check_mode_does_not_write_the_cache(capsys, catalog_dir, tmp_path):
     from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
     catalog_mod.clear_process_cache()
     code, _result = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path / "c"), "_ansible_check_mode": True,
-                                  "criteria": {"service": "eks", "intent": "training"}})
+                                        "criteria": {"service": "eks", "intent": "training"}})
     assert code == 0
     assert not (tmp_path / "c" / "parsed").exists()
