@@ -204,7 +204,11 @@ def start_emulator(tmp_dir, in_process=False, port=0, kubeconfig=None, timeout=1
     if in_process:
         from .server import Emulator, Options  # pylint: disable=import-outside-toplevel
         context = options.pop("context", "aicr-emulator")
-        emulator = Emulator(Options(port=port, **options)).start()
+        try:
+            emulator_options = Options(port=port, **options)
+        except TypeError as exc:
+            raise EmulatorError("unknown emulator option: %s" % exc)
+        emulator = Emulator(emulator_options).start()
         emulator.write_kubeconfig(kubeconfig, context)
         return EmulatorHandle(emulator.url, kubeconfig, emulator.options.token, emulator=emulator)
     cmd = [sys.executable, "-m", "aicr_emulators.kube.cli", "--port", str(port), "--kubeconfig", kubeconfig]

@@ -164,9 +164,10 @@ def test_require_token_refuses_anonymous(tmp_path):
         assert raw(kube, "GET", "/healthz", token=False)[0] == 200
 
 
-def test_start_emulator_rejects_unknown_options(tmp_path):
+@pytest.mark.parametrize("in_process", [False, True])
+def test_start_emulator_rejects_unknown_options(tmp_path, in_process):
     with pytest.raises(EmulatorError):
-        start_emulator(tmp_path, no_such_option=1)
+        start_emulator(tmp_path, in_process=in_process, no_such_option=1)
 
 
 def test_state_is_saved_periodically_so_a_killed_emulator_keeps_it(tmp_path):
