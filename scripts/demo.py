@@ -43,10 +43,21 @@ def main():
         print("Chart repository:        %s (mirrors %s)" % (lab["charts_url"], EXAMPLE_REPOSITORY))
         print("Fabric simulator:        %s" % lab["fabric_url"])
 
+        fabric = json.loads(Path(lab["fabric_info"]).read_text(encoding="utf-8"))
         extra_vars = {
             "aicr_kubeconfig": lab["kubeconfig"],
             "aicr_repository_mirrors": lab["repository_mirrors"],
             "cluster_runtime_helm_binary": args.helm,
+            # The simulator's endpoint and credentials; a real site keeps these in a vault.
+            "composable_gpu_provider": "fti_fm",
+            "composable_gpu_endpoint": fabric["endpoint"],
+            "composable_gpu_ca_path": fabric["ca_path"],
+            "composable_gpu_tenant_id": fabric["tenant_id"],
+            "composable_gpu_username": fabric["username"],
+            "composable_gpu_password": fabric["password"],
+            "composable_gpu_client_id": fabric["client_id"],
+            "composable_gpu_client_secret": fabric["client_secret"],
+            "composable_gpu_realm": fabric["realm"],
         }
         vars_file = workdir / "extra-vars.json"
         vars_file.write_text(json.dumps(extra_vars, indent=2), encoding="utf-8")
@@ -64,6 +75,7 @@ def main():
             print(second.stderr[-3000:], file=sys.stderr)
             return second.returncode
         kubectl = [str(BIN / "kubectl"), "--kubeconfig", lab["kubeconfig"]]
+        run(kubectl + ["get", "nodes", "-o", "custom-columns=NODE:.metadata.name,PROVIDER:.spec.providerID,GPUS:.status.allocatable.nvidia\\.com/gpu"])
         run(kubectl + ["get", "deployments,daemonsets,jobs,widgets,configmaps", "-n", "aicr-demo"])
         run([args.helm, "--kubeconfig", lab["kubeconfig"], "list", "-A"])
         return 0

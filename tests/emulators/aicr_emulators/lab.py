@@ -38,6 +38,8 @@ def _spawn(name, argv, lab_dir, ready_file=None):
     """
     out_path = lab_dir / ("%s.out" % name)
     err_path = lab_dir / ("%s.log" % name)
+    if ready_file is not None and ready_file.exists():
+        ready_file.unlink()  # left by an earlier lab: only this server's own file means ready
     with open(out_path, "w", encoding="utf-8") as out, open(err_path, "w", encoding="utf-8") as err:
         process = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)  # pylint: disable=consider-using-with
     deadline = time.monotonic() + READY_TIMEOUT
