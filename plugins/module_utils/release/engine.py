@@ -14,6 +14,12 @@
 3. ``prune`` removes what this stack installed earlier (per the inventory ConfigMap and the
    stack label on helm releases) and the recipe no longer has; ``state: absent`` removes
    everything in reverse dependency order.
+
+``on_transition(component_result)``, when given, is called on every component phase change
+(Deploying, Ready, Unchanged, Failed, Blocked, Removed; again for a Blocked component whose
+``blocked_by`` grows) with that component's result dict, from the scheduler threads. Calls are
+serialised (one at a time, in order per component) and should return quickly; an exception
+raised by the callback is recorded in ``warnings`` and never affects the rollout.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -53,6 +59,8 @@ try:
 except ImportError:  # the module reports it with missing_required_lib("PyYAML")
     HAS_YAML = False
     YAML_IMPORT_ERROR = traceback.format_exc()
+
+LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 
 PENDING, BLOCKED_PHASE, DEPLOYING, READY, FAILED, UNCHANGED, REMOVED = "Pending", "Blocked", "Deploying", "Ready", "Failed", "Unchanged", "Removed"
 
@@ -152,7 +160,7 @@ def _release_refs(cluster, manifest, namespace):
 class GatedRelease(object):
     """One run of gated_release against one cluster."""
 
-    def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=time.sleep, wall=time.time):
+    def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=time.sleep, wall=time.time, on_transition=None):
         self.cluster = cluster
         self.helm = helm
         self.plan = plan
@@ -170,11 +178,37 @@ class GatedRelease(object):
         self._rendered = {}
         self._render_futures = {}
         self._render_pool = None
+        self.on_transition = on_transition
+        self._transition_lock = threading.Lock()
+        self._notified = {}
+        self.warnings = []
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):
         with self._actions_lock:
             self.actions.append(text)
+
+    def _warn(self, text):
+        with self._actions_lock:
+            if text not in self.warnings and len(self.warnings) < 10:
+                self.warnings.append(text)
+
+    def _transition(self, st):
+        """Tell ``on_transition`` about the component's phase (once per phase / blockers); a failing callback is a warning."""
+        if self.on_transition is None:
+            return
+        with self._transition_lock:
+            name = st.comp.name
+            signature = (st.phase, tuple(st.blocked_by))
+            if self._notified.get(name) == signature:
+                return
+            self._notified[name] = signature
+            result = st.as_result()
+            try:
+                self.on_transition(result)
+            except Exception as exc:  # pylint: disable=broad-except
+                self._warn("on_transition: the status callback failed for component %s (phase %s): %s: %s"
+                           % (name, st.phase, exc.__class__.__name__, str(exc)[:300]))
 
     def _labels(self, comp):
         return {STACK_LABEL: label_value(self.opts.stack), COMPONENT_LABEL: label_value(comp.name), DIGEST_LABEL: comp.digest()}
@@ -387,6 +421,7 @@ class GatedRelease(object):
         t0 = self.clock()
         st.started = _iso(self.wall())
         st.phase = DEPLOYING
+        self._transition(st)
         deadline = min(t0 + self.opts.timeout, overall_deadline)
         try:
             if not st.objects_surveyed:
@@ -426,6 +461,7 @@ class GatedRelease(object):
             raise
         finally:
             st.duration = round(self.clock() - t0, 3)
+            self._transition(st)
         return st.phase
 
     # -- remove ------------------------------------------------------------------------
@@ -451,6 +487,7 @@ class GatedRelease(object):
         t0 = self.clock()
         st.started = _iso(self.wall())
         st.phase = DEPLOYING
+        self._transition(st)
         deadline = min(t0 + self.opts.timeout, overall_deadline)
         try:
             refs = dict((r["id"], r) for r in entry.get("objects") or [])
@@ -482,8 +519,12 @@ class GatedRelease(object):
         except AicrError as exc:
             st.phase, st.message = FAILED, exc.msg
             raise
+        except Exception as exc:
+            st.phase, st.message = FAILED, "%s: %s" % (exc.__class__.__name__, exc)
+            raise
         finally:
             st.duration = round(self.clock() - t0, 3)
+            self._transition(st)
         return st.phase
 
     def _removal_entries(self, include_plan):
@@ -578,34 +619,41 @@ class GatedRelease(object):
             return True
         return any(st.needs_change(self.opts.prune) for st in self.states.values() if st.objects_surveyed)
 
+    def _mark_blocked(self, outcome):
+        st = self.states.get(outcome.name)
+        if st is None:
+            return
+        st.phase = BLOCKED_PHASE
+        st.blocked_by = list(outcome.blocked_by)
+        if outcome.blocked_by:
+            st.message = "blocked: dependency %s failed" % ", ".join(outcome.blocked_by) if self.opts.state == "present" \
+                else "blocked: dependent %s could not be removed" % ", ".join(outcome.blocked_by)
+        else:
+            st.message = outcome.error or "not started"
+        self._transition(st)
+
     def _execute(self, start):
         overall_deadline = start + self.opts.overall_timeout
         if self.opts.state == "present":
             outcomes = run_dag(self.plan.order, self.plan.deps, lambda n: self._deploy(n, overall_deadline),
-                               concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock)
+                               concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock, on_block=self._mark_blocked)
             if self.opts.prune and self.leftovers:
                 order, entries, deps = self._removal_entries(include_plan=False)
                 for name in order:
                     self.states[name] = ComponentState(_Leftover(name, entries[name]))
                 outcomes.update(run_dag(order, deps, lambda n: self._remove(n, entries[n], overall_deadline),
-                                        concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock))
+                                        concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock,
+                                        on_block=self._mark_blocked))
         else:
             order, entries, deps = self._removal_entries(include_plan=True)
             for name in order:
                 if name not in self.states:
                     self.states[name] = ComponentState(_Leftover(name, entries[name]))
             outcomes = run_dag(order, deps, lambda n: self._remove(n, entries[n], overall_deadline),
-                               concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock)
-        for name, outcome in outcomes.items():
-            st = self.states[name]
+                               concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock, on_block=self._mark_blocked)
+        for outcome in outcomes.values():
             if outcome.status == BLOCKED:
-                st.phase = BLOCKED_PHASE
-                st.blocked_by = list(outcome.blocked_by)
-                if outcome.blocked_by:
-                    st.message = "blocked: dependency %s failed" % ", ".join(outcome.blocked_by) if self.opts.state == "present" \
-                        else "blocked: dependent %s could not be removed" % ", ".join(outcome.blocked_by)
-                else:
-                    st.message = outcome.error or "not started"
+                self._mark_blocked(outcome)
         return outcomes
 
     def _record_inventory(self, outcomes):
@@ -686,6 +734,8 @@ class GatedRelease(object):
             result["summary"]["lease_taken_over_from"] = lease.taken_over
         if self.opts.diff:
             result["diff"] = self._diff()
+        if self.warnings:
+            result["warnings"] = list(self.warnings)
         if failed or blocked:
             parts = []
             if failed:
@@ -774,10 +824,12 @@ def validate_values(plan, schemas):
                         field="values", problems=problems[:50])
 
 
-def execute(params, check_mode=False, diff=False, cluster=None, helm=None):
+def execute(params, check_mode=False, diff=False, cluster=None, helm=None, status_api=None):
     """Run gated_release from module parameters; returns the result dict (``failed_message`` when it failed).
 
     ``cluster``/``helm`` are injected by tests; otherwise built from kubeconfig/context/helm_binary.
+    With ``status_stack`` (and not in check mode) every component transition is written to that stack's status
+    (``stack.store.LiveStatus``, through ``status_api`` or a client from kubeconfig/context); the result then has ``live_status``.
     """
     # Imported here so unit tests of the engine do not need the kubernetes package.
     from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client  # pylint: disable=import-outside-toplevel
@@ -817,7 +869,27 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None):
             helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=params.get("context"),
                               home=params.get("helm_home") or os.path.join(tmp, "helm"))
             helm.major  # pylint: disable=pointless-statement  # fail early on a missing/old helm
-        result = GatedRelease(cluster, helm, plan, options).run()
+        live, live_warning = None, None
+        if params.get("status_stack") and not check_mode:
+            from ansible_collections.aicr.runtime.plugins.module_utils.stack import store  # pylint: disable=import-outside-toplevel
+            if status_api is None:
+                status_api = store.Api(build_api_client(kubeconfig, params.get("context")))
+            live, live_warning = store.live_status(status_api, params["status_stack"], params.get("status_backend") or "crd",
+                                                   params.get("status_namespace") or "default", interval=LIVE_STATUS_INTERVAL)
+        summary = None
+        try:
+            result = GatedRelease(cluster, helm, plan, options, on_transition=live.on_transition if live is not None else None).run()
+        finally:
+            if live is not None:
+                summary = live.close()
+        warnings = list(result.pop("warnings", None) or [])
+        if live_warning:
+            warnings.append(live_warning)
+        if summary is not None:
+            warnings.extend(summary.pop("warnings"))
+            result["live_status"] = summary
+        if warnings:
+            result["warnings"] = warnings
         result["helm_version"] = getattr(helm, "major", None)
         return result
     finally:

@@ -8,7 +8,8 @@ finishes, every dependent whose dependencies have now all succeeded is started
 (ties broken by the given order). A failed node blocks exactly its transitive
 dependents (``blocked_by`` names the failed root causes); independent branches run on.
 Once the overall deadline has passed nothing new is started; what was not started is
-reported ``blocked`` by the deadline.
+reported ``blocked`` by the deadline. ``on_block(outcome)``, when given, is called (from the
+scheduling thread) as soon as a node is blocked, or its ``blocked_by`` grows.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -92,11 +93,12 @@ def levels(order, deps):
     return level
 
 
-def run_dag(order, deps, work, concurrency=4, deadline=None, clock=time.monotonic):
+def run_dag(order, deps, work, concurrency=4, deadline=None, clock=time.monotonic, on_block=None):
     """Run ``work(name)`` for every node of the DAG; return {name: NodeOutcome}.
 
     ``work`` returns a value (success) or raises (failure: the exception's ``msg``
     or text is the error). ``deadline`` is a ``clock()`` value after which no node starts.
+    ``on_block(outcome)`` is told about every node the moment it is blocked (by a failure or the deadline).
     """
     validate_dag(order, deps)
     concurrency = max(1, int(concurrency))
@@ -112,6 +114,10 @@ def run_dag(order, deps, work, concurrency=4, deadline=None, clock=time.monotoni
     ready = [name for name in order if waiting[name] == 0]
     lock = threading.Lock()
 
+    def notify(outcome):
+        if on_block is not None:
+            on_block(outcome)
+
     def block(root_failed, blocker):
         stack = list(dependents[blocker])
         while stack:
@@ -120,11 +126,13 @@ def run_dag(order, deps, work, concurrency=4, deadline=None, clock=time.monotoni
             if outcome.status == BLOCKED:
                 if root_failed not in outcome.blocked_by:
                     outcome.blocked_by.append(root_failed)
+                    notify(outcome)
                 continue
             if outcome.status is not None:
                 continue
             outcome.status = BLOCKED
             outcome.blocked_by = [root_failed]
+            notify(outcome)
             stack.extend(dependents[node])
 
     def call(name):
@@ -153,6 +161,7 @@ def run_dag(order, deps, work, concurrency=4, deadline=None, clock=time.monotoni
                 if deadline is not None and clock() >= deadline:
                     outcomes[name].status = BLOCKED
                     outcomes[name].error = "overall timeout reached before it could start"
+                    notify(outcomes[name])
                     continue
                 running.add(pool.submit(call, name))
             if not running:
