@@ -13,6 +13,10 @@ Two stores with one shape (``{metadata: {name, generation, annotations, resource
 ``StatusWriter.update`` reads, applies a status mutation and writes with the read resourceVersion; on
 409 Conflict (someone edited the object meanwhile, e.g. the spec) it re-reads and re-applies only the
 status mutation, up to ``retries`` times. A mutation that changes nothing writes nothing.
+
+``LiveStatus`` is the release engine's ``on_transition`` hook for live per-component progress: it
+records each transition (cheap, never raises) and a background thread writes the latest phase of every
+component that moved, at most once per ``interval`` seconds, plus a final flush on ``close()``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +25,7 @@ __metaclass__ = type
 
 import copy
 import json
+import threading
 import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
@@ -256,7 +261,152 @@ class StatusWriter:
 
     def on_component_transition(self, component_result):
         """Hook for the release engine: record one component's new phase (a gated_release component result)."""
-        return self.apply({"components": [component_result]})
+        return self.apply_components([component_result])
+
+    def apply_components(self, component_results):
+        """Merge gated_release component results into ``status.components`` (one read-modify-write).
+
+        ``Deploying`` and ``Unchanged`` results of a component whose release is not being changed (``action: unchanged``)
+        while the status already shows it Ready are left out: that is the engine verifying readiness, not a rollout, so a
+        no-op run keeps the status (history, messages, transition times) untouched. Returns (before, after, changed, events).
+        """
+        results = list(component_results)
+        recorded = []
+
+        def mutate(status, obj):
+            current = dict((c.get("name"), c) for c in status.get("components") or [])
+            keep = [r for r in results
+                    if not (r.get("phase") in ("Deploying", "Unchanged") and (r.get("action") or "unchanged") == "unchanged"
+                            and (current.get(r.get("name")) or {}).get("phase") == "Ready")]
+            del recorded[:]
+            if not keep:
+                return status
+            new, events = model.apply_update(status, {"components": keep}, now=self.now(), generation=(obj.get("metadata") or {}).get("generation"))
+            recorded.extend(events)
+            return new
+
+        before, after, changed = self.update(mutate)
+        return before, after, changed, recorded if changed else []
+
+
+class LiveStatus:
+    """Coalescing ``on_transition`` hook: component transitions reach the status at most every ``interval`` seconds.
+
+    ``on_transition(result)`` only records the component's latest result and wakes the writer thread, so it
+    is safe and quick to call from the scheduler threads. The thread writes the first transition at once,
+    then whatever accumulated once ``interval`` has passed since the last write; ``close()`` writes what is
+    left and stops it. A failed write is retried with the next batch; after ``max_failures`` failures in a
+    row live status is given up (a warning says why) and the rollout is never affected.
+    """
+
+    def __init__(self, writer, interval=0.5, max_failures=3, clock=time.monotonic):
+        self.writer = writer
+        self.interval = float(interval)
+        self.max_failures = max_failures
+        self.clock = clock
+        self.transitions = 0
+        self.writes = 0
+        self.batches = 0
+        self.warnings = []
+        self._pending = {}
+        self._order = []
+        self._cond = threading.Condition()
+        self._closed = False
+        self._disabled = False
+        self._failures = 0
+        self._last_write = None
+        self._thread = threading.Thread(target=self._loop, name="aicr-live-status-%s" % writer.name)
+        self._thread.daemon = True
+        self._thread.start()
+
+    def on_transition(self, component_result):
+        """Record a component's new phase (a gated_release component result); never raises, never blocks on I/O."""
+        name = (component_result or {}).get("name")
+        if not name:
+            return
+        with self._cond:
+            if self._closed or self._disabled:
+                return
+            self.transitions += 1
+            if name not in self._pending:
+                self._order.append(name)
+            self._pending[name] = copy.deepcopy(component_result)
+            self._cond.notify_all()
+
+    def _take(self):
+        batch = [self._pending[n] for n in self._order]
+        self._pending = {}
+        self._order = []
+        return batch
+
+    def _loop(self):
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                if not self._closed and self._last_write is not None:
+                    wait = self._last_write + self.interval - self.clock()
+                    if wait > 0:
+                        self._cond.wait(wait)
+                        continue
+                batch = self._take()
+            self._write(batch)
+
+    def _write(self, batch):
+        try:
+            _before, _after, changed, _events = self.writer.apply_components(batch)
+        except Exception as exc:  # pylint: disable=broad-except  # live status must never break the rollout
+            msg = exc.msg if isinstance(exc, AicrError) else "%s: %s" % (exc.__class__.__name__, exc)
+            with self._cond:
+                self._failures += 1
+                self._last_write = self.clock()
+                for result in batch:  # retry with the next batch unless a newer result arrived meanwhile
+                    if result["name"] not in self._pending:
+                        self._order.append(result["name"])
+                        self._pending[result["name"]] = result
+                if self._failures >= self.max_failures:
+                    self._disabled = True
+                    self._pending, self._order = {}, []
+                    self._warn("live status of stack %s given up after %d failed writes: %s" % (self.writer.name, self._failures, msg[:300]))
+                else:
+                    self._warn("live status of stack %s: a write failed (retried): %s" % (self.writer.name, msg[:300]))
+            return
+        with self._cond:
+            self._failures = 0
+            self._last_write = self.clock()
+            self.batches += 1
+            if changed:
+                self.writes += 1
+
+    def _warn(self, text):
+        if text not in self.warnings and len(self.warnings) < 5:
+            self.warnings.append(text)
+
+    def close(self, timeout=120):
+        """Write what is pending and stop the thread; returns a summary (transitions, writes, conflicts, warnings)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._warn("live status of stack %s: the last write did not finish within %ss" % (self.writer.name, timeout))
+        return self.summary()
+
+    def summary(self):
+        return {"stack": self.writer.name, "backend": self.writer.store.backend, "transitions": self.transitions, "writes": self.writes,
+                "conflicts": self.writer.conflicts, "warnings": list(self.warnings)}
+
+
+def live_status(api, name, backend="crd", namespace="default", interval=0.5):
+    """A started ``LiveStatus`` for stack ``name``, or (None, warning) when the stack cannot be read."""
+    writer = StatusWriter(make_store(api, backend, namespace), name)
+    try:
+        writer.store.read(name)
+    except AicrError as exc:
+        return None, "status_stack: live status disabled: %s" % exc.msg
+    return LiveStatus(writer, interval=interval), None
 
 
 def make_store(api, backend="crd", namespace="default"):

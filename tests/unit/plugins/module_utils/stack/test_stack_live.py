@@ -1,0 +1,174 @@
+"""LiveStatus: gated_release's on_transition hook writing per-component progress to a stack's status, coalesced."""
+
+import copy
+import threading
+
+import pytest
+
+from aicr_emulators.kube.pytest_fixture import start_emulator
+
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
+from ansible_collections.aicr.runtime.plugins.module_utils.stack import crd, store
+
+
+class MemoryStore:
+    """A one-stack store in memory: counts writes, can fail writes or answer 409 first."""
+
+    backend = "memory"
+
+    def __init__(self, status=None, fail_writes=0, conflicts=0, error=None):
+        self.obj = {"metadata": {"name": "s", "generation": 1, "resourceVersion": "1"}, "spec": {}, "status": status or {}}
+        self.fail_writes = fail_writes
+        self.conflicts = conflicts
+        self.error = error or store.KubeError("PUT /status returned 503: unavailable", code=503)
+        self.writes = []
+        self.lock = threading.Lock()
+
+    def read(self, name):
+        with self.lock:
+            return copy.deepcopy(self.obj)
+
+    def write_status(self, obj, status):
+        with self.lock:
+            if self.fail_writes:
+                self.fail_writes -= 1
+                raise self.error
+            if self.conflicts:
+                self.conflicts -= 1
+                self.obj["metadata"]["resourceVersion"] = str(int(self.obj["metadata"]["resourceVersion"]) + 1)
+                raise store.KubeError("conflict", code=409)
+            self.obj["status"] = copy.deepcopy(status)
+            self.obj["metadata"]["resourceVersion"] = str(int(self.obj["metadata"]["resourceVersion"]) + 1)
+            self.writes.append(copy.deepcopy(status))
+            return copy.deepcopy(self.obj)
+
+
+def result(name, phase, action="install", blocked_by=(), revision=None):
+    return {"name": name, "kind": "release", "phase": phase, "blocked_by": list(blocked_by), "chart": name, "version": "1.0.0",
+            "revision": revision, "namespace": "apps", "message": "", "action": action}
+
+
+def live(memory, interval=30.0, **kwargs):
+    return store.LiveStatus(store.StatusWriter(memory, "s", sleep=lambda _s: None), interval=interval, **kwargs)
+
+
+def test_a_burst_of_transitions_is_coalesced_into_few_writes_with_the_latest_phases():
+    memory = MemoryStore({"phase": "Deploying", "components": [result("c%02d" % i, "Pending") for i in range(20)]})
+    memory.obj["status"]["components"] = [store.model.component_entry(c) for c in memory.obj["status"]["components"]]
+    writer = live(memory)
+    names = ["c%02d" % i for i in range(20)]
+    for name in names:
+        writer.on_transition(result(name, "Deploying"))
+    for name in names:
+        writer.on_transition(result(name, "Ready", revision=1))
+    summary = writer.close()
+    assert summary["transitions"] == 40 and summary["warnings"] == []
+    assert 1 <= len(memory.writes) <= 2, "the first transition at once, the rest in the final flush"
+    final = dict((c["name"], c) for c in memory.obj["status"]["components"])
+    assert all(final[n]["phase"] == "Ready" and final[n]["ready"] and final[n]["revision"] == 1 for n in names)
+    assert memory.obj["status"]["readyComponents"] == "20/20"
+    assert len([h for h in memory.obj["status"]["history"] if h["type"] == "ComponentReady"]) == 20
+
+
+def test_writes_follow_the_interval_while_transitions_keep_coming():
+    memory = MemoryStore({"components": []})
+    writer = live(memory, interval=0.05)
+    writer.on_transition(result("a", "Deploying"))
+    deadline = threading.Event()
+    for _ in range(200):
+        if memory.writes:
+            break
+        deadline.wait(0.01)
+    assert memory.writes and memory.writes[0]["components"][0]["phase"] == "Deploying", "the first transition is written at once"
+    writer.on_transition(result("a", "Ready", revision=1))
+    writer.on_transition(result("b", "Blocked", blocked_by=["x"]))
+    summary = writer.close()
+    comps = dict((c["name"], c) for c in memory.obj["status"]["components"])
+    assert comps["a"]["phase"] == "Ready" and comps["b"]["phase"] == "Blocked" and comps["b"]["blockedBy"] == ["x"]
+    assert summary["writes"] == len(memory.writes) <= 3
+
+
+def test_verifying_a_ready_component_writes_nothing():
+    status, _events = store.model.apply_update({}, {"phase": "Ready", "components": [result(n, "Ready", revision=1) for n in ("a", "b")]})
+    memory = MemoryStore(status)
+    writer = live(memory, interval=0.0)
+    for name in ("a", "b"):
+        writer.on_transition(result(name, "Deploying", action="unchanged", revision=1))
+        unchanged = result(name, "Unchanged", action="unchanged", revision=1)
+        unchanged["message"] = "already deployed and Ready (3 resources)"
+        writer.on_transition(unchanged)
+    assert writer.close()["writes"] == 0 and memory.writes == []
+    # An upgrade of a Ready component is a real transition.
+    writer = live(memory, interval=0.0)
+    writer.on_transition(result("a", "Deploying", action="upgrade", revision=1))
+    writer.close()
+    assert [c["phase"] for c in memory.obj["status"]["components"]] == ["Deploying", "Ready"]
+
+
+def test_removed_drops_the_entry_and_failed_keeps_the_message():
+    memory = MemoryStore({"components": [store.model.component_entry(result(n, "Ready", revision=1)) for n in ("a", "b")]})
+    writer = live(memory)
+    writer.on_transition(result("a", "Removed", action="unchanged"))
+    failed = result("b", "Failed", action="upgrade")
+    failed["message"] = "component b: timed out waiting for release b"
+    writer.on_transition(failed)
+    writer.close()
+    comps = memory.obj["status"]["components"]
+    assert [c["name"] for c in comps] == ["b"] and comps[0]["phase"] == "Failed" and "timed out" in comps[0]["message"]
+    assert any(h["type"] == "ComponentFailed" and "timed out" in h["message"] for h in memory.obj["status"]["history"])
+
+
+def test_a_failed_write_is_retried_and_409_conflicts_are_re_applied():
+    memory = MemoryStore({"components": []}, fail_writes=1, conflicts=2)
+    writer = live(memory, interval=0.0)
+    writer.on_transition(result("a", "Ready", revision=1))
+    summary = writer.close()
+    assert memory.obj["status"]["components"][0]["phase"] == "Ready"
+    assert summary["conflicts"] == 2 and len(summary["warnings"]) == 1 and "write failed (retried)" in summary["warnings"][0]
+
+
+def test_a_store_that_keeps_failing_gives_up_without_raising():
+    memory = MemoryStore({"components": []}, fail_writes=100)
+    writer = live(memory, interval=0.0)
+    for i in range(10):
+        writer.on_transition(result("a", "Deploying" if i % 2 else "Ready"))
+    summary = writer.close()
+    assert memory.writes == [] and any("given up after 3 failed writes" in w and "503" in w for w in summary["warnings"])
+    writer.on_transition(result("a", "Ready"))  # after close: ignored, never raises
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
+    client = store.Api(build_api_client(handle.kubeconfig))
+    store.ensure_crd(client, crd.build_crd())
+    yield client
+    handle.stop()
+
+
+def test_against_the_emulator_from_many_threads(api):
+    api.request("POST", store.stack_path(), body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack",
+                                                  "metadata": {"name": "live"}, "spec": {"catalog": {"source": "/c"}}})
+    writer, warning = store.live_status(api, "live", interval=0.02)
+    assert warning is None
+
+    def component(i):
+        name = "c%d" % i
+        writer.on_transition(result(name, "Deploying"))
+        writer.on_transition(result(name, "Ready", revision=1))
+
+    threads = [threading.Thread(target=component, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    summary = writer.close()
+    status = store.CrdStore(api).read("live")["status"]
+    assert sorted(c["name"] for c in status["components"]) == ["c%d" % i for i in range(8)]
+    assert all(c["phase"] == "Ready" for c in status["components"]) and status["readyComponents"] == "8/8"
+    assert summary["transitions"] == 16 and 1 <= summary["writes"] <= 16 and summary["warnings"] == []
+
+    missing, warning = store.live_status(api, "nope")
+    assert missing is None and warning.startswith("status_stack: live status disabled: name: ClusterStack 'nope' not found")
+    cm_missing, warning = store.live_status(api, "nope", backend="configmap", namespace="default")
+    assert cm_missing is None and "no ConfigMap aicr-stack-nope" in warning
