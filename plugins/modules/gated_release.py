@@ -171,6 +171,31 @@ options:
     description:
       - Cache directory. Defaults to C($AICR_RUNTIME_CACHE_DIR), else C($XDG_CACHE_HOME/aicr-runtime), else C(~/.cache/aicr-runtime).
     type: path
+  status_stack:
+    description:
+      - Write live per-component progress to the status of this stack - a C(ClusterStack) name (O(status_backend=crd)) or
+        the name of a stack kept in a ConfigMap (O(status_backend=configmap)).
+      - Every component transition (C(Deploying), C(Ready), C(Unchanged), C(Failed), C(Blocked), C(Removed)) is merged into
+        C(status.components) and recorded in C(status.history) through the status subresource, re-reading on a 409
+        conflict. Transitions are coalesced - at most one write every 0.5 seconds, plus a final one before the module
+        returns - and a component the status already shows Ready that is only verified (release unchanged) is not
+        marked C(Deploying), so a no-op run writes nothing.
+      - A status write that fails never fails the rollout; it is reported as a warning (after three failures in a row
+        live status is given up). A stack that cannot be read disables live status with a warning.
+      - Never used in check mode.
+    type: str
+  status_backend:
+    description:
+      - Where O(status_stack) lives - C(crd) (a C(runtime.aicr.io/v1alpha1) C(ClusterStack)) or C(configmap)
+        (ConfigMap C(aicr-stack-<name>) in O(status_namespace)).
+    type: str
+    choices: [crd, configmap]
+    default: crd
+  status_namespace:
+    description:
+      - Namespace of the stack's ConfigMap when O(status_backend=configmap).
+    type: str
+    default: default
 notes:
   - The task fails when any component failed or was blocked; the result still lists every component.
   - A no-op run performs only reads and server-side dry-run applies.
@@ -212,6 +237,12 @@ EXAMPLES = r"""
   check_mode: true
   diff: true
   register: plan
+
+- name: Roll out and show each component's progress in the ClusterStack's status (kubectl get clusterstack gpu -w)
+  aicr.runtime.gated_release:
+    recipe: "{{ resolved }}"
+    stack: gpu
+    status_stack: gpu
 
 - name: Remove everything this stack deployed
   aicr.runtime.gated_release:
@@ -290,6 +321,11 @@ helm_version:
   description: Major version of the helm binary used.
   returned: always
   type: int
+live_status:
+  description: What the live status writer did - stack, backend, transitions seen, status writes made, 409 conflicts retried.
+  returned: when O(status_stack) is set, not in check mode, and the stack could be read
+  type: dict
+  sample: {stack: gpu, backend: crd, transitions: 12, writes: 7, conflicts: 0}
 """
 
 import traceback
@@ -326,6 +362,9 @@ def argument_spec():
         timeout=dict(type="int", default=600),
         overall_timeout=dict(type="int", default=3600),
         poll_interval=dict(type="float", default=0.5),
+        status_stack=dict(type="str"),
+        status_backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
+        status_namespace=dict(type="str", default="default"),
     )
     spec.update(KUBE_ARG_SPEC)
     return spec
@@ -343,6 +382,8 @@ def main():
         module.fail_json(**exc.to_result())
     except Exception as exc:  # pylint: disable=broad-except
         module.fail_json(msg="gated_release: unexpected %s: %s" % (exc.__class__.__name__, exc), exception=traceback.format_exc())
+    for warning in result.pop("warnings", None) or []:
+        module.warn(warning)
     failed_message = result.pop("failed_message", None)
     if failed_message:
         module.fail_json(msg=failed_message, **result)
