@@ -151,6 +151,7 @@ class Controllers:
         self.errors = 0
         self._last_rv = None
         self._last_rules = None
+        self.recorded = set()
         self._timers_pending = False
         self.ip_counter = 10
 
@@ -475,6 +476,30 @@ class Controllers:
             out.append(node["metadata"]["name"])
         return out
 
+    # ---- events ----------------------------------------------------------------------------------
+
+    def event(self, obj, etype, reason, message, component="kube-controller-manager"):
+        """Record a core/v1 Event about ``obj`` once per (object uid, reason, message)."""
+        meta = obj.get("metadata") or {}
+        key = (meta.get("uid"), reason, message)
+        if key in self.recorded:
+            return
+        self.recorded.add(key)
+        namespace = meta.get("namespace") or "default"
+        if self.store.raw_get("", "namespaces", "", namespace) is None:
+            return
+        stamp = now_iso()
+        api_version = obj.get("apiVersion", "v1")
+        self._write("", "events", {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "%s.%s" % (meta.get("name"), uuid.uuid4().hex[:16]), "namespace": namespace},
+            "involvedObject": {"kind": obj.get("kind"), "namespace": meta.get("namespace"), "name": meta.get("name"),
+                               "uid": meta.get("uid"), "apiVersion": api_version,
+                               "resourceVersion": meta.get("resourceVersion")},
+            "reason": reason, "message": message, "type": etype, "count": 1, "firstTimestamp": stamp,
+            "lastTimestamp": stamp, "source": {"component": component}, "reportingComponent": component,
+            "reportingInstance": component}, None)
+
     # ---- scheduling (opt-in: Options.schedule) ------------------------------------------------
 
     @property
@@ -598,6 +623,8 @@ class Controllers:
                     "spec": {"replicas": replicas, "minReadySeconds": spec.get("minReadySeconds", 0), "selector": selector,
                              "template": rs_template}}, None)
                 owned.append(new_rs)
+                self.event(dep, "Normal", "ScalingReplicaSet", "Scaled up replica set %s from 0 to %d" % (rs_name, replicas),
+                           "deployment-controller")
             elif new_rs is not None:
                 rev = (new_rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision", "0")
                 if (new_rs.get("spec") or {}).get("replicas") != replicas or (int(rev or 0) < max(revisions or [0])):
@@ -750,11 +777,13 @@ class Controllers:
                 new_status.pop("active")
                 _cond(conds, "SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods")
                 _cond(conds, "Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods")
+                self.event(job, "Normal", "Completed", "Job completed", "job-controller")
             elif state == "failed":
                 new_status.update({"failed": spec.get("backoffLimit", 6) + 1, "ready": 0, "uncountedTerminatedPods": {}})
                 new_status.pop("active", None)
                 _cond(conds, "FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
                 _cond(conds, "Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+                self.event(job, "Warning", "BackoffLimitExceeded", "Job has reached the specified backoff limit", "job-controller")
             else:
                 new_status.update({"active": spec.get("parallelism", 1) or 1, "ready": 0, "uncountedTerminatedPods": {}})
             if not conds:
@@ -846,6 +875,7 @@ class Controllers:
                     continue
                 status["phase"] = "Pending"
                 _cond(status.setdefault("conditions", []), "PodScheduled", "False", "Unschedulable", reason)
+                self.event(pod, "Warning", "FailedScheduling", reason, "default-scheduler")
                 if status != (pod.get("status") or {}):
                     self._write("", "pods", dict(copy.deepcopy(pod), status=status), pod)
                 continue
@@ -880,6 +910,9 @@ class Controllers:
                     status["phase"] = "Running"
                     status["containerStatuses"] = [self._cstatus(c, False, {"waiting": {
                         "reason": "CrashLoopBackOff", "message": "back-off restarting failed container"}}) for c in containers]
+                    for container in containers:
+                        self.event(pod, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)" % (
+                            container.get("name"), meta["name"], meta.get("namespace"), meta.get("uid")), "kubelet")
                 _cond(conds, "Ready", "False", "ContainersNotReady", "containers with unready status")
                 _cond(conds, "ContainersReady", "False", "ContainersNotReady", "containers with unready status")
             else:

@@ -115,6 +115,13 @@ def test_never_ready_and_fail_annotations(apis, ns):
     assert _cond(failed, "Failed").reason == "BackoffLimitExceeded" and failed.status.failed == 3
     pods = core.list_namespaced_pod(ns, label_selector="job-name=bad-job").items
     assert [p.status.phase for p in pods] == ["Failed"]
+    events = core.list_namespaced_event(ns, field_selector="involvedObject.name=bad-job").items
+    assert [(e.type, e.reason, e.involved_object.kind) for e in events] == [("Warning", "BackoffLimitExceeded", "Job")]
+    broken_pods = core.list_namespaced_pod(ns, label_selector="app=broken").items
+    backoff = core.list_namespaced_event(ns, field_selector="involvedObject.name=%s,reason=BackOff" % broken_pods[0].metadata.name)
+    assert backoff.items and backoff.items[0].type == "Warning"
+    scaled = core.list_namespaced_event(ns, field_selector="involvedObject.name=broken,reason=ScalingReplicaSet").items
+    assert len(scaled) == 1 and scaled[0].message.startswith("Scaled up replica set broken-")
 
 
 def test_readiness_rules_from_control_api(kube, apis, ns):
@@ -273,6 +280,8 @@ def test_opt_in_scheduling_honours_selectors_taints_cordon_and_gpus(tmp_path):
         scheduled = _cond(pending[0], "PodScheduled")
         assert scheduled.status == "False" and scheduled.reason == "Unschedulable"
         assert "Insufficient nvidia.com/gpu" in scheduled.message
+        failed = core.list_namespaced_event("default", field_selector="involvedObject.name=%s" % pending[0].metadata.name).items
+        assert [(e.reason, e.message) for e in failed] == [("FailedScheduling", scheduled.message)]
         # more GPUs appear on the node (e.g. after a fabric attach): the pod schedules and the rollout completes
         core.patch_node_status("gpu-a", {"status": {"allocatable": {"nvidia.com/gpu": "4"}}})
         wait_until(lambda: apps.read_namespaced_deployment("trainer", "default"), lambda d: d.status.available_replicas == 3)
