@@ -42,7 +42,7 @@ def _inventory(clusters, charts_url):
 
 
 def _converge(workdir, count, charts_url):
-    clusters = [start_emulator(workdir / ("kube-%d-%d" % (count, index)), default_ready_after=0.2, validate_builtins=False) for index in range(count)]
+    clusters = [start_emulator(workdir / ("kube-%d-%d" % (count, index)), default_ready_after=0.2) for index in range(count)]
     try:
         inventory = workdir / ("inventory-%d.json" % count)
         inventory.write_text(json.dumps(_inventory(clusters, charts_url)), encoding="utf-8")

@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.helm]
 
 @pytest.fixture
 def cluster(tmp_path):
-    kube = start_emulator(tmp_path / "kube", default_ready_after=0.2, validate_builtins=False)
+    kube = start_emulator(tmp_path / "kube", default_ready_after=0.2)
     charts = start_chart_repo(tmp_path)
     yield kube, charts
     charts.stop()
