@@ -6,7 +6,10 @@
 * edit the spec (skip a component, change an override) -> the next run converges and prunes, history records it;
   a newer catalog release -> CatalogCurrent False with the version; autoUpdate -> upgrade;
 * a blocked rollout -> Degraded with blockedBy and a condition message; fixed -> Ready without redoing Ready components;
-* a run killed midway leaves a true status (Deploying, Ready False) and the next run resumes;
+* live progress: while gated_release runs, ``kubectl get clusterstack -w`` sees components move one by one
+  (some Ready while others are still Deploying or Pending), with few status writes;
+* a run killed midway leaves a true status (Deploying, Ready False, each component as far as the run observed it)
+  and the next run resumes;
 * history stays at 50; status writes survive 409 conflicts; the ConfigMap backend from inventory variables.
 """
 
@@ -230,6 +233,75 @@ def test_blocked_rollout_is_degraded_then_fixed(run_playbook, kube, example_repo
     assert dict((c["name"], c["revision"]) for c in obj["status"]["components"])["example-crds"] == crds_revision
 
 
+def component_phases(obj):
+    return dict((c["name"], c["phase"]) for c in (obj.get("status") or {}).get("components") or [])
+
+
+class StackWatch:
+    """``kubectl get clusterstack <name> -w -o json`` in the background: every version of the object it streams."""
+
+    def __init__(self, kube, name):
+        self.seen = []
+        self.proc = subprocess.Popen([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig, "get", "clusterstack", name, "-w", "-o", "json"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)  # pylint: disable=consider-using-with
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        decoder = json.JSONDecoder()
+        buffered = ""
+        for line in self.proc.stdout:
+            buffered += line
+            while buffered.strip():
+                try:
+                    obj, end = decoder.raw_decode(buffered.lstrip())
+                except ValueError:
+                    break
+                self.seen.append(obj)
+                buffered = buffered.lstrip()[end:]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.thread.join(10)
+        return self.seen
+
+
+def test_live_component_progress_is_visible_while_the_rollout_runs(run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path)
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
+    apply_stack(kube, "gpu", stack_spec(releases))
+    kube.control.set_readiness(kind="Deployment", name="example-operator*", ready_after_seconds=4)
+    watch = StackWatch(kube, "gpu")
+    try:
+        mark = kube.control.audit_mark()
+        run = run_playbook("stack_reconcile.yml", extravars=params)
+        assert run.rc == 0, run.stdout[-5000:]
+        time.sleep(1)
+    finally:
+        seen = watch.stop()
+    snapshots = [component_phases(o) for o in seen if (o.get("status") or {}).get("phase") == "Deploying"]
+    assert snapshots, "the watch saw the stack while it was deploying: %s" % [o.get("status", {}).get("phase") for o in seen]
+    mixed = [p for p in snapshots if "Ready" in p.values() and set(p.values()) & {"Deploying", "Pending"}]
+    assert mixed, "an intermediate status with some components Ready and others still Deploying/Pending: %s" % snapshots
+    assert any(p.get("example-crds") == "Ready" and p.get("example-operator") == "Deploying" and p.get("example-agent") == "Pending"
+               for p in snapshots), snapshots
+    operator = []
+    for phases in snapshots + [component_phases(seen[-1])]:
+        if phases.get("example-operator") and (not operator or operator[-1] != phases["example-operator"]):
+            operator.append(phases["example-operator"])
+    assert operator == ["Pending", "Deploying", "Ready"], operator
+    obj = get_stack(kube, "gpu")
+    assert obj["status"]["phase"] == "Ready" and all(c["phase"] == "Ready" for c in obj["status"]["components"])
+    types = [h["type"] for h in obj["status"]["history"]]
+    assert types.count("ComponentDeploying") >= 3 and types.count("ComponentReady") == len(COMPONENTS)
+    live = run.result("Roll out the stack's recipe")["live_status"]
+    assert live["transitions"] == 2 * len(COMPONENTS) and live["stack"] == "gpu" and live["backend"] == "crd"
+    status_writes = [e for e in mutations(kube, mark) if e.get("resource") == "clusterstacks" and e.get("subresource") == "status"]
+    assert live["writes"] <= live["transitions"] and len(status_writes) <= live["writes"] + 6, "coalesced, not one write per transition"
+
+
 def test_interrupted_run_leaves_a_true_status_and_resumes(installed_collection, run_playbook, kube, example_repo, releases, tmp_path):
     params = role_vars(kube, example_repo, tmp_path)
     setup = run_playbook("stack_reconcile.yml", extravars=params)
@@ -247,13 +319,13 @@ def test_interrupted_run_leaves_a_true_status_and_resumes(installed_collection, 
         deadline = time.time() + 120
         seen = None
         while time.time() < deadline:
-            agents = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig, "get", "daemonsets", "-A", "-o", "name"],
-                                    capture_output=True, text=True, check=False).stdout
-            if "example-agent" in agents:
-                seen = get_stack(kube, "gpu")
+            # Live status: wait until the stack itself says the agent is being deployed (its DaemonSet never gets Ready).
+            phases = component_phases(get_stack(kube, "gpu"))
+            if phases.get("example-agent") == "Deploying":
+                seen = phases
                 break
             time.sleep(0.3)
-        assert seen is not None, "the rollout never reached example-agent: " + (tmp_path / "killed-run.log").read_text()[-3000:]
+        assert seen is not None, "the status never showed example-agent Deploying: " + (tmp_path / "killed-run.log").read_text()[-3000:]
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -264,7 +336,16 @@ def test_interrupted_run_leaves_a_true_status_and_resumes(installed_collection, 
     assert conditions(obj)["Ready"]["reason"] == "Reconciling" and conditions(obj)["RecipeResolved"]["status"] == "True"
     assert "observedGeneration" not in status, "the interrupted run never claimed the generation"
     assert sorted(c["name"] for c in status["components"]) == sorted(COMPONENTS)
-    assert all(c["phase"] == "Pending" for c in status["components"]), "nothing claims to be Ready that the run did not observe"
+    phases = component_phases(obj)
+    assert phases["example-agent"] == "Deploying", "the component the run was waiting for"
+    assert phases["example-crds"] == phases["example-operator"] == "Ready", "what the run observed Ready (the agent's gate was open)"
+    assert set(phases.values()) <= {"Ready", "Deploying", "Pending"}
+    helm = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "list", "-A", "-o", "json"], capture_output=True, text=True, check=True)
+    deployed = set(r["name"] for r in json.loads(helm.stdout) if r["status"] == "deployed")
+    for comp in status["components"]:
+        if comp["phase"] == "Ready" and comp["kind"] == "release":
+            assert comp["name"] in deployed and comp["revision"] >= 1, "nothing claims to be Ready that is not deployed: %s" % comp
+    assert status["readyComponents"] == "%d/%d" % (list(phases.values()).count("Ready"), len(COMPONENTS))
 
     kube.control.clear_readiness()
     resumed = run_playbook("stack_reconcile.yml", extravars=params)

@@ -10,7 +10,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.plan import b
 from ansible_collections.aicr.runtime.plugins.module_utils.release.scheduler import run_dag
 
 
-
 def comp(name, deps=(), chart=None, post=()):
     return {"name": name, "type": "Helm", "chart": name if chart is None else chart, "repository": "https://charts.example/repo",
             "version": "1.0.0", "namespace": "apps", "values": {}, "dependencies": list(deps), "manifest_paths": list(post),

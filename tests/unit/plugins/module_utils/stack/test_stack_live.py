@@ -75,7 +75,7 @@ def test_writes_follow_the_interval_while_transitions_keep_coming():
     writer = live(memory, interval=0.05)
     writer.on_transition(result("a", "Deploying"))
     deadline = threading.Event()
-    for _ in range(200):
+    for _attempt in range(200):
         if memory.writes:
             break
         deadline.wait(0.01)
