@@ -406,6 +406,9 @@ def test_configmap_backend_from_inventory(run_playbook, kube, example_repo, rele
     status = json.loads(cm["data"]["status"])
     assert status["phase"] == "Ready" and status["observedGeneration"] == 1 and cm["data"]["generation"] == "1"
     assert sorted(c["name"] for c in status["components"]) == sorted(n for n in COMPONENTS if n != "example-jobs")
+    live = run.result("Roll out the stack's recipe")["live_status"]
+    assert live["backend"] == "configmap" and live["transitions"] == 2 * (len(COMPONENTS) - 1) and live["writes"] >= 1
+    assert any(h["type"] == "ComponentDeploying" for h in status["history"]), "live transitions reached the ConfigMap"
     mark = kube.control.audit_mark()
     setup = run_playbook(RECONCILE_PLAYBOOK, extravars=params, inventory=CLUSTERS_INVENTORY)
     assert setup.rc == 0, setup.stdout[-5000:]
