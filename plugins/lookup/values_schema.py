@@ -41,6 +41,10 @@ options:
     description: The helm executable used to pull charts.
     type: str
     default: helm
+  plain_http:
+    description: Pull an C(oci://) chart over plain HTTP; for an https repository, skip certificate verification.
+    type: bool
+    default: false
   values:
     description: Values merged over the values files (validate).
     type: dict
@@ -145,7 +149,7 @@ from ansible.plugins.lookup import LookupBase
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine
 
-_PASSED = ("output", "chart_version", "repository", "helm_binary", "values", "set", "schema", "draft", "name", "group", "kind", "plural",
+_PASSED = ("output", "chart_version", "repository", "helm_binary", "plain_http", "values", "set", "schema", "draft", "name", "group", "kind", "plural",
            "domain", "api_version", "scope", "versions", "preserve_unknown_fields", "old_crd", "new_crd", "severities", "fail_on_error",
            "kubeconfig", "context")
 

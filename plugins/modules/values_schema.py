@@ -54,6 +54,12 @@ options:
     description: The helm executable used to pull charts from repositories.
     type: str
     default: helm
+  plain_http:
+    description:
+      - Pull an C(oci://) chart over plain HTTP (C(helm pull --plain-http)), for a registry without TLS such as a
+        local mirror; for an https repository, skip its certificate verification (C(--insecure-skip-tls-verify)).
+    type: bool
+    default: false
   values_files:
     description:
       - Values files merged in order (later wins). For O(output=json_schema)/O(output=crd) they add to the schema's sources;
@@ -259,6 +265,7 @@ ARGUMENT_SPEC = dict(
     chart_version=dict(type="str"),
     repository=dict(type="str"),
     helm_binary=dict(type="str", default="helm"),
+    plain_http=dict(type="bool", default=False),
     values_files=dict(type="list", elements="path"),
     values=dict(type="dict"),
     set=dict(type="list", elements="str"),

@@ -208,3 +208,24 @@ def test_module_pulls_chart_from_repository(run_playbook, chart_repository):
     assert "node-feature-discovery" in spec["values"]["properties"]
     checked = run.result("Validate values against the repository chart")
     assert [(e["path"], e["rule"], e["value"]) for e in checked["errors"]] == [("driver.enabled", "type", "sometimes")]
+
+
+
+def test_chart_from_a_local_oci_registry(run_playbook, tmp_path):
+    """A chart pushed to an OCI registry served over plain HTTP (a local mirror) is pulled with the real helm."""
+    from aicr_emulators.charts.helm import find_binary, run_helm  # pylint: disable=import-outside-toplevel
+    from aicr_emulators.charts.oci import push_chart, start_registry  # pylint: disable=import-outside-toplevel
+
+    helm = find_binary("helm")
+    run_helm(["package", str(Path(__file__).resolve().parents[2] / "examples" / "charts" / "example-operator"), "--destination", str(tmp_path)], helm=helm)
+    registry = start_registry(tmp_path / "registry")
+    try:
+        reference = push_chart(registry, tmp_path / "example-operator-0.1.0.tgz", "charts")
+        chart = reference.rsplit(":", 1)[0]  # oci://HOST/charts/example-operator
+        run = run_playbook("values_schema_oci.yml", extravars={"chart_ref": chart, "chart_version": "0.1.0", "helm": helm})
+        assert run.rc == 0, run.stdout[-3000:]
+        crd = run.result("Generate the CRD from the OCI chart")["crd"]
+        values = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["values"]["properties"]
+        assert values["replicaCount"]["type"] == "integer"
+    finally:
+        registry.stop()

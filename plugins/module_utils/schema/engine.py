@@ -63,7 +63,8 @@ def load_sources(params):
     """(chart or None, [(path, text)] of values files)."""
     chart = None
     if params.get("chart"):
-        chart = sources.load_chart(params["chart"], params.get("chart_version"), params.get("repository"), params.get("helm_binary") or "helm")
+        chart = sources.load_chart(params["chart"], params.get("chart_version"), params.get("repository"), params.get("helm_binary") or "helm",
+                                   insecure=bool(params.get("plain_http")))
     files = [(str(path), _read_text(path, "values_files")) for path in params.get("values_files") or []]
     if chart is None and not files and params["output"] in ("json_schema", "crd", "compare"):
         raise AicrError("chart/values_files: give a chart or at least one values file to generate a %s" % params["output"], field="chart")
