@@ -105,8 +105,10 @@ ee-context: collection helm
 demo: collection helm system-deps
 	$(PY) scripts/demo.py
 
-bench: collection helm
-	$(PY) tests/bench/run.py
+# stdout is the JSON document alone: set-up output goes to stderr.
+bench:
+	@$(MAKE) --no-print-directory collection helm >&2
+	@$(PY) tests/bench/run.py
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(SANITY_VENV)
