@@ -15,13 +15,16 @@ SANITY_ARGS ?=
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 TARBALL := $(BUILD)/dist/aicr-runtime-$(VERSION).tar.gz
 SHARED ?= $(abspath ../shared)
+GALAXY_VENV := $(BUILD)/venv-galaxy
 
 export AICR_SHARED := $(SHARED)
+# tests/integration/test_galaxy_import.py runs the real galaxy-importer (its venv is built below).
+export AICR_REQUIRE_GALAXY_IMPORTER := 1
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv helm system-deps collection unit sanity lint integration molecule test demo bench ee-context clean
+.PHONY: all venv helm system-deps collection unit sanity lint integration molecule test demo bench ee-context docs changelog-lint clean
 
 all: test
 
@@ -83,7 +86,21 @@ sanity: $(SANITY_VENV)/.installed
 lint: collection
 	$(BIN)/ansible-lint --profile production --offline
 
-integration: collection helm system-deps
+# galaxy-importer has pins of its own: a separate venv under .build (ignored by git, lint and the build).
+$(GALAXY_VENV)/.installed: requirements-dev.txt
+	test -x $(GALAXY_VENV)/bin/python || $(PYTHON) -m venv $(GALAXY_VENV)
+	$(GALAXY_VENV)/bin/python -m pip install --quiet --disable-pip-version-check galaxy-importer==0.4.44 \
+	  ansible-core==$(ANSIBLE_CORE_PIN) ansible-lint==26.10.1
+	touch $@
+
+# Reference pages (docs/reference) from the plugins' DOCUMENTATION and the roles' argument specs.
+docs: venv
+	$(PY) scripts/gen-docs
+
+changelog-lint: venv
+	$(BIN)/antsibull-changelog lint
+
+integration: collection helm system-deps $(GALAXY_VENV)/.installed
 	$(BIN)/pytest tests/integration
 
 # molecule's ansible-native scenarios (extensions/molecule): `default` starts the local
@@ -91,7 +108,7 @@ integration: collection helm system-deps
 molecule: collection helm
 	$(BIN)/molecule test --all
 
-test: unit sanity lint integration molecule
+test: unit sanity lint changelog-lint integration molecule
 
 # Execution environment build context (the image build itself needs podman/docker).
 ee-context: collection helm
