@@ -164,6 +164,30 @@ options:
   context:
     description: kubeconfig context to use.
     type: str
+  status_stack:
+    description:
+      - Write every device transition to the status of this stack as it happens - a C(ClusterStack) name
+        (O(status_backend=crd)) or the name of a stack kept in a ConfigMap (O(status_backend=configmap)).
+      - Each attach adds the device to C(status.devices) and each detach removes it (matched by fabric id), with a
+        C(DeviceAttached) or C(DeviceDetached) history event, through the status subresource, re-reading on a 409
+        conflict. Transitions are coalesced - at most one write every 0.5 seconds, plus a final one before the module
+        returns. A run that attaches and detaches nothing writes nothing.
+      - A status write that fails never fails the fabric run; it is reported as a warning (after three failures in a row
+        live status is given up). A stack that cannot be read disables live status with a warning.
+      - Never used in check mode. Uses O(kubeconfig) and O(context).
+    type: str
+  status_backend:
+    description:
+      - Where O(status_stack) lives - C(crd) (a C(runtime.aicr.io/v1alpha1) C(ClusterStack)) or C(configmap)
+        (ConfigMap C(aicr-stack-<name>) in O(status_namespace)).
+    type: str
+    choices: [crd, configmap]
+    default: crd
+  status_namespace:
+    description:
+      - Namespace of the stack's ConfigMap when O(status_backend=configmap).
+    type: str
+    default: default
 notes:
   - Device status follows the FTI C(res_op_status) first character - C(0) ok, C(1) ok with a warning (returned in
     RV(devices[].warnings) and RV(fabric_warnings)), C(2) critical; an empty or unknown status of a device that counts is an error
@@ -311,6 +335,11 @@ fabric_requests:
   returned: always
   type: dict
   sample: {GET: 4, PATCH: 2, POST: 1}
+live_status:
+  description: What the live status writer did - stack, backend, device transitions seen, status writes made, 409 conflicts retried.
+  returned: when O(status_stack) is set, not in check mode, and the stack could be read
+  type: dict
+  sample: {stack: gpu, backend: crd, transitions: 2, writes: 1, conflicts: 0}
 """
 
 import traceback
@@ -325,6 +354,7 @@ try:
     from ansible_collections.aicr.runtime.plugins.module_utils.fabric.service import FabricService, Target
     from ansible_collections.aicr.runtime.plugins.module_utils.fabric.nodes import KubernetesClusterView, HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR
     from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
+    from ansible_collections.aicr.runtime.plugins.module_utils.stack import store
 
     ENGINE_IMPORT_ERROR = None
 except ImportError:
@@ -333,6 +363,7 @@ except ImportError:
     KUBERNETES_IMPORT_ERROR = None
 
 CREDENTIALS = ("username", "password", "client_id", "client_secret", "realm")
+LIVE_STATUS_INTERVAL = 0.5
 TARGET_KEYS = ("type", "model", "count", "devices", "state")
 
 
@@ -377,6 +408,9 @@ def argument_spec():
         max_workers=dict(type="int", default=8),
         kubeconfig=dict(type="raw", no_log=True),
         context=dict(type="str"),
+        status_stack=dict(type="str"),
+        status_backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
+        status_namespace=dict(type="str", default="default"),
     )
 
 
@@ -416,14 +450,36 @@ def run_module(module):
     backend = build_backend(params["provider"], params["endpoint"], credentials, tenant_id=params["tenant_id"], cluster_id=params["cluster_id"],
                             ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"])
     settle = params["settle_timeout"] if params["settle_timeout"] is not None else 2 * params["timeout"]
+    live, live_warning = None, None
+    if params["status_stack"] and not module.check_mode:
+        if not HAS_KUBERNETES:
+            module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+        live, live_warning = store.live_status(store.Api(build_api_client(params["kubeconfig"], params["context"])), params["status_stack"],
+                                               params["status_backend"], params["status_namespace"], interval=LIVE_STATUS_INTERVAL, devices=True)
     service = FabricService(backend, cluster=cluster, check_mode=module.check_mode, force_detach=params["force_detach"],
                             operator_coexistence=params["operator_coexistence"], wait=params["wait"], wait_timeout=params["wait_timeout"],
                             verify_visible=params["verify_visible"], poll_interval=params["poll_interval"], settle_timeout=settle,
-                            max_workers=params["max_workers"])
+                            max_workers=params["max_workers"], on_transition=live.on_transition if live is not None else None)
     try:
-        return service.run(targets)
+        result = service.run(targets)
+    except AicrError as exc:
+        with_live_status(exc.details, live, live_warning)
+        raise
     finally:
         backend.transport.close()
+    return with_live_status(result, live, live_warning)
+
+
+def with_live_status(result, live, live_warning):
+    """Flush and stop the live status writer; its summary goes to ``live_status``, its warnings to ``warnings``."""
+    warnings = result.setdefault("warnings", [])
+    if live_warning:
+        warnings.append(live_warning)
+    if live is not None and "live_status" not in result:
+        summary = live.close()
+        warnings.extend(summary.pop("warnings"))
+        result["live_status"] = summary
+    return result
 
 
 def main():

@@ -262,3 +262,74 @@ def test_check_mode_on_cluster_manager_plans_detach_by_id(run_playbook, sim, fab
     assert [(a["action"], a["res_uuid"]) for a in planned["actions"]] == [("detach", seeded[2]["res_uuid"]), ("detach", seeded[1]["res_uuid"])]
     assert len(planned["diff"]["after"]["machines"][machines[3]]) == 1
     assert sim.control.requests(mutating=True) == [] and len(sim.control.devices(machines[3])) == 3
+
+
+def test_role_prunes_devices_no_longer_requested_with_the_drain_check(run_playbook, wired):
+    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
+    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
+
+    kube, sim = wired
+    sim.control.reset(machines=2)
+    core = k8s_client.CoreV1Api(k8s_config.new_client_from_config(config_file=kube.kubeconfig))
+    requests = [{"name": "train", "model": "A100", "size": 2, "target_node": "node-1"}]
+    held = [{"node": "node-1", "type": "gpu", "model": "A100"}]
+    _role(run_playbook, sim, kube, requests=requests)
+    assert _models(sim, "node-1") == ["A100", "A100"]
+    # A held node/type/model that is still requested is left to the request.
+    sim.control.clear_requests()
+    same = _role(run_playbook, sim, kube, requests=requests, prune=held).result(ROLE_TASK)
+    assert same["changed"] is False and sim.control.requests(mutating=True) == []
+
+    # No request any more: the held devices go to zero, but not while a pod uses GPUs on the node.
+    core.create_namespaced_pod("default", {"metadata": {"name": "prune-user"}, "spec": {"nodeName": "node-1", "containers": [
+        {"name": "c", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+    try:
+        refused = _role(run_playbook, sim, kube, expect_failure=True, requests=[], prune=held)
+        assert "pods on node node-1 request nvidia.com/gpu: default/prune-user" in refused.stdout, refused.stdout[-3000:]
+        assert len(sim.control.devices("node-1")) == 2
+    finally:
+        core.delete_namespaced_pod("prune-user", "default")
+    gone = _role(run_playbook, sim, kube, requests=[], prune=held).result(ROLE_TASK)
+    assert len(gone["detached"]) == 2 and sim.control.devices("node-1") == [], dump(gone)
+    assert [(m["node"], m["model"], m["count"]) for m in gone["invocation"]["module_args"]["machines"]] == [("node-1", "A100", 0)]
+
+    bad = _role(run_playbook, sim, kube, expect_failure=True, requests=[], prune=[{"node": "node-1", "model": ""}])
+    assert "composable_gpu_prune[0]: node and model are required" in bad.stdout, bad.stdout[-3000:]
+
+
+def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
+    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
+    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
+
+    kube, sim = wired
+    sim.control.reset(machines=2)
+    core = k8s_client.CoreV1Api(k8s_config.new_client_from_config(config_file=kube.kubeconfig))
+    core.create_namespaced_config_map("default", {"metadata": {"name": "aicr-stack-lab", "labels": {"runtime.aicr.io/stack": "lab"}},
+                                                  "data": {"spec": "{}", "status": json.dumps({"phase": "Attaching"}), "generation": "1"}})
+
+    def status():
+        return json.loads(core.read_namespaced_config_map("aicr-stack-lab", "default").data["status"])
+
+    live = {"status_stack": "lab", "status_backend": "configmap", "status_namespace": "default", "force_detach": True}
+    requests = [{"name": "train", "model": "A100", "size": 2, "target_node": "node-1"}]
+    up = _role(run_playbook, sim, kube, requests=requests, **live).result(ROLE_TASK)
+    assert up["live_status"]["transitions"] == 2 and up["live_status"]["backend"] == "configmap", dump(up)
+    now = status()
+    assert sorted(d["resUUID"] for d in now["devices"]) == sorted(d["res_uuid"] for d in sim.control.devices("node-1"))
+    assert [h["type"] for h in now["history"]] == ["DeviceAttached", "DeviceAttached"] and now["phase"] == "Attaching"
+
+    # Nothing to do: no transition, no write.
+    version = core.read_namespaced_config_map("aicr-stack-lab", "default").metadata.resource_version
+    again = _role(run_playbook, sim, kube, requests=requests, **live).result(ROLE_TASK)
+    assert again["changed"] is False and again["live_status"]["transitions"] == again["live_status"]["writes"] == 0
+    assert core.read_namespaced_config_map("aicr-stack-lab", "default").metadata.resource_version == version
+
+    down = _role(run_playbook, sim, kube, requests=[dict(requests[0], size=0)], **live).result(ROLE_TASK)
+    assert down["live_status"]["transitions"] == 2
+    now = status()
+    assert now["devices"] == [] and [h["type"] for h in now["history"]][-2:] == ["DeviceDetached", "DeviceDetached"]
+
+    # A stack that does not exist: a warning, the fabric run itself goes on.
+    other = _role(run_playbook, sim, kube, requests=requests, **dict(live, status_stack="ghost")).result(ROLE_TASK)
+    assert len(other["attached"]) == 2 and "live_status" not in other
+    assert any("live status disabled" in w for w in other["fabric_warnings"]), dump(other)

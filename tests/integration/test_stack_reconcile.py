@@ -10,7 +10,9 @@
   (some Ready while others are still Deploying or Pending), with few status writes;
 * a run killed midway leaves a true status (Deploying, Ready False, each component as far as the run observed it)
   and the next run resumes;
-* history stays at 50; status writes survive 409 conflicts; the ConfigMap backend from inventory variables.
+* history stays at 50; status writes survive 409 conflicts; the ConfigMap backend from inventory variables;
+* spec.componentOverrides chart/repository reach gated_release (values only through recipe_resolve);
+* devices: attach, scale down, scale to none / remove the request (status.devices pruned, history), no-op re-run.
 """
 
 import json
@@ -195,6 +197,45 @@ def test_create_reconcile_edit_prune_and_noop(run_playbook, kube, example_repo, 
     mark = kube.control.audit_mark()
     setup = run_playbook("stack_reconcile.yml", extravars=params)
     assert setup.rc == 0, setup.stdout[-5000:]
+    assert mutations(kube, mark) == []
+
+
+def test_chart_and_repository_overrides_reach_the_rollout(run_playbook, kube, example_repo, releases, tmp_path):
+    params = role_vars(kube, example_repo, tmp_path)
+    setup = run_playbook("stack_reconcile.yml", extravars=params)
+    assert setup.rc == 0, setup.stdout[-5000:]
+    apply_stack(kube, "gpu", stack_spec(releases))
+    first = run_playbook("stack_reconcile.yml", extravars=params)
+    assert first.rc == 0, first.stdout[-5000:]
+    assert first.result("Roll out the stack's recipe")["invocation"]["module_args"]["component_overrides"] == {}
+
+    # A repository nobody serves: only gated_release can have used it (recipe_resolve takes no repository), so the agent fails.
+    dead = "http://127.0.0.1:9/nowhere"
+    apply_stack(kube, "gpu", stack_spec(releases, componentOverrides={"example-agent": {"repository": dead, "values": {"env": {"LOG_LEVEL": "debug"}}}}))
+    broken = run_playbook("stack_reconcile.yml", extravars=params)
+    assert broken.rc != 0
+    resolve_args = broken.result("Resolve the stack's recipe")["invocation"]["module_args"]
+    assert resolve_args["component_overrides"] == {"example-agent": {"values": {"env": {"LOG_LEVEL": "debug"}}}}
+    rollout_args = broken.result("Roll out the stack's recipe")["invocation"]["module_args"]
+    assert rollout_args["component_overrides"] == {"example-agent": {"repository": dead}}, "values are applied once, by recipe_resolve"
+    comps = dict((c["name"], c) for c in get_stack(kube, "gpu")["status"]["components"])
+    assert comps["example-agent"]["phase"] == "Failed" and comps["example-crds"]["ready"] is True
+
+    # The repository the mirror points at, a chart override, and an override of a skipped component (not passed on): Ready.
+    apply_stack(kube, "gpu", stack_spec(releases, skipComponents=["example-jobs"], componentOverrides={
+        "example-agent": {"repository": example_repo.url, "chart": "example-agent", "values": {"env": {"LOG_LEVEL": "debug"}}},
+        "example-jobs": {"chart": "no-such-chart"}}))
+    fixed = run_playbook("stack_reconcile.yml", extravars=params)
+    assert fixed.rc == 0, fixed.stdout[-5000:]
+    rollout = fixed.result("Roll out the stack's recipe")
+    assert rollout["invocation"]["module_args"]["component_overrides"] == {"example-agent": {"repository": example_repo.url, "chart": "example-agent"}}
+    obj = get_stack(kube, "gpu")
+    assert obj["status"]["phase"] == "Ready"
+    agent = [c for c in obj["status"]["components"] if c["name"] == "example-agent"][0]
+    assert agent["ready"] is True and agent["revision"] == 2
+    mark = kube.control.audit_mark()
+    again = run_playbook("stack_reconcile.yml", extravars=params)
+    assert again.rc == 0, again.stdout[-5000:]
     assert mutations(kube, mark) == []
 
 
@@ -461,6 +502,11 @@ def test_devices_attach_scale_down_and_status(run_playbook, wired, example_repo,
     assert conds["DevicesReady"]["status"] == "True" and conds["DevicesReady"]["message"] == "2 devices attached"
     types = [h["type"] for h in status["history"]]
     assert types.index("PhaseAttaching") < types.index("DevicesChanged") < types.index("PhaseDeploying")
+    # Each attach reached the status while the devices step ran (fabric_device status_stack), before the step's summary.
+    attached = [i for i, t in enumerate(types) if t == "DeviceAttached"]
+    assert len(attached) == 2 and types.index("PhaseAttaching") < attached[0] and attached[-1] < types.index("DevicesChanged")
+    live = run.result("Converge the fabric devices of every node")["live_status"]
+    assert live["stack"] == "gpu" and live["transitions"] == 2 and 1 <= live["writes"] <= 2
 
     devices[0]["size"] = 1
     apply_stack(kube, "gpu", stack_spec(releases, devices=devices))
@@ -477,6 +523,41 @@ def test_devices_attach_scale_down_and_status(run_playbook, wired, example_repo,
     setup = run_playbook("stack_reconcile.yml", extravars=params)
     assert setup.rc == 0, setup.stdout[-5000:]
     assert mutations(kube, mark) == [] and sim.control.requests(mutating=True) == []
+
+    # Scale to none: what status.devices recorded and the spec no longer requests is detached.
+    serial = obj["status"]["devices"][0]["serial"]
+    apply_stack(kube, "gpu", stack_spec(releases, devices=[]))
+    none = run_playbook("stack_reconcile.yml", extravars=params)
+    assert none.rc == 0, none.stdout[-5000:]
+    obj = get_stack(kube, "gpu")
+    assert sim.control.devices("node-1") == [] and sim.control.devices("node-0") == []
+    assert obj["status"]["devices"] == [] and obj["status"]["phase"] == "Ready" and obj["status"]["observedGeneration"] == 3
+    conds = conditions(obj)
+    assert conds["DevicesReady"]["status"] == "True" and conds["DevicesReady"]["reason"] == "NoDevicesRequested"
+    assert conds["DevicesReady"]["message"] == "0 devices attached"
+    changed = [h for h in obj["status"]["history"] if h["type"] == "DevicesChanged"][-1]
+    assert changed["message"] == "attached: none; detached: %s" % serial
+    assert [h for h in obj["status"]["history"] if h["type"] == "DeviceDetached"][-1]["message"].startswith("detached node-1 gpu A100 %s" % serial)
+    # Second run: nothing to do, nothing sent to the cluster or the fabric.
+    mark = kube.control.audit_mark()
+    sim.control.clear_requests()
+    again = run_playbook("stack_reconcile.yml", extravars=params)
+    assert again.rc == 0, again.stdout[-5000:]
+    assert mutations(kube, mark) == [] and sim.control.requests(mutating=True) == []
+    # A resync with nothing recorded does not touch the fabric either (no devices step at all).
+    forced = run_playbook("stack_reconcile.yml", extravars=dict(params, stack_reconcile_force=True))
+    assert forced.rc == 0, forced.stdout[-5000:]
+    assert sim.control.requests(mutating=True) == []
+
+    # Removing the request (no devices key at all) detaches as well.
+    apply_stack(kube, "gpu", stack_spec(releases, devices=[{"type": "gpu", "model": "A100", "size": 1, "targetNode": "node-0"}]))
+    back = run_playbook("stack_reconcile.yml", extravars=params)
+    assert back.rc == 0, back.stdout[-5000:]
+    assert len(sim.control.devices("node-0")) == 1 and len(get_stack(kube, "gpu")["status"]["devices"]) == 1
+    apply_stack(kube, "gpu", stack_spec(releases))
+    removed = run_playbook("stack_reconcile.yml", extravars=params)
+    assert removed.rc == 0, removed.stdout[-5000:]
+    assert sim.control.devices("node-0") == [] and get_stack(kube, "gpu")["status"]["devices"] == []
 
 
 def test_resync_of_a_ready_stack_writes_only_the_timestamp(run_playbook, kube, example_repo, releases, tmp_path):

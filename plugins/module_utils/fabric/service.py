@@ -16,6 +16,10 @@ Rules (see docs/modules/fabric_device.md):
   or a DRA claim names it.
 - Machines are handled concurrently (bounded thread pool); devices on one machine sequentially.
 - ``check_mode`` reads everything and reports the plan without mutating.
+- ``on_transition(record)``, when given, is called after every attach and detach that took effect (never in
+  check mode) with the device result tagged with ``machine``, ``node`` and ``event`` (``attached`` or
+  ``detached``), from the machine threads; calls are serialised and an exception from the callback becomes a
+  warning, never a failure.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -101,7 +105,7 @@ class MachineRun:
 class FabricService:
     def __init__(self, backend, cluster=None, check_mode=False, force_detach=False, operator_coexistence="refuse", wait=True,
                  wait_timeout=300.0, verify_visible=False, poll_interval=2.0, settle_timeout=60.0, max_workers=8,
-                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep):
+                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None):
         self.backend = backend
         self.cluster = cluster
         self.check_mode = check_mode
@@ -118,6 +122,9 @@ class FabricService:
         self.sleep = sleep
         self._lock = threading.Lock()
         self._usage = {}
+        self.on_transition = on_transition
+        self._transition_lock = threading.Lock()
+        self.transition_warnings = []
 
     # --- entry point ------------------------------------------------------------------
 
@@ -149,6 +156,20 @@ class FabricService:
                 list(pool.map(lambda r: self._machine(r, groups[r.machine_id]), runs))
         return self._result(runs, warnings)
 
+    def _transition(self, run, event, device):
+        """Tell ``on_transition`` that ``device`` was attached or detached (serialised; a failing callback is a warning)."""
+        if self.on_transition is None:
+            return
+        record = run.tag(device.to_result())
+        record["event"] = event
+        with self._transition_lock:
+            try:
+                self.on_transition(record)
+            except Exception as exc:  # pylint: disable=broad-except  # status reporting never breaks the fabric run
+                text = "on_transition: the status callback failed for %s %s: %s: %s" % (event, device.res_uuid, exc.__class__.__name__, str(exc)[:300])
+                if text not in self.transition_warnings and len(self.transition_warnings) < 5:
+                    self.transition_warnings.append(text)
+
     def _resolve(self, targets):
         for target in targets:
             if target.node and not target.machine_id:
@@ -158,7 +179,7 @@ class FabricService:
                 target.machine_id = self.cluster.machine_for_node(target.node)
 
     def _result(self, runs, warnings):
-        result = {"changed": False, "devices": [], "attached": [], "detached": [], "actions": [], "warnings": list(warnings),
+        result = {"changed": False, "devices": [], "attached": [], "detached": [], "actions": [], "warnings": list(warnings) + list(self.transition_warnings),
                   "machines": [], "diff": {"before": {"machines": {}}, "after": {"machines": {}}}}
         errors = []
         failed = []
@@ -363,6 +384,7 @@ class FabricService:
                             device=device.to_result())
         self._action(run, "attach", target, device, adopted=adopted)
         run.attached.append(run.tag(device.to_result()))
+        self._transition(run, "attached", device)
         run.warnings.extend(device.warnings)
         return devices
 
@@ -447,6 +469,7 @@ class FabricService:
             raise error
         self._action(run, "detach", target, device)
         run.detached.append(run.tag(device.to_result()))
+        self._transition(run, "detached", device)
         return devices
 
     # --- visibility ------------------------------------------------------------------------

@@ -71,7 +71,8 @@ def spec_schema():
             "digest": _s("Expected catalog digest (sha256:...); resolution fails on a mismatch."),
         }, required=["source"]),
         "skipComponents": _list("Components to leave out (removed when deployed earlier).", {"type": "string"}),
-        "componentOverrides": _free("Per-component overrides keyed by name: version, namespace, enabled, values..."),
+        "componentOverrides": _free("Per-component overrides keyed by name: version, namespace, enabled, values (recipe_resolve), "
+                                    "chart, repository (gated_release)."),
         "repositoryMirrors": _free("Upstream repository URL to mirror URL (or {url, plain_http, insecure_skip_tls_verify})."),
         "devices": _list("Composable device requests.", device),
         "suspend": {"type": "boolean", "description": "Skip this stack in reconcile runs."},

@@ -288,9 +288,48 @@ class StatusWriter:
         before, after, changed = self.update(mutate)
         return before, after, changed, recorded if changed else []
 
+    def apply_device_transitions(self, transitions):
+        """Merge fabric_device transitions (``event`` C(attached) or C(detached) plus the device result, tagged with node)
+        into ``status.devices`` (one read-modify-write), with a ``DeviceAttached``/``DeviceDetached`` history event each.
+
+        An attach already listed (same ``resUUID``) and a detach of a device not listed change nothing, so
+        replaying transitions is harmless. Returns (before, after, changed, events).
+        """
+        results = list(transitions)
+        recorded = []
+
+        def mutate(status, obj):
+            devices = list(status.get("devices") or [])
+            events = []
+            for item in results:
+                entry = model.device_entry(item)
+                ids = set(i for i in (entry["resUUID"], entry["serial"]) if i)
+                listed = [d for d in devices if ids & set(i for i in (d.get("resUUID"), d.get("serial")) if i)]
+                what = "%s %s %s %s (%s)" % (entry["node"] or item.get("machine") or "?", entry["type"], entry["model"], entry["serial"] or "-",
+                                             entry["resUUID"] or "-")
+                if item.get("event") == "attached" and not listed:
+                    devices.append(entry)
+                    events.append({"type": "DeviceAttached", "message": "attached " + what})
+                elif item.get("event") == "detached" and listed:
+                    devices = [d for d in devices if d not in listed]
+                    events.append({"type": "DeviceDetached", "message": "detached " + what})
+            del recorded[:]
+            if not events:
+                return status
+            new, applied = model.apply_update(status, {"devices": devices, "events": events}, now=self.now(),
+                                              generation=(obj.get("metadata") or {}).get("generation"))
+            recorded.extend(applied)
+            return new
+
+        before, after, changed = self.update(mutate)
+        return before, after, changed, recorded if changed else []
+
 
 class LiveStatus:
     """Coalescing ``on_transition`` hook: component transitions reach the status at most every ``interval`` seconds.
+
+    Results are keyed by ``key`` (the latest per key is written) and written with ``apply`` (default
+    ``writer.apply_components``; ``writer.apply_device_transitions`` with ``key="res_uuid"`` for devices).
 
     ``on_transition(result)`` only records the component's latest result and wakes the writer thread, so it
     is safe and quick to call from the scheduler threads. The thread writes the first transition at once,
@@ -299,8 +338,10 @@ class LiveStatus:
     row live status is given up (a warning says why) and the rollout is never affected.
     """
 
-    def __init__(self, writer, interval=0.5, max_failures=3, clock=time.monotonic):
+    def __init__(self, writer, interval=0.5, max_failures=3, clock=time.monotonic, apply=None, key="name"):
         self.writer = writer
+        self.apply = apply or writer.apply_components
+        self.key = key
         self.interval = float(interval)
         self.max_failures = max_failures
         self.clock = clock
@@ -321,7 +362,7 @@ class LiveStatus:
 
     def on_transition(self, component_result):
         """Record a component's new phase (a gated_release component result); never raises, never blocks on I/O."""
-        name = (component_result or {}).get("name")
+        name = (component_result or {}).get(self.key)
         if not name:
             return
         with self._cond:
@@ -356,16 +397,16 @@ class LiveStatus:
 
     def _write(self, batch):
         try:
-            _before, _after, changed, _events = self.writer.apply_components(batch)
+            _before, _after, changed, _events = self.apply(batch)
         except Exception as exc:  # pylint: disable=broad-except  # live status must never break the rollout
             msg = exc.msg if isinstance(exc, AicrError) else "%s: %s" % (exc.__class__.__name__, exc)
             with self._cond:
                 self._failures += 1
                 self._last_write = self.clock()
                 for result in batch:  # retry with the next batch unless a newer result arrived meanwhile
-                    if result["name"] not in self._pending:
-                        self._order.append(result["name"])
-                        self._pending[result["name"]] = result
+                    if result[self.key] not in self._pending:
+                        self._order.append(result[self.key])
+                        self._pending[result[self.key]] = result
                 if self._failures >= self.max_failures:
                     self._disabled = True
                     self._pending, self._order = {}, []
@@ -399,13 +440,18 @@ class LiveStatus:
                 "conflicts": self.writer.conflicts, "warnings": list(self.warnings)}
 
 
-def live_status(api, name, backend="crd", namespace="default", interval=0.5):
-    """A started ``LiveStatus`` for stack ``name``, or (None, warning) when the stack cannot be read."""
+def live_status(api, name, backend="crd", namespace="default", interval=0.5, devices=False):
+    """A started ``LiveStatus`` for stack ``name``, or (None, warning) when the stack cannot be read.
+
+    ``devices``: a hook for fabric_device transitions (``status.devices``, keyed by the device's fabric id)
+    instead of gated_release component results (``status.components``)."""
     writer = StatusWriter(make_store(api, backend, namespace), name)
     try:
         writer.store.read(name)
     except AicrError as exc:
         return None, "status_stack: live status disabled: %s" % exc.msg
+    if devices:
+        return LiveStatus(writer, interval=interval, apply=writer.apply_device_transitions, key="res_uuid"), None
     return LiveStatus(writer, interval=interval), None
 
 

@@ -348,3 +348,41 @@ def test_verify_visible_counts_local_gpus_from_before_the_run():
     cluster.allocatable["node-0"] = lambda: 4 + len(backend.machines["m0"])  # the device plugin catches up
     result = service(backend, cluster, verify_visible=True).run([Target(node="node-0", model="A100", count=2)])
     assert len(result["attached"]) == 2
+
+
+def test_on_transition_reports_each_attach_and_detach_as_it_happens():
+    backend = MemoryBackend(["m0", "m1"])
+    old = backend.add("m1")
+    seen = []
+
+    def hook(record):
+        # The device is already attached (or gone) on the fabric when the hook hears of it.
+        present = [d.res_uuid for d in backend.machines[record["machine"]]]
+        seen.append((record["event"], record["machine"], record["node"], record["res_uuid"] in present))
+
+    result = service(backend, force_detach=True, on_transition=hook).run(
+        [Target(machine_id="m0", model="A100", count=2), Target(machine_id="m1", model="A100", count=0)])
+    assert sorted(seen) == [("attached", "m0", None, True), ("attached", "m0", None, True), ("detached", "m1", None, False)]
+    assert [a["res_uuid"] for a in result["attached"]] == [d.res_uuid for d in backend.machines["m0"]]
+    assert result["detached"][0]["res_uuid"] == old.res_uuid
+
+
+def test_on_transition_is_silent_in_check_mode_and_without_changes():
+    backend = MemoryBackend(["m0"])
+    backend.add("m0")
+    seen = []
+    service(backend, check_mode=True, force_detach=True, on_transition=seen.append).run([Target(machine_id="m0", model="A100", count=3)])
+    service(backend, on_transition=seen.append).run([Target(machine_id="m0", model="A100", count=1)])
+    assert seen == []
+
+
+def test_a_failing_on_transition_is_a_warning_and_the_run_goes_on():
+    backend = MemoryBackend(["m0"])
+
+    def hook(record):
+        raise RuntimeError("status store down")
+
+    result = service(backend, on_transition=hook).run([Target(machine_id="m0", model="A100", count=2)])
+    assert len(backend.machines["m0"]) == 2 and result["changed"] is True
+    assert len(result["warnings"]) == 2 and all("on_transition: the status callback failed for attached" in w for w in result["warnings"])
+    assert "RuntimeError: status store down" in result["warnings"][0]

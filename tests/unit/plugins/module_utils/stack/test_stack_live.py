@@ -172,3 +172,58 @@ def test_against_the_emulator_from_many_threads(api):
     assert missing is None and warning.startswith("status_stack: live status disabled: name: ClusterStack 'nope' not found")
     cm_missing, warning = store.live_status(api, "nope", backend="configmap", namespace="default")
     assert cm_missing is None and "no ConfigMap aicr-stack-nope" in warning
+
+
+def device(event, res_uuid, node="node-1", serial=None):
+    return {"event": event, "machine": "m-" + node, "node": node, "type": "gpu", "model": "A100", "res_uuid": res_uuid,
+            "serial": serial or "GPU-" + res_uuid, "status": "ok", "warnings": []}
+
+
+def test_device_transitions_add_and_remove_status_devices_with_history():
+    memory = MemoryStore({"phase": "Attaching", "devices": [store.model.device_entry(device("attached", "r1"))]})
+    writer = store.StatusWriter(memory, "s")
+    _before, after, changed, events = writer.apply_device_transitions([device("attached", "r2"), device("detached", "r1")])
+    assert changed is True and len(memory.writes) == 1
+    assert [(d["resUUID"], d["serial"], d["node"], d["model"]) for d in after["status"]["devices"]] == [("r2", "GPU-r2", "node-1", "A100")]
+    assert [e["type"] for e in events] == ["DeviceAttached", "DeviceDetached"]
+    assert events[0]["message"] == "attached node-1 gpu A100 GPU-r2 (r2)"
+    assert [h["type"] for h in after["status"]["history"]] == ["DeviceAttached", "DeviceDetached"]
+    # Replays change nothing: an attach already listed, a detach of a device not listed.
+    _before, _after, changed, events = writer.apply_device_transitions([device("attached", "r2"), device("detached", "r1")])
+    assert changed is False and events == [] and len(memory.writes) == 1
+
+
+def test_live_device_status_coalesces_by_device_and_flushes_on_close():
+    memory = MemoryStore({"phase": "Attaching"})
+    status_writer = store.StatusWriter(memory, "s", sleep=lambda _s: None)
+    writer = store.LiveStatus(status_writer, interval=30.0, apply=status_writer.apply_device_transitions, key="res_uuid")
+    writer.on_transition(device("attached", "r1"))
+    writer.on_transition({"event": "attached"})  # no fabric id: ignored
+    for uuid in ("r2", "r3"):
+        writer.on_transition(device("attached", uuid))
+    writer.on_transition(device("detached", "r3"))  # rolled back before the next write: only the latest counts
+    summary = writer.close()
+    assert summary["transitions"] == 4 and summary["warnings"] == []
+    assert [d["resUUID"] for d in memory.obj["status"]["devices"]] == ["r1", "r2"]
+    assert 1 <= len(memory.writes) <= 2
+
+
+def test_live_status_for_devices_against_the_emulator(tmp_path):
+    handle = start_emulator(tmp_path / "kube")
+    try:
+        api = store.Api(build_api_client(handle.kubeconfig))
+        store.ensure_crd(api, crd.build_crd())
+        api.request("POST", "/apis/runtime.aicr.io/v1alpha1/clusterstacks",
+                    body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": "gpu"}, "spec": {"catalog": {"source": "/x"}}})
+        live_writer, warning = store.live_status(api, "gpu", interval=0.01, devices=True)
+        assert warning is None
+        live_writer.on_transition(device("attached", "r1"))
+        live_writer.on_transition(device("attached", "r2"))
+        summary = live_writer.close()
+        assert summary["writes"] >= 1 and summary["warnings"] == []
+        obj = api.get("/apis/runtime.aicr.io/v1alpha1/clusterstacks/gpu")
+        assert sorted(d["resUUID"] for d in obj["status"]["devices"]) == ["r1", "r2"]
+        missing, warning = store.live_status(api, "nope", devices=True)
+        assert missing is None and "live status disabled" in warning
+    finally:
+        handle.stop()
