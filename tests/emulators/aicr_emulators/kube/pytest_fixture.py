@@ -13,6 +13,7 @@
 A pytest fixture ``kube_emulator`` is also defined; import it into a conftest to use it.
 """
 
+import http.client
 import json
 import os
 import subprocess
@@ -106,8 +107,8 @@ class Control:
             try:
                 if self.health()["restarts"] > before:
                     return
-            except (OSError, EmulatorError):
-                pass
+            except (OSError, EmulatorError, http.client.HTTPException, ValueError):
+                pass  # the listener is going down or coming back: a cut or empty answer just means "not yet"
             time.sleep(0.05)
         raise EmulatorError("emulator did not come back after restart")
 
