@@ -330,6 +330,8 @@ def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
     assert now["devices"] == [] and [h["type"] for h in now["history"]][-2:] == ["DeviceDetached", "DeviceDetached"]
 
     # A stack that does not exist: a warning, the fabric run itself goes on.
-    other = _role(run_playbook, sim, kube, requests=requests, **dict(live, status_stack="ghost")).result(ROLE_TASK)
+    ghost = dict(live)
+    ghost["status_stack"] = "ghost"
+    other = _role(run_playbook, sim, kube, requests=requests, **ghost).result(ROLE_TASK)
     assert len(other["attached"]) == 2 and "live_status" not in other
     assert any("live status disabled" in w for w in other["fabric_warnings"]), dump(other)

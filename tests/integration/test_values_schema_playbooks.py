@@ -210,7 +210,6 @@ def test_module_pulls_chart_from_repository(run_playbook, chart_repository):
     assert [(e["path"], e["rule"], e["value"]) for e in checked["errors"]] == [("driver.enabled", "type", "sometimes")]
 
 
-
 def test_chart_from_a_local_oci_registry(run_playbook, tmp_path):
     """A chart pushed to an OCI registry served over plain HTTP (a local mirror) is pulled with the real helm."""
     from aicr_emulators.charts.helm import find_binary, run_helm  # pylint: disable=import-outside-toplevel
