@@ -34,6 +34,7 @@ author:
 extends_documentation_fragment:
   - aicr.runtime.attributes
   - aicr.runtime.fabric
+  - aicr.runtime.live_status
 attributes:
   check_mode:
     support: full
@@ -176,18 +177,6 @@ options:
         live status is given up). A stack that cannot be read disables live status with a warning.
       - Never used in check mode. Uses O(kubeconfig) and O(context).
     type: str
-  status_backend:
-    description:
-      - Where O(status_stack) lives - C(crd) (a C(runtime.aicr.io/v1alpha1) C(ClusterStack)) or C(configmap)
-        (ConfigMap C(aicr-stack-<name>) in O(status_namespace)).
-    type: str
-    choices: [crd, configmap]
-    default: crd
-  status_namespace:
-    description:
-      - Namespace of the stack's ConfigMap when O(status_backend=configmap).
-    type: str
-    default: default
 notes:
   - Device status follows the FTI C(res_op_status) first character - C(0) ok, C(1) ok with a warning (returned in
     RV(devices[].warnings) and RV(fabric_warnings)), C(2) critical; an empty or unknown status of a device that counts is an error
@@ -348,6 +337,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.fabric.transport import HAS_REQUESTS, REQUESTS_IMPORT_ERROR
+from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import LIVE_STATUS_ARG_SPEC
 
 try:
     from ansible_collections.aicr.runtime.plugins.module_utils.fabric.factory import build_backend
@@ -368,7 +358,7 @@ TARGET_KEYS = ("type", "model", "count", "devices", "state")
 
 
 def argument_spec():
-    return dict(
+    spec = dict(
         provider=dict(type="str", required=True, choices=["fti_fm", "fti_cm", "redfish"]),
         endpoint=dict(type="str", required=True),
         tenant_id=dict(type="str"),
@@ -408,10 +398,9 @@ def argument_spec():
         max_workers=dict(type="int", default=8),
         kubeconfig=dict(type="raw", no_log=True),
         context=dict(type="str"),
-        status_stack=dict(type="str"),
-        status_backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
-        status_namespace=dict(type="str", default="default"),
     )
+    spec.update(LIVE_STATUS_ARG_SPEC)
+    return spec
 
 
 def targets_from(params):

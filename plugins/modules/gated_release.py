@@ -44,6 +44,7 @@ extends_documentation_fragment:
   - aicr.runtime.attributes
   - aicr.runtime.kube
   - aicr.runtime.kube.wait
+  - aicr.runtime.live_status
 attributes:
   check_mode:
     support: full
@@ -184,18 +185,6 @@ options:
         live status is given up). A stack that cannot be read disables live status with a warning.
       - Never used in check mode.
     type: str
-  status_backend:
-    description:
-      - Where O(status_stack) lives - C(crd) (a C(runtime.aicr.io/v1alpha1) C(ClusterStack)) or C(configmap)
-        (ConfigMap C(aicr-stack-<name>) in O(status_namespace)).
-    type: str
-    choices: [crd, configmap]
-    default: crd
-  status_namespace:
-    description:
-      - Namespace of the stack's ConfigMap when O(status_backend=configmap).
-    type: str
-    default: default
 notes:
   - The task fails when any component failed or was blocked; the result still lists every component.
   - A no-op run performs only reads and server-side dry-run applies.
@@ -335,6 +324,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
 from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import HAS_YAML, YAML_IMPORT_ERROR, execute
+from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import LIVE_STATUS_ARG_SPEC
 
 
 def argument_spec():
@@ -362,11 +352,9 @@ def argument_spec():
         timeout=dict(type="int", default=600),
         overall_timeout=dict(type="int", default=3600),
         poll_interval=dict(type="float", default=0.5),
-        status_stack=dict(type="str"),
-        status_backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
-        status_namespace=dict(type="str", default="default"),
     )
     spec.update(KUBE_ARG_SPEC)
+    spec.update(LIVE_STATUS_ARG_SPEC)
     return spec
 
 
