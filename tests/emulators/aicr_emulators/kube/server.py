@@ -1,6 +1,7 @@
 """HTTP front end: routing, discovery, OpenAPI, watches, faults, audit and the control API."""
 
 import collections
+import hashlib
 import hmac
 import http.server
 import json
@@ -32,6 +33,89 @@ except AttributeError:  # pragma: no cover - libyaml missing
 PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")
 MUTATING = {"create", "update", "patch", "delete", "deletecollection"}
 JSON_CT = "application/json"
+
+
+AGGREGATED_DISCOVERY_GROUP = "apidiscovery.k8s.io"
+AGGREGATED_DISCOVERY_KIND = "APIGroupDiscoveryList"
+AGGREGATED_DISCOVERY_VERSIONS = ("v2", "v2beta1")  # served versions, preferred first
+
+
+def aggregated_discovery_content_type(discovery_version):
+    return "application/json;g=%s;v=%s;as=%s" % (AGGREGATED_DISCOVERY_GROUP, discovery_version, AGGREGATED_DISCOVERY_KIND)
+
+
+def parse_accept(accept):
+    """[(media type, {param: value}, q)] of an Accept header, most preferred first (stable for equal q)."""
+    ranges = []
+    for position, part in enumerate(accept.split(",")):
+        pieces = [piece.strip() for piece in part.split(";")]
+        if not pieces[0]:
+            continue
+        params = {}
+        for piece in pieces[1:]:
+            key, _sep, value = piece.partition("=")
+            params[key.strip().lower()] = value.strip().strip('"')
+        try:
+            quality = float(params.pop("q", "1"))
+        except ValueError:
+            quality = 1.0
+        ranges.append((-quality, position, pieces[0].lower(), params))
+    return [(media, params, -neg_q) for neg_q, _pos, media, params in sorted(ranges) if neg_q < 0]
+
+
+def negotiate_aggregated_discovery(accept):
+    """The apidiscovery.k8s.io version to answer /api or /apis with, or None for the legacy documents.
+
+    The client's media ranges are tried in preference order; the first one the server can produce
+    wins. Only JSON is produced: a protobuf aggregated range is skipped, so a client listing
+    protobuf then JSON gets JSON, and one listing only protobuf gets the legacy form (which
+    clients fall back to, as they do against servers older than 1.26).
+    """
+    for media, params, _quality in parse_accept(accept):
+        if "as" not in params and "g" not in params:
+            if media in ("application/json", "application/*", "*/*"):
+                return None  # the plain (legacy) document is acceptable and preferred
+            continue
+        if media != "application/json":
+            continue
+        if (params.get("g") == AGGREGATED_DISCOVERY_GROUP and params.get("as") == AGGREGATED_DISCOVERY_KIND
+                and params.get("v") in AGGREGATED_DISCOVERY_VERSIONS):
+            return params["v"]
+    return None
+
+
+def subresources_of(rtype, version):
+    """Subresources of a resource type: [{name, group, version, kind, verbs}] (group/version of the response kind)."""
+    subs = []
+    if rtype.status:
+        subs.append({"name": "status", "group": rtype.group, "version": version, "kind": rtype.kind,
+                     "verbs": ["get", "patch", "update"]})
+    if rtype.scale:
+        subs.append({"name": "scale", "group": "autoscaling", "version": "v1", "kind": "Scale",
+                     "verbs": ["get", "patch", "update"]})
+    if (rtype.group, rtype.plural) == ("", "pods"):
+        subs.append({"name": "log", "group": "", "version": "v1", "kind": "Pod", "verbs": ["get"]})
+        subs.append({"name": "eviction", "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+    if (rtype.group, rtype.plural) == ("", "namespaces"):
+        subs.append({"name": "finalize", "group": "", "version": "v1", "kind": "Namespace", "verbs": ["update"]})
+    return subs
+
+
+def aggregated_resource(rtype, version):
+    """One APIResourceDiscovery entry (apidiscovery.k8s.io/v2 field names)."""
+    entry = {"resource": rtype.plural,
+             "responseKind": {"group": rtype.group, "version": version, "kind": rtype.kind},
+             "scope": "Namespaced" if rtype.namespaced else "Cluster",
+             "singularResource": rtype.singular, "verbs": list(rtype.verbs)}
+    if rtype.short_names:
+        entry["shortNames"] = list(rtype.short_names)
+    if rtype.categories:
+        entry["categories"] = list(rtype.categories)
+    subs = [{"subresource": sub["name"], "responseKind": {"group": sub["group"], "version": sub["version"], "kind": sub["kind"]},
+             "verbs": sub["verbs"]} for sub in subresources_of(rtype, version)]
+    if subs:
+        entry["subresources"] = subs
+    return entry
 
 
 def _dumps(obj):
@@ -450,11 +534,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._send(200, b"ok", "text/plain; charset=utf-8")
         if segs and segs[0] == "openapi":
             return self._openapi(segs)
+        if segs in (["api"], ["apis"]):
+            aggregated_version = negotiate_aggregated_discovery(self.headers.get("Accept") or "")
+            if aggregated_version is not None:
+                return self._send_aggregated_discovery(core=segs == ["api"], discovery_version=aggregated_version)
         if segs == ["api"]:
             return self._send(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": "%s:%d" % (self.emu.options.host, self.emu.port)}]})
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": "%s:%d" % (self.emu.options.host, self.emu.port)}]},
+                headers={"Vary": "Accept"})
         if segs == ["apis"]:
-            return self._send(200, self._group_list())
+            return self._send(200, self._group_list(), headers={"Vary": "Accept"})
         if len(segs) == 2 and segs[0] == "apis":
             group = [g for g in self._group_list()["groups"] if g["name"] == segs[1]]
             if not group:
@@ -856,21 +945,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if rtype.categories:
                 entry["categories"] = rtype.categories
             resources.append(entry)
-            if rtype.status:
-                resources.append({"name": rtype.plural + "/status", "singularName": "", "namespaced": rtype.namespaced,
-                                  "kind": rtype.kind, "verbs": ["get", "patch", "update"]})
-            if rtype.scale:
-                resources.append({"name": rtype.plural + "/scale", "singularName": "", "namespaced": rtype.namespaced,
-                                  "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]})
-            if (rtype.group, rtype.plural) == ("", "pods"):
-                resources.append({"name": "pods/log", "singularName": "", "namespaced": True, "kind": "Pod", "verbs": ["get"]})
-                resources.append({"name": "pods/eviction", "singularName": "", "namespaced": True, "group": "policy",
-                                  "version": "v1", "kind": "Eviction", "verbs": ["create"]})
-            if (rtype.group, rtype.plural) == ("", "namespaces"):
-                resources.append({"name": "namespaces/finalize", "singularName": "", "namespaced": False,
-                                  "kind": "Namespace", "verbs": ["update"]})
+            for sub in subresources_of(rtype, version):
+                sub_entry = {"name": rtype.plural + "/" + sub["name"], "singularName": "", "namespaced": rtype.namespaced}
+                if (sub["group"], sub["version"]) != (group, version):
+                    sub_entry.update(group=sub["group"], version=sub["version"])  # legacy form names only a foreign GV
+                sub_entry.update(kind=sub["kind"], verbs=sub["verbs"])
+                resources.append(sub_entry)
         return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "%s/%s" % (group, version) if group else version,
                 "resources": resources}
+
+    def _aggregated_discovery(self, core, discovery_version):
+        """The ``APIGroupDiscoveryList`` served at /api (core group only) or /apis (all named groups).
+
+        Built from the same registry as the legacy per-group-version documents, so a CRD appears here
+        exactly when it appears there (once Established) and disappears when deleted.
+        """
+        registry = self.emu.registry
+        groups = [("", ["v1"])] if core else registry.groups()
+        items = []
+        for group, versions in groups:
+            version_entries = []
+            for version in versions:
+                resources = [aggregated_resource(rtype, version) for rtype in registry.types_in(group, version)]
+                if resources:
+                    version_entries.append({"version": version, "resources": resources, "freshness": "Current"})
+            if version_entries:
+                items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": version_entries})
+        return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/" + discovery_version,
+                "metadata": {}, "items": items}
+
+    def _send_aggregated_discovery(self, core, discovery_version):
+        body = _dumps(self._aggregated_discovery(core, discovery_version))
+        # an ETag lets clients that remember the document revalidate it cheaply, as the real server allows
+        etag = '"%s"' % hashlib.sha256(body).hexdigest()[:32]
+        headers = {"Vary": "Accept", "ETag": etag}
+        if etag in [tag.strip() for tag in (self.headers.get("If-None-Match") or "").split(",")]:
+            return self._send(304, b"", aggregated_discovery_content_type(discovery_version), headers)
+        return self._send(200, body, aggregated_discovery_content_type(discovery_version), headers)
 
     def _openapi(self, segs):
         from . import openapi  # pylint: disable=import-outside-toplevel
