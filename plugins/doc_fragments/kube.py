@@ -41,7 +41,9 @@ options:
     default: 3600
   poll_interval:
     description:
-      - Seconds between two readiness observations of the resources a component is waiting for.
+      - Readiness is observed with a watch on the resource a component is waiting for, so it is seen as soon as
+        the cluster reports it. O(poll_interval) is the pause between two reads when a watch cannot be opened
+        (or keeps ending at once).
     type: float
     default: 0.5
 """

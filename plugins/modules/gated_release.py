@@ -20,7 +20,8 @@ description:
     dependencies and for its pre-manifest objects; post-manifest objects wait for the release; a manifest-only component's
     objects wait for its dependencies and it is Ready when all its objects are. A dependency that is not managed (skipped,
     disabled, absent) counts as satisfied. Nothing already deployed is torn down because a sibling is not ready."
-  - Readiness is observed from the cluster (short polling), never assumed - kstatus-like rules per kind
+  - Readiness is observed from the cluster (a watch on each resource still pending; polling every O(poll_interval)
+    where a watch cannot be opened), never assumed - kstatus-like rules per kind
     (Deployment available with updated replicas, StatefulSet/DaemonSet rolled out, Job complete, CRD established,
     custom resources with a C(Ready) condition True, Services/ConfigMaps immediately). A release is Ready when every
     resource of its manifest is.

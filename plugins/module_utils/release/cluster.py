@@ -10,6 +10,7 @@ CRD installed by one component is usable by the next without a full re-discovery
 
 The same interface (``get``, ``list``, ``apply``, ``delete``, ``create``,
 ``replace``, ``is_namespaced``) is implemented by the in-memory fake the unit tests use.
+``watch_until`` (a watch on one object) is optional: callers poll clusters without it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -197,6 +198,56 @@ class KubeCluster(object):
             if exc.status == 404:
                 return False
             raise
+
+    def watch_until(self, api_version, kind, name, namespace, resource_version, timeout, done):
+        """Watch one object from ``resource_version`` until ``done(obj)`` holds for an event, it is deleted, or ``timeout`` passes.
+
+        Returns True when the watch was served (whatever ended it), False when it could not be opened
+        (kind not served, an error status, a network error): the caller then polls. The caller reads
+        the object again with :meth:`get` afterwards, so a watch that ends early (the server closes
+        it, 410 Gone, a dropped connection) costs one more GET, never a wrong answer.
+        """
+        try:
+            path = self._path(api_version, kind, namespace)[0]
+        except ClusterError:
+            return False
+        query = {"watch": "true", "fieldSelector": "metadata.name=%s" % name, "resourceVersion": resource_version or "",
+                 "allowWatchBookmarks": "true", "timeoutSeconds": str(max(1, int(timeout + 0.999)))}
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        for setting in self.api_client.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        url = self.api_client.configuration.host + path + "?" + urlencode(query)
+        deadline = time.monotonic() + timeout
+        response = None
+        try:
+            response = self.api_client.rest_client.pool_manager.request(
+                "GET", url, headers=headers, timeout=timeout + 5, preload_content=False, retries=False)
+            if response.status != 200:
+                return False
+            buffered = b""
+            # as the official client's watch does: with chunked transfer each chunk arrives as it is sent
+            for chunk in response.stream(None, decode_content=False):
+                buffered += chunk
+                while b"\n" in buffered:
+                    line, buffered = buffered.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    event = json.loads(line.decode("utf-8"))
+                    if event.get("type") in ("DELETED", "ERROR"):
+                        return True
+                    if event.get("type") in ("ADDED", "MODIFIED") and done(event.get("object") or {}):
+                        return True
+                if time.monotonic() >= deadline:
+                    return True
+            return True
+        except Exception:  # pylint: disable=broad-except  # any failure mid-watch: the caller reads the object again
+            return response is not None and response.status == 200
+        finally:
+            if response is not None:
+                # an unfinished watch stream cannot go back to the pool: close the connection
+                response.close()
+                response.release_conn()
 
     def create(self, obj):
         meta = obj.get("metadata") or {}

@@ -60,6 +60,7 @@ except ImportError:  # the module reports it with missing_required_lib("PyYAML")
     HAS_YAML = False
     YAML_IMPORT_ERROR = traceback.format_exc()
 
+WATCH_SECONDS = 30.0  # one readiness watch at most this long, then the objects are read again
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 
 PENDING, BLOCKED_PHASE, DEPLOYING, READY, FAILED, UNCHANGED, REMOVED = "Pending", "Blocked", "Deploying", "Ready", "Failed", "Unchanged", "Removed"
@@ -353,9 +354,18 @@ class GatedRelease(object):
 
     # -- readiness -----------------------------------------------------------------
     def wait_ready(self, comp, refs, deadline, what):
+        """Wait until every object of ``refs`` is current (kstatus rules), observing the cluster.
+
+        Each round GETs the objects still pending; then, if the cluster can watch, it watches the first
+        pending one until that one is no longer pending (so readiness is seen the moment the controller
+        reports it, not up to ``poll_interval`` later), else it sleeps ``poll_interval``.
+        """
         pending = list(refs)
+        watch_until = getattr(self.cluster, "watch_until", None)  # test doubles without watches are polled
+        quick_returns = 0
         while True:
             still = []
+            watched = None
             for ref in pending:
                 api_version, kind, name, namespace = ref
                 obj = self.cluster.get(api_version, kind, name, namespace)
@@ -365,6 +375,8 @@ class GatedRelease(object):
                                     component=comp.name, resource="%s/%s" % (kind, name))
                 if state != readiness.READY:
                     still.append((ref, reason))
+                    if watched is None and obj is not None:
+                        watched = (ref, ((obj.get("metadata") or {}).get("resourceVersion")))
             if not still:
                 return
             now = self.clock()
@@ -376,6 +388,16 @@ class GatedRelease(object):
                                 component=comp.name, resource="%s/%s%s" % (kind, (namespace + "/") if namespace else "", name),
                                 not_ready=["%s/%s" % (r[0][1], r[0][2]) for r in still])
             pending = [r for r, _reason in still]
+            if watch_until is not None and watched is not None:
+                (api_version, kind, name, namespace), resource_version = watched
+                began = self.clock()
+                if watch_until(api_version, kind, name, namespace, resource_version, max(0.05, min(WATCH_SECONDS, deadline - now)),
+                               lambda obj: readiness.assess(obj)[0] != readiness.PENDING):
+                    # a watch that keeps ending at once without progress (a server closing it early) must not spin
+                    quick_returns = quick_returns + 1 if self.clock() - began < 0.02 else 0
+                    if quick_returns < 3:
+                        continue
+                # the watch could not be opened (or keeps ending at once): poll instead
             self.sleep(max(0.0, min(self.opts.poll_interval, deadline - now)))
 
     # -- deploy ----------------------------------------------------------------------
