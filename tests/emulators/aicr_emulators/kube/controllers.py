@@ -1,8 +1,12 @@
 """Simulated controllers: CRD establishment, namespaces, garbage collection and workloads.
 
-A background thread ticks every ``tick_seconds``. Readiness of workloads is decided per object by
-annotations (``emulator.aicr.io/ready-after-seconds``, ``never-ready``, ``fail``), by readiness
-rules set through the control API, or by the default delay.
+A background thread reconciles when woken: right after a write from the API, at the moment the
+earliest readiness timer expires, and at the latest every ``tick_seconds`` (a fallback, so a change
+the wake-ups miss cannot stall anything). One wake-up repeats the reconcile steps until they write
+nothing more, so a status change travels up the ownership chain (pod > ReplicaSet > Deployment) at
+once instead of one level per tick. Readiness of workloads is decided per object by annotations
+(``emulator.aicr.io/ready-after-seconds``, ``never-ready``, ``fail``), by readiness rules set
+through the control API, or by the default delay.
 """
 
 import copy
@@ -14,6 +18,10 @@ import uuid
 from .store import ANNOTATION_PREFIX, CRD_CLEANUP_FINALIZER, ApiError, match_rule, now_iso, template_hash
 
 CM = "kube-controller-manager"
+
+# Reconcile passes per wake-up at most. Each pass can move a status one level up the ownership chain
+# (pod > ReplicaSet > Deployment, pod > Job); a bound stops a controller that always writes from spinning.
+MAX_PASSES_PER_TICK = 6
 
 
 def default_nodes(count=3, labels=None, gpus=0):
@@ -154,6 +162,14 @@ class Controllers:
         self.recorded = set()
         self._timers_pending = False
         self.ip_counter = 10
+        # wake-ups of the controller thread: set by API writes, control changes and stop()
+        self._wake = threading.Event()
+        self._thread_ident = None
+        # monotonic time at which the earliest running readiness timer expires (None: no timer running)
+        self.next_deadline = None
+        self.passes = 0  # reconcile passes (a tick runs one or more)
+        self.wakeups = {"write": 0, "timer": 0, "periodic": 0}
+        self.store.on_commit.append(self._on_store_commit)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
@@ -164,13 +180,27 @@ class Controllers:
 
     def stop(self):
         self._stop.set()
+        self._wake.set()
         if self.thread is not None:
             self.thread.join(timeout=5)
             self.thread = None
 
+    def wake(self):
+        """Reconcile now rather than at the next periodic tick (after a change the store does not see)."""
+        self._wake.set()
+
+    def _on_store_commit(self, _rtype, _etype, _obj):
+        # Writes by the controller thread itself need no wake-up: the running tick repeats its passes
+        # until nothing more is written. Anything else (API requests, bootstrap, tests) wakes it.
+        if threading.get_ident() != self._thread_ident:
+            self._wake.set()
+
     def _loop(self):
+        self._thread_ident = threading.get_ident()
         saved_rv, saved_at = self.store.rv, time.monotonic()
         while not self._stop.is_set():
+            # cleared before reconciling: a write landing during the tick sets it again and is not lost
+            self._wake.clear()
             try:
                 self.tick()
                 if self.emu.options.state_file and self.store.rv != saved_rv and time.monotonic() - saved_at >= 1.0:
@@ -179,7 +209,15 @@ class Controllers:
             except Exception:  # pylint: disable=broad-except
                 import traceback  # pylint: disable=import-outside-toplevel
                 traceback.print_exc()
-            self._stop.wait(self.emu.options.tick_seconds)
+            period = self.emu.options.tick_seconds
+            deadline = self.next_deadline
+            timeout = period if deadline is None else max(0.0, min(period, deadline - time.monotonic()))
+            if self._wake.wait(timeout):
+                self.wakeups["write"] += 1
+            elif deadline is not None and time.monotonic() >= deadline:
+                self.wakeups["timer"] += 1
+            else:
+                self.wakeups["periodic"] += 1
 
     def rtype(self, group, plural):
         return self.registry.lookup_group_resource(group, plural)
@@ -252,7 +290,11 @@ class Controllers:
         if never and not fail:
             return "pending"
         if now - started < delay:
-            self._timers_pending = True  # a later tick must look again even if nothing is written
+            # a later tick must look again even if nothing is written: at the moment this timer expires
+            self._timers_pending = True
+            expires = started + delay
+            if self.next_deadline is None or expires < self.next_deadline:
+                self.next_deadline = expires
             return "pending"
         return "failed" if fail else "ready"
 
@@ -278,29 +320,47 @@ class Controllers:
     # ---- the tick ----------------------------------------------------------------------------
 
     def tick(self, force=False):
+        """Reconcile if anything changed or a readiness timer expired; returns the number of passes run."""
         with self.store.lock:
             with self.emu.control_lock:
                 rules = json.dumps(self.emu.readiness_rules, sort_keys=True, default=str)
-            idle = (self.store.rv == self._last_rv and rules == self._last_rules and not self._timers_pending
+            timer_due = self._timers_pending and (self.next_deadline is None or time.monotonic() >= self.next_deadline)
+            idle = (self.store.rv == self._last_rv and rules == self._last_rules and not timer_due
                     and not self.store.gc_dirty and not self.store.crd_dirty)
             if idle and not force:
-                return  # nothing changed and no readiness clock is running: reconciling would write nothing
-            self._timers_pending = False
+                # nothing changed and no readiness timer has expired yet: reconciling would write nothing
+                return 0
             self.ticks += 1
-            for step in (self._crds, self.store.sync_crds, self._namespaces, self._gc, self._nodes, self._deployments,
-                         self._replicasets, self._statefulsets, self._daemonsets, self._jobs, self._pods,
-                         self._simple_status):
-                try:
-                    step()
-                except Exception:  # pylint: disable=broad-except
-                    # one controller failing on an odd object must not stall the others
-                    self.errors += 1
-                    if self.errors <= 20:
-                        import traceback  # pylint: disable=import-outside-toplevel
-                        traceback.print_exc()
+            passes = 0
+            while True:
+                rv_before = self.store.rv
+                # every pass recomputes the running timers, so the earliest deadline is always current
+                self._timers_pending = False
+                self.next_deadline = None
+                self._reconcile_once()
+                passes += 1
+                if self.store.rv == rv_before:
+                    break  # a pass that wrote nothing: the next would not either
+                if passes >= MAX_PASSES_PER_TICK:
+                    break  # leave the rest to the next wake-up (the write woke nobody, the periodic tick will)
+            self.passes += passes
             if len(self.seen) > 50000:
                 self.seen.clear()
             self._last_rv, self._last_rules = self.store.rv, rules
+            return passes
+
+    def _reconcile_once(self):
+        for step in (self._crds, self.store.sync_crds, self._namespaces, self._gc, self._nodes, self._deployments,
+                     self._replicasets, self._statefulsets, self._daemonsets, self._jobs, self._pods,
+                     self._simple_status):
+            try:
+                step()
+            except Exception:  # pylint: disable=broad-except
+                # one controller failing on an odd object must not stall the others
+                self.errors += 1
+                if self.errors <= 20:
+                    import traceback  # pylint: disable=import-outside-toplevel
+                    traceback.print_exc()
 
     def _write(self, group, plural, new, old, subresource="status"):
         rtype = self.rtype(group, plural)

@@ -1026,12 +1026,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self._send(200, {"items": list(rules)})
                 if method == "DELETE":
                     setattr(emu, table, [])
+                    if what == "readiness":
+                        emu.controllers.wake()  # rules change readiness without a store write
                     return self._send(200, {"items": []})
                 if method == "POST":
                     items = body if isinstance(body, list) else [body]
                     for rule in items:
                         _check_rule(what, rule)
                         rules.append(dict(rule))
+                    if what == "readiness":
+                        emu.controllers.wake()
                     return self._send(201, {"items": list(rules)})
         if what == "audit":
             if method == "DELETE":

@@ -1,0 +1,122 @@
+"""Event-driven controllers: woken by writes and by readiness timers; one wake-up settles the ownership chain.
+
+The threaded tests run with a 30 s periodic tick, so anything they observe within a few seconds can only
+come from a wake-up, not from the fallback tick: no tight wall-clock bounds are needed.
+"""
+
+import copy
+import time
+import uuid
+
+import pytest
+from kube_testlib import api_client, client, deployment, wait_until
+
+from aicr_emulators.kube.pytest_fixture import start_emulator
+from aicr_emulators.kube.server import Emulator
+from aicr_emulators.kube.store import Context
+
+SLOW_FALLBACK_TICK = 30.0
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory):
+    with start_emulator(tmp_path_factory.mktemp("kube-wakeups"), in_process=True,
+                        tick_seconds=SLOW_FALLBACK_TICK) as handle:
+        wait_until(lambda: handle.emulator.controllers.passes, lambda passes: passes > 0)  # bootstrap settled
+        yield handle
+
+
+@pytest.fixture
+def ns(kube):
+    name = "k-" + uuid.uuid4().hex[:8]
+    client.CoreV1Api(api_client(kube)).create_namespace({"metadata": {"name": name}})
+    return name
+
+
+def _available(dep):
+    return any(c.type == "Available" and c.status == "True" for c in (dep.status.conditions or []))
+
+
+def test_an_api_write_wakes_the_controllers(kube, ns):
+    controllers = kube.emulator.controllers
+    writes_before = controllers.wakeups["write"]
+    apps = client.AppsV1Api(api_client(kube))
+    apps.create_namespaced_deployment(ns, deployment("now"))
+    dep = wait_until(lambda: apps.read_namespaced_deployment("now", ns), _available, timeout=SLOW_FALLBACK_TICK / 3)
+    assert dep.status.available_replicas == 1 and dep.status.updated_replicas == 1
+    assert controllers.wakeups["write"] > writes_before
+
+
+def test_an_expiring_readiness_timer_wakes_the_controllers(kube, ns):
+    controllers = kube.emulator.controllers
+    timers_before = controllers.wakeups["timer"]
+    apps = client.AppsV1Api(api_client(kube))
+    created = time.monotonic()
+    apps.create_namespaced_deployment(ns, deployment("timed", annotations={"emulator.aicr.io/ready-after-seconds": "1"}))
+    pending = apps.read_namespaced_deployment("timed", ns)
+    assert not _available(pending)
+    dep = wait_until(lambda: apps.read_namespaced_deployment("timed", ns), _available, timeout=SLOW_FALLBACK_TICK / 3,
+                     interval=0.01)
+    elapsed = time.monotonic() - created
+    assert elapsed >= 1.0  # never ready before its delay
+    assert dep.status.ready_replicas == 1 and dep.status.available_replicas == 1
+    assert controllers.wakeups["timer"] > timers_before
+    pods = client.CoreV1Api(api_client(kube)).list_namespaced_pod(ns, label_selector="app=timed").items
+    assert [p.status.phase for p in pods] == ["Running"]
+
+
+def test_a_readiness_rule_change_wakes_the_controllers(kube, ns):
+    apps = client.AppsV1Api(api_client(kube))
+    kube.control.set_readiness(kind="Deployment", namespace=ns, never_ready=True)
+    try:
+        apps.create_namespaced_deployment(ns, deployment("ruled"))
+        wait_until(lambda: apps.read_namespaced_deployment("ruled", ns), lambda d: d.status.replicas == 1)
+        assert not _available(apps.read_namespaced_deployment("ruled", ns))
+    finally:
+        kube.control.clear_readiness()
+    wait_until(lambda: apps.read_namespaced_deployment("ruled", ns), _available, timeout=SLOW_FALLBACK_TICK / 3)
+
+
+# ---- one tick, driven by hand (no background thread) ---------------------------------------------------
+
+
+def _create_deployment(emulator, name, annotations=None):
+    rtype = emulator.registry.lookup("apps", "v1", "deployments")
+    emulator.store.create(rtype, "default", copy.deepcopy(deployment(name, replicas=2, annotations=annotations)),
+                          Context("test"))
+
+
+def _deployment_status(emulator, name):
+    return emulator.store.raw_get("apps", "deployments", "default", name).get("status") or {}
+
+
+def test_one_tick_propagates_readiness_up_the_ownership_chain():
+    emulator = Emulator(default_ready_after=0)
+    emulator.controllers.tick()
+    _create_deployment(emulator, "chain")
+    passes = emulator.controllers.tick()
+    # ReplicaSet created, pods created, bound and Ready, ReplicaSet and Deployment status updated: all in one tick
+    assert passes > 1
+    status = _deployment_status(emulator, "chain")
+    assert status["availableReplicas"] == 2 and status["readyReplicas"] == 2 and status["updatedReplicas"] == 2
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions == {"Available": "True", "Progressing": "True"}
+    replica_sets = emulator.store.iter_objects("apps", "replicasets")
+    assert [rs["status"].get("readyReplicas") for rs in replica_sets] == [2]
+    assert emulator.controllers.tick() == 0  # settled: the next tick has nothing to do
+
+
+def test_a_running_timer_costs_no_reconcile_until_it_expires():
+    emulator = Emulator(default_ready_after=0)
+    controllers = emulator.controllers
+    controllers.tick()
+    _create_deployment(emulator, "later", {"emulator.aicr.io/ready-after-seconds": "600"})
+    controllers.tick()
+    assert not _deployment_status(emulator, "later").get("availableReplicas")
+    assert controllers.next_deadline == pytest.approx(time.monotonic() + 600, abs=30)
+    passes = controllers.passes
+    for _attempt in range(5):
+        assert controllers.tick() == 0
+    assert controllers.passes == passes
+    controllers.next_deadline = time.monotonic() - 1  # as if the timer had expired: the tick reconciles again
+    assert controllers.tick() > 0
