@@ -332,6 +332,7 @@ class Controllers:
                 return 0
             self.ticks += 1
             passes = 0
+            settled = False
             while True:
                 rv_before = self.store.rv
                 # every pass recomputes the running timers, so the earliest deadline is always current
@@ -340,13 +341,14 @@ class Controllers:
                 self._reconcile_once()
                 passes += 1
                 if self.store.rv == rv_before:
-                    break  # a pass that wrote nothing: the next would not either
+                    settled = True  # a pass that wrote nothing: the next would not either
+                    break
                 if passes >= MAX_PASSES_PER_TICK:
-                    break  # leave the rest to the next wake-up (the write woke nobody, the periodic tick will)
+                    break  # the rest is left to the next tick, which must not take it for idle (below)
             self.passes += passes
             if len(self.seen) > 50000:
                 self.seen.clear()
-            self._last_rv, self._last_rules = self.store.rv, rules
+            self._last_rv, self._last_rules = (self.store.rv if settled else None), rules
             return passes
 
     def _reconcile_once(self):

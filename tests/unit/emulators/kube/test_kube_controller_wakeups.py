@@ -11,6 +11,7 @@ import uuid
 import pytest
 from kube_testlib import api_client, client, deployment, wait_until
 
+from aicr_emulators.kube import controllers as controllers_module
 from aicr_emulators.kube.pytest_fixture import start_emulator
 from aicr_emulators.kube.server import Emulator
 from aicr_emulators.kube.store import Context
@@ -120,3 +121,29 @@ def test_a_running_timer_costs_no_reconcile_until_it_expires():
     assert controllers.passes == passes
     controllers.next_deadline = time.monotonic() - 1  # as if the timer had expired: the tick reconciles again
     assert controllers.tick() > 0
+
+
+def test_work_left_by_the_pass_bound_is_taken_up_by_the_next_tick(monkeypatch):
+    emulator = Emulator(default_ready_after=0)
+    controllers = emulator.controllers
+    controllers.tick()
+    assert controllers.tick() == 0
+    configmaps = emulator.registry.lookup("", "v1", "configmaps")
+
+    def count_to_three():
+        """A controller that writes once per pass until a counter (an unowned ConfigMap) reaches 3."""
+        old = emulator.store.raw_get("", "configmaps", "default", "counter")
+        value = int(old["data"]["n"]) if old else 0
+        if value < 3:
+            new = copy.deepcopy(old) if old else {"metadata": {"name": "counter", "namespace": "default"}}
+            new["data"] = {"n": str(value + 1)}
+            emulator.store.system_write(configmaps, new, old)
+
+    monkeypatch.setattr(controllers, "_simple_status", count_to_three)
+    monkeypatch.setattr(controllers_module, "MAX_PASSES_PER_TICK", 1)
+    assert controllers.tick(force=True) == 1
+    assert emulator.store.raw_get("", "configmaps", "default", "counter")["data"]["n"] == "1"
+    # the bound stopped the tick while it was still writing: the next ticks are not idle until it settles
+    while controllers.tick():
+        pass
+    assert emulator.store.raw_get("", "configmaps", "default", "counter")["data"]["n"] == "3"
