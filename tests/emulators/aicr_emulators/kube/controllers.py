@@ -22,6 +22,25 @@ CM = "kube-controller-manager"
 # Reconcile passes per wake-up at most. Each pass can move a status one level up the ownership chain
 # (pod > ReplicaSet > Deployment, pod > Job); a bound stops a controller that always writes from spinning.
 MAX_PASSES_PER_TICK = 6
+# After a write wakes the controllers, how long they wait for the rest of the client's burst of writes.
+WRITE_BATCH_SECONDS = 0.005
+
+
+def _status_copy(obj):
+    """A copy a controller may change the status and metadata of; spec and the rest are shared, not copied.
+
+    Every pass of every controller copies each object it looks at, and a full deep copy of every
+    workload (pod templates included) on every pass was most of the emulator's CPU.
+    """
+    new = dict(obj)
+    meta = dict(obj.get("metadata") or {})
+    for mutable in ("annotations", "labels"):  # the only metadata these controllers change (managedFields are replaced on write)
+        if mutable in meta:
+            meta[mutable] = dict(meta[mutable])
+    new["metadata"] = meta
+    if "status" in obj:
+        new["status"] = copy.deepcopy(obj["status"])
+    return new
 
 
 def default_nodes(count=3, labels=None, gpus=0):
@@ -168,6 +187,8 @@ class Controllers:
         # monotonic time at which the earliest running readiness timer expires (None: no timer running)
         self.next_deadline = None
         self.passes = 0  # reconcile passes (a tick runs one or more)
+        self.last_tick_seconds = 0.0  # how long the last tick that reconciled took
+        self._settled_pods = {}  # uid -> (resourceVersion, readiness state) of pods whose status was already right
         self.wakeups = {"write": 0, "timer": 0, "periodic": 0}
         self.store.on_commit.append(self._on_store_commit)
 
@@ -214,6 +235,11 @@ class Controllers:
             timeout = period if deadline is None else max(0.0, min(period, deadline - time.monotonic()))
             if self._wake.wait(timeout):
                 self.wakeups["write"] += 1
+                # A client writes in bursts (helm: namespace, release Secret, objects, Secret again, ms apart)
+                # and every reconcile pass walks all objects: gather the rest of the burst into one tick. The
+                # wait grows with the cost of a tick, so the controllers take at most about a third of a core
+                # however many objects the emulator holds (readiness timers are not delayed by this).
+                self._stop.wait(max(WRITE_BATCH_SECONDS, 2 * self.last_tick_seconds))
             elif deadline is not None and time.monotonic() >= deadline:
                 self.wakeups["timer"] += 1
             else:
@@ -331,6 +357,7 @@ class Controllers:
                 # nothing changed and no readiness timer has expired yet: reconciling would write nothing
                 return 0
             self.ticks += 1
+            began = time.monotonic()
             passes = 0
             settled = False
             while True:
@@ -346,8 +373,11 @@ class Controllers:
                 if passes >= MAX_PASSES_PER_TICK:
                     break  # the rest is left to the next tick, which must not take it for idle (below)
             self.passes += passes
+            self.last_tick_seconds = time.monotonic() - began
             if len(self.seen) > 50000:
                 self.seen.clear()
+            if len(self._settled_pods) > 50000:
+                self._settled_pods.clear()
             self._last_rv, self._last_rules = (self.store.rv if settled else None), rules
             return passes
 
@@ -660,7 +690,7 @@ class Controllers:
                 continue
             spec = dep.get("spec") or {}
             replicas = 1 if spec.get("replicas") is None else spec["replicas"]
-            template = copy.deepcopy(spec.get("template") or {})
+            template = spec.get("template") or {}  # read only: the ReplicaSet gets a deep copy below
             thash = template_hash(template)
             owned = self._owned("apps", "replicasets", meta.get("namespace"), meta.get("uid"))
             rs_name = "%s-%s" % (meta["name"], thash)
@@ -714,7 +744,7 @@ class Controllers:
                 victim = old_sets.pop(0)
                 if (victim.get("spec") or {}).get("replicas", 0) == 0:
                     self._delete("apps", "replicasets", victim)
-            new = copy.deepcopy(dep)
+            new = _status_copy(dep)
             if new_rs is not None:
                 rev = (new_rs["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision")
                 new["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = rev
@@ -747,7 +777,7 @@ class Controllers:
             conds.sort(key=lambda c: {"Available": 0, "Progressing": 1}.get(c.get("type"), 2))
             if new != dep:
                 if new["metadata"] != dep["metadata"]:
-                    self._write("apps", "deployments", dict(copy.deepcopy(dep), metadata=new["metadata"]), dep, "")
+                    self._write("apps", "deployments", dict(dep, metadata=new["metadata"]), dep, "")
                     dep = self.store.raw_get("apps", "deployments", meta.get("namespace"), meta["name"])
                     new = dict(copy.deepcopy(dep), status=new["status"])
                 self._write("apps", "deployments", new, dep)
@@ -761,7 +791,7 @@ class Controllers:
             state = self.state_of(owner, owner.get("kind", "ReplicaSet"))
             self._ensure_pods(rs, "ReplicaSet", "apps/v1", replicas, state)
             ready = self._count_ready(rs, replicas, state)
-            new = copy.deepcopy(rs)
+            new = _status_copy(rs)
             status = {"replicas": replicas, "fullyLabeledReplicas": replicas, "readyReplicas": ready,
                       "availableReplicas": ready, "observedGeneration": rs["metadata"].get("generation", 1)}
             new["status"] = {k: v for k, v in status.items() if v or k in ("replicas",)}
@@ -782,7 +812,7 @@ class Controllers:
             ready = self._count_ready(sts, replicas, state)
             if state == "ready" and ready < replicas:
                 state = "pending"
-            new = copy.deepcopy(sts)
+            new = _status_copy(sts)
             old_status = sts.get("status") or {}
             current_revision = revision if state == "ready" else old_status.get("currentRevision", revision)
             status = {"observedGeneration": meta.get("generation", 1), "replicas": replicas, "readyReplicas": ready,
@@ -803,7 +833,7 @@ class Controllers:
             state = self.state_of(ds, "DaemonSet")
             self._ensure_pods(ds, "DaemonSet", "apps/v1", desired, state, node_names=nodes)
             ready = desired if state == "ready" else 0
-            new = copy.deepcopy(ds)
+            new = _status_copy(ds)
             status = {"observedGeneration": meta.get("generation", 1), "desiredNumberScheduled": desired,
                       "currentNumberScheduled": desired, "updatedNumberScheduled": desired, "numberReady": ready,
                       "numberAvailable": ready, "numberMisscheduled": 0, "numberUnavailable": desired - ready}
@@ -829,7 +859,7 @@ class Controllers:
             completions = spec.get("completions", 1) if spec.get("completions") is not None else 1
             self._ensure_pods(job, "Job", "batch/v1", 1 if state != "ready" or completions else 0, state,
                               pod_phase=True)
-            new = copy.deepcopy(job)
+            new = _status_copy(job)
             new_status = new.setdefault("status", {})
             new_status.setdefault("startTime", now_iso())
             conds = new_status.setdefault("conditions", [])
@@ -925,6 +955,9 @@ class Controllers:
             else:
                 state = self.state_of(owner, owner.get("kind", "Pod"),
                                       key_extra=0 if owner.get("kind") == "Job" else None)
+            settled_key = (meta.get("resourceVersion"), state)
+            if state != "failed" and spec.get("nodeName") and self._settled_pods.get(meta.get("uid")) == settled_key:
+                continue  # unchanged since a pass found its status right: it still is (failed pods still emit events)
             status = copy.deepcopy(pod.get("status") or {})
             if status.get("phase") in ("Succeeded", "Failed"):
                 continue
@@ -989,9 +1022,10 @@ class Controllers:
                 if not cond.get("message"):
                     cond.pop("message", None)
             if status != (pod.get("status") or {}):
-                new = copy.deepcopy(pod)
-                new["status"] = status
-                self._write("", "pods", new, pod)
+                # the write replaces metadata.managedFields: the stored pod's metadata must not be that dict
+                self._write("", "pods", dict(pod, metadata=dict(meta), status=status), pod)
+            elif spec.get("nodeName"):
+                self._settled_pods[meta.get("uid")] = settled_key
 
     @staticmethod
     def _cstatus(container, ready, cstate):

@@ -40,6 +40,7 @@ def _available(dep):
 
 def test_an_api_write_wakes_the_controllers(kube, ns):
     controllers = kube.emulator.controllers
+    time.sleep(0.2)  # let the wake-up of the namespace's creation pass: a write within its batch window joins its tick
     writes_before = controllers.wakeups["write"]
     apps = client.AppsV1Api(api_client(kube))
     apps.create_namespaced_deployment(ns, deployment("now"))
