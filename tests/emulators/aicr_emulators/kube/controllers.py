@@ -188,6 +188,7 @@ class Controllers:
         self.next_deadline = None
         self.passes = 0  # reconcile passes (a tick runs one or more)
         self.last_tick_seconds = 0.0  # how long the last tick that reconciled took
+        self._urgent = False  # a write that must be reconciled without batching (a new CRD)
         self._settled_pods = {}  # uid -> (resourceVersion, readiness state) of pods whose status was already right
         self.wakeups = {"write": 0, "timer": 0, "periodic": 0}
         self.store.on_commit.append(self._on_store_commit)
@@ -210,10 +211,14 @@ class Controllers:
         """Reconcile now rather than at the next periodic tick (after a change the store does not see)."""
         self._wake.set()
 
-    def _on_store_commit(self, _rtype, _etype, _obj):
+    def _on_store_commit(self, rtype, _etype, _obj):
         # Writes by the controller thread itself need no wake-up: the running tick repeats its passes
         # until nothing more is written. Anything else (API requests, bootstrap, tests) wakes it.
         if threading.get_ident() != self._thread_ident:
+            if getattr(rtype, "plural", None) == "customresourcedefinitions":
+                # Clients wait for a new CRD to be Established right after creating it (helm checks at once,
+                # then only every 2 s): establish it without waiting for the rest of a burst.
+                self._urgent = True
             self._wake.set()
 
     def _loop(self):
@@ -239,7 +244,9 @@ class Controllers:
                 # and every reconcile pass walks all objects: gather the rest of the burst into one tick. The
                 # wait grows with the cost of a tick, so the controllers take at most about a third of a core
                 # however many objects the emulator holds (readiness timers are not delayed by this).
-                self._stop.wait(max(WRITE_BATCH_SECONDS, 2 * self.last_tick_seconds))
+                if not self._urgent:
+                    self._stop.wait(max(WRITE_BATCH_SECONDS, 2 * self.last_tick_seconds))
+                self._urgent = False
             elif deadline is not None and time.monotonic() >= deadline:
                 self.wakeups["timer"] += 1
             else:
