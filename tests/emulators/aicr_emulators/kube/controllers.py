@@ -189,6 +189,7 @@ class Controllers:
         self.passes = 0  # reconcile passes (a tick runs one or more)
         self.last_tick_seconds = 0.0  # how long the last tick that reconciled took
         self._urgent = False  # a write that must be reconciled without batching (a new CRD)
+        self._written_at = {}  # (uid, generation) -> when it was written; (uid, None) -> when it was created
         self._settled_pods = {}  # uid -> (resourceVersion, readiness state) of pods whose status was already right
         self.wakeups = {"write": 0, "timer": 0, "periodic": 0}
         self.store.on_commit.append(self._on_store_commit)
@@ -211,7 +212,15 @@ class Controllers:
         """Reconcile now rather than at the next periodic tick (after a change the store does not see)."""
         self._wake.set()
 
-    def _on_store_commit(self, rtype, _etype, _obj):
+    def _on_store_commit(self, rtype, etype, obj):
+        # A readiness delay counts from the write that created the object (or changed its spec), not from
+        # the moment a tick first sees it: record when each generation was written.
+        meta = (obj or {}).get("metadata") or {}
+        if etype in ("ADDED", "MODIFIED") and meta.get("uid"):
+            now = time.monotonic()
+            self._written_at.setdefault((meta["uid"], meta.get("generation")), now)
+            if etype == "ADDED":
+                self._written_at.setdefault((meta["uid"], None), now)
         # Writes by the controller thread itself need no wake-up: the running tick repeats its passes
         # until nothing more is written. Anything else (API requests, bootstrap, tests) wakes it.
         if threading.get_ident() != self._thread_ident:
@@ -319,7 +328,8 @@ class Controllers:
         key = (kind, meta.get("namespace", ""), meta.get("name"), meta.get("uid"),
                meta.get("generation") if key_extra is None else key_extra)
         now = time.monotonic()
-        started = self.seen.setdefault(key, now)
+        written = self._written_at.get((meta.get("uid"), meta.get("generation") if key_extra is None else None), now)
+        started = self.seen.setdefault(key, min(written, now))
         if never and not fail:
             return "pending"
         if now - started < delay:
@@ -385,6 +395,8 @@ class Controllers:
                 self.seen.clear()
             if len(self._settled_pods) > 50000:
                 self._settled_pods.clear()
+            if len(self._written_at) > 100000:
+                self._written_at.clear()
             self._last_rv, self._last_rules = (self.store.rv if settled else None), rules
             return passes
 

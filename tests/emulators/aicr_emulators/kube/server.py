@@ -173,6 +173,9 @@ class Emulator:
         self.delays = []
         self.readiness_rules = []
         self.control_lock = threading.Lock()
+        # encoded discovery and OpenAPI documents, per registry generation (they change only with the served types)
+        self.document_cache = {}
+        self.document_cache_lock = threading.Lock()
         self.save_lock = threading.Lock()
         self.audit = collections.deque(maxlen=self.options.audit_size)
         self.audit_seq = 0
@@ -556,7 +559,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not rest:
-            return self._send(200, self._resource_list(group, version))
+            listing = self._cached_document(("resources", group, version), lambda: self._resource_list_or_none(group, version))
+            if listing is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return self._send(200, listing)
         if rest[0] == "watch":
             query = dict(query, watch="true")
             rest = rest[1:]
@@ -932,6 +938,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             groups.append({"name": group, "versions": gvs, "preferredVersion": gvs[0]})
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
+    def _resource_list_or_none(self, group, version):
+        try:
+            return self._resource_list(group, version)
+        except ApiError:
+            return None
+
     def _resource_list(self, group, version):
         types = self.emu.registry.types_in(group, version)
         if not types:
@@ -974,8 +986,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/" + discovery_version,
                 "metadata": {}, "items": items}
 
+    def _cached_document(self, key, build):
+        """``build()`` encoded as JSON (None when it returns None), built once per registry generation.
+
+        Every helm and kubectl start fetches discovery and OpenAPI documents; building them for each request
+        was a good part of the emulator's CPU while clients install charts side by side."""
+        key = (self.emu.registry.generation,) + tuple(key)
+        with self.emu.document_cache_lock:
+            if key in self.emu.document_cache:
+                return self.emu.document_cache[key]
+        document = build()
+        body = None if document is None else _dumps(document)
+        with self.emu.document_cache_lock:
+            if len(self.emu.document_cache) > 500:
+                self.emu.document_cache.clear()
+            self.emu.document_cache[key] = body
+        return body
+
     def _send_aggregated_discovery(self, core, discovery_version):
-        body = _dumps(self._aggregated_discovery(core, discovery_version))
+        body = self._cached_document(("aggregated", core, discovery_version), lambda: self._aggregated_discovery(core, discovery_version))
         # an ETag lets clients that remember the document revalidate it cheaply, as the real server allows
         etag = '"%s"' % hashlib.sha256(body).hexdigest()[:32]
         headers = {"Vary": "Accept", "ETag": etag}
@@ -992,7 +1021,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
             return self._send(200, openapi.v2_json(self.emu.options.kube_version))
         if segs == ["openapi", "v3"]:
-            return self._send(200, openapi.v3_index(self.emu.registry))
+            return self._send(200, self._cached_document(("openapi-v3",), lambda: openapi.v3_index(self.emu.registry)))
         if len(segs) >= 4 and segs[:2] == ["openapi", "v3"]:
             rest = segs[2:]
             if rest[:2] == ["api", "v1"]:
@@ -1001,7 +1030,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 group, version = rest[1], rest[2]
             else:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
-            doc = openapi.v3_document(self.emu.registry, group, version, self.emu.options.kube_version)
+            doc = self._cached_document(("openapi-v3", group, version),
+                                        lambda: openapi.v3_document(self.emu.registry, group, version, self.emu.options.kube_version))
             if doc is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             return self._send(200, doc)
