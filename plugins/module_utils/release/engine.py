@@ -595,6 +595,7 @@ class GatedRelease(object):
                     self.survey()
                     mutation = self._mutation_planned()
             if mutation and not self.opts.check_mode:
+                self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
                 message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
                 lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
                 lease.acquire()
@@ -890,7 +891,8 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         if helm is None:
             helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=params.get("context"),
                               home=params.get("helm_home") or os.path.join(tmp, "helm"))
-            helm.major  # pylint: disable=pointless-statement  # fail early on a missing/old helm
+            # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
+            helm.start_version_probe()
         live, live_warning = None, None
         if params.get("status_stack") and not check_mode:
             from ansible_collections.aicr.runtime.plugins.module_utils.stack import store  # pylint: disable=import-outside-toplevel

@@ -31,6 +31,7 @@ import os
 import re
 import subprocess
 import tarfile
+import threading
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 
@@ -203,6 +204,8 @@ class HelmRunner(object):
         self.home = home
         self._run = runner or subprocess.run
         self._major = None
+        self._probe = None
+        self._probe_error = None
         self.calls = []
 
     def _env(self):
@@ -242,8 +245,32 @@ class HelmRunner(object):
             raise AicrError("%s failed: %s" % (what, reason[:500]), stderr=stderr[-2000:])
         return stdout
 
+    def start_version_probe(self):
+        """Read the helm version in a background thread (a process start, ~30 ms), so that the caller can
+        survey the cluster meanwhile; :attr:`major` waits for it and raises what it found wrong."""
+        if self._major is None and self._probe is None:
+            self._probe = threading.Thread(target=self._probe_version, name="helm-version", daemon=True)
+            self._probe.start()
+
+    def _probe_version(self):
+        try:
+            self._read_major()
+        except AicrError as exc:
+            self._probe_error = exc
+
     @property
     def major(self):
+        """helm's major version (3 or 4); AicrError when helm cannot be run or is older than 3.13."""
+        if self._probe is not None:
+            self._probe.join()
+            self._probe = None
+            if self._probe_error is not None:
+                raise self._probe_error
+        if self._major is None:
+            self._read_major()
+        return self._major
+
+    def _read_major(self):
         if self._major is None:
             out = self.run(["version", "--template", "{{.Version}}"], timeout=30, what="helm version")
             match = re.match(r"v?(\d+)\.(\d+)", out.strip())
@@ -254,7 +281,6 @@ class HelmRunner(object):
             if self._major < 3 or (self._major == 3 and minor < 13):
                 raise AicrError("helm_binary: %s is helm %s; helm >= 3.13 (release labels) or helm 4 is required" % (self.binary, out.strip()),
                                 field="helm_binary")
-        return self._major
 
     def upgrade_argv(self, release, namespace, chart_ref, repo, version, values_file, labels, extra_flags=None, atomic=False, timeout=None):
         argv = ["upgrade", release, chart_ref, "--install", "--namespace", namespace, "--create-namespace", "--values", values_file, "--output", "json"]

@@ -89,6 +89,23 @@ def test_errors_name_the_cause(tmp_path):
         helm.HelmRunner("/no/such/helm").run(["version"])
 
 
+def test_version_probe_runs_in_the_background_and_reports_at_major():
+    run = Recorder([("v4.3.1", 0, "")])
+    runner = helm.HelmRunner("h", runner=run)
+    runner.start_version_probe()
+    runner.start_version_probe()  # a second call does not start a second probe
+    assert runner.major == 4 and runner.major == 4
+    assert [argv[1] for argv in run.argv] == ["version"]
+    old = helm.HelmRunner("h", runner=Recorder([("v3.12.0", 0, "")]))
+    old.start_version_probe()
+    with pytest.raises(AicrError, match="helm >= 3.13"):
+        assert old.major
+    missing = helm.HelmRunner("/no/such/helm")
+    missing.start_version_probe()
+    with pytest.raises(AicrError, match="helm_binary: cannot run /no/such/helm"):
+        assert missing.major
+
+
 def _secret(name, version, status, labels=None, release=None):
     payload = base64.b64encode(base64.b64encode(gzip.compress(json.dumps(release or {}).encode()))).decode()
     lab = {"owner": "helm", "name": name, "version": str(version), "status": status}
