@@ -93,6 +93,8 @@ options:
   helm_binary:
     description:
       - The helm executable (helm 3.13+ or helm 4); flags are adapted to its major version.
+      - helm runs with C(GOGC=off) and C(GOMEMLIMIT=256MiB) (garbage collection only near that soft limit; a helm
+        process lives well under a second) unless the environment sets C(GOGC) or C(GOMEMLIMIT).
     type: str
     default: helm
   helm_home:

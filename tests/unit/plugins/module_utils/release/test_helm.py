@@ -144,3 +144,19 @@ def test_real_helm_version(binary):
         pytest.skip("%s not installed" % binary)
     runner = helm.HelmRunner(str(path))
     assert runner.major == int(binary[-1])
+
+
+def test_helm_runs_without_garbage_collection_unless_the_environment_says_otherwise(monkeypatch):
+    monkeypatch.delenv("GOGC", raising=False)
+    monkeypatch.delenv("GOMEMLIMIT", raising=False)
+    seen = []
+
+    def run(argv, env=None, **_kwargs):
+        seen.append(dict(env))
+        return type("Done", (), {"returncode": 0, "stdout": b"v3.17.3", "stderr": b""})()
+
+    helm.HelmRunner("h", runner=run).run(["version"])
+    assert seen[-1]["GOGC"] == "off" and seen[-1]["GOMEMLIMIT"] == helm.HELM_SOFT_MEMORY_LIMIT
+    monkeypatch.setenv("GOGC", "100")
+    helm.HelmRunner("h", runner=run).run(["version"])
+    assert seen[-1]["GOGC"] == "100" and "GOMEMLIMIT" not in seen[-1]
