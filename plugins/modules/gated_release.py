@@ -169,6 +169,8 @@ options:
     description:
       - Keep rendered manifests in O(cache_dir), keyed by a digest of the manifest files, values, namespace, chart,
         version and helm binary, so a re-run with nothing changed runs no C(helm template).
+      - The helm version is kept there too, keyed by the executable's path, size, modification time and inode, so a
+        run does not start helm just to ask its version again.
     type: bool
     default: true
   cache_dir:

@@ -890,7 +890,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
             cluster = KubeCluster(build_api_client(kubeconfig, params.get("context")))
         if helm is None:
             helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=params.get("context"),
-                              home=params.get("helm_home") or os.path.join(tmp, "helm"))
+                              home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir)
             # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
             helm.start_version_probe()
         live, live_warning = None, None

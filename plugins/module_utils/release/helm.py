@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import tarfile
 import threading
@@ -37,6 +38,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import 
 
 DIGEST_LABEL = "aicr.io/digest"
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
+VERSION_CACHE_FILE = "helm-versions.json"
 STACK_LABEL = "aicr.io/stack"
 COMPONENT_LABEL = "aicr.io/component"
 
@@ -198,8 +200,9 @@ def chart_schema_and_defaults(path):
 class HelmRunner(object):
     """Runs one helm binary against one cluster."""
 
-    def __init__(self, binary="helm", kubeconfig_path=None, context=None, home=None, runner=None):
+    def __init__(self, binary="helm", kubeconfig_path=None, context=None, home=None, runner=None, version_cache_dir=None):
         self.binary = binary or "helm"
+        self.version_cache_dir = version_cache_dir
         self.kubeconfig_path = kubeconfig_path
         self.context = context
         self.home = home
@@ -278,9 +281,54 @@ class HelmRunner(object):
             self._read_major()
         return self._major
 
+    def _binary_identity(self):
+        """``path|size|mtime|inode`` of the helm executable (None when it cannot be found): what the version cache is keyed on."""
+        path = self.binary if os.sep in self.binary else shutil.which(self.binary)
+        try:
+            real = os.path.realpath(path or "")
+            info = os.stat(real)
+        except (OSError, TypeError):
+            return None
+        if not os.access(real, os.X_OK):
+            return None
+        return "%s|%d|%d|%d" % (real, info.st_size, info.st_mtime_ns, info.st_ino)
+
+    def _cached_version(self, identity):
+        if not (self.version_cache_dir and identity):
+            return None
+        try:
+            with open(os.path.join(self.version_cache_dir, VERSION_CACHE_FILE)) as handle:
+                return (json.load(handle) or {}).get(identity)
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def _remember_version(self, identity, version):
+        if not (self.version_cache_dir and identity):
+            return
+        try:
+            os.makedirs(self.version_cache_dir, exist_ok=True)
+            path = os.path.join(self.version_cache_dir, VERSION_CACHE_FILE)
+            try:
+                with open(path) as handle:
+                    known = json.load(handle)
+                known = known if isinstance(known, dict) and len(known) < 50 else {}
+            except (OSError, ValueError):
+                known = {}
+            known[identity] = version
+            temp = "%s.%d.tmp" % (path, os.getpid())
+            with open(temp, "w") as handle:
+                json.dump(known, handle)
+            os.replace(temp, path)  # atomic: concurrent runs never read half a file
+        except OSError:
+            pass  # the cache only saves a helm start; failing to write it changes nothing else
+
     def _read_major(self):
         if self._major is None:
-            out = self.run(["version", "--template", "{{.Version}}"], timeout=30, what="helm version")
+            # The same executable (path, size, mtime, inode) is the same helm: no need to start it to ask again.
+            identity = self._binary_identity()
+            out = self._cached_version(identity)
+            if out is None:
+                out = self.run(["version", "--template", "{{.Version}}"], timeout=30, what="helm version")
             match = re.match(r"v?(\d+)\.(\d+)", out.strip())
             if not match:
                 raise AicrError("helm_binary: cannot read the version of %s (got %r)" % (self.binary, out.strip()[:80]), field="helm_binary")
@@ -289,6 +337,7 @@ class HelmRunner(object):
             if self._major < 3 or (self._major == 3 and minor < 13):
                 raise AicrError("helm_binary: %s is helm %s; helm >= 3.13 (release labels) or helm 4 is required" % (self.binary, out.strip()),
                                 field="helm_binary")
+            self._remember_version(identity, out.strip())
 
     def upgrade_argv(self, release, namespace, chart_ref, repo, version, values_file, labels, extra_flags=None, atomic=False, timeout=None):
         argv = ["upgrade", release, chart_ref, "--install", "--namespace", namespace, "--create-namespace", "--values", values_file, "--output", "json"]

@@ -160,3 +160,26 @@ def test_helm_runs_without_garbage_collection_unless_the_environment_says_otherw
     monkeypatch.setenv("GOGC", "100")
     helm.HelmRunner("h", runner=run).run(["version"])
     assert seen[-1]["GOGC"] == "100" and "GOMEMLIMIT" not in seen[-1]
+
+
+def test_the_helm_version_is_cached_per_executable(tmp_path):
+    binary = tmp_path / "helm"
+    binary.write_text("#!/bin/sh\necho v3.17.3\n")
+    binary.chmod(0o755)
+    cache = tmp_path / "cache"
+    first = Recorder([("v3.17.3", 0, "")])
+    assert helm.HelmRunner(str(binary), runner=first, version_cache_dir=str(cache)).major == 3
+    assert [argv[1] for argv in first.argv] == ["version"]
+    again = Recorder([])
+    assert helm.HelmRunner(str(binary), runner=again, version_cache_dir=str(cache)).major == 3
+    assert again.argv == [], "the same executable is not asked again"
+    binary.write_text("#!/bin/sh\necho v4.3.1 # another build\n")  # a new helm in the same place
+    replaced = Recorder([("v4.3.1", 0, "")])
+    assert helm.HelmRunner(str(binary), runner=replaced, version_cache_dir=str(cache)).major == 4
+    assert [argv[1] for argv in replaced.argv] == ["version"]
+    too_old = tmp_path / "old-helm"
+    too_old.write_text("#!/bin/sh\n")
+    too_old.chmod(0o755)
+    for _attempt in range(2):  # a refused version is never cached
+        with pytest.raises(AicrError, match="helm >= 3.13"):
+            assert helm.HelmRunner(str(too_old), runner=Recorder([("v3.12.0", 0, "")]), version_cache_dir=str(cache)).major
