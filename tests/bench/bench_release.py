@@ -114,7 +114,7 @@ def converge(workdir, concurrency, recipe, charts_dir):
         cache_dir = os.path.join(workdir, "cache-%d" % concurrency)
         # The helm version is cached per executable in cache_dir by any earlier run on the machine; warm it, as the
         # imports above are warmed. Rendered manifests stay cold (this stack has none; the objects variant renders).
-        HelmRunner(helm_binary, version_cache_dir=cache_dir).major  # pylint: disable=expression-not-assigned
+        HelmRunner(helm_binary, version_cache_dir=cache_dir).major  # pylint: disable=pointless-statement
         params = dict(recipe=recipe, kubeconfig=kube.kubeconfig, helm_binary=helm_binary,
                       repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
                       poll_interval=0.1, state="present", stack="bench", cache_dir=cache_dir)
