@@ -32,6 +32,9 @@ options:
       - Seconds one component may take, from the moment its gate opens until it is Ready
         (objects applied, release installed, every resource current).
       - A component that runs out of time fails and names the first resource that is not ready.
+      - A release whose latest revision has been C(pending-install), C(pending-upgrade) or C(pending-rollback) for
+        longer than this is taken as an interrupted helm operation - its revision record is removed and the release
+        installed or upgraded again; a younger one fails the component (someone may be running helm on it).
     type: int
     default: 600
   overall_timeout:

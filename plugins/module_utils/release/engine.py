@@ -313,6 +313,9 @@ class GatedRelease(object):
     def _release_action(self, comp, deployed):
         if deployed is None:
             return "install", "release %s not found in namespace %s" % (comp.name, comp.namespace)
+        if deployed.pending:
+            return "upgrade", ("revision %s is %s since %s: an interrupted helm operation is cleared once it is older than "
+                               "timeout (%ds)" % (deployed.revision, deployed.status, deployed.created, int(self.opts.timeout)))
         if deployed.status != "deployed":
             return "upgrade", "last revision %s is %s" % (deployed.revision, deployed.status)
         if deployed.digest == comp.digest():
@@ -425,6 +428,24 @@ class GatedRelease(object):
         refs = [(m.api_version, m.kind, m.name, m.namespace) for (m, _a, _r) in entries]
         self.wait_ready(comp, refs, deadline, "its %s-manifest objects" % wave)
 
+    def _clear_interrupted(self, comp, deployed):
+        """Remove the record of a helm operation that was interrupted (pending-install/-upgrade/-rollback), so helm can proceed.
+
+        helm refuses to touch a release whose latest revision is pending ("another operation is in progress"), and
+        nothing ever finishes a revision whose helm process was killed. This stack's Lease rules out a run of ours; a
+        revision pending for longer than ``timeout`` is taken as interrupted (a helm operation of ours would have been
+        stopped by then). Younger ones may belong to someone running helm by hand: the component fails instead.
+        """
+        age = deployed.age_seconds(self.wall())
+        if age is None or age < self.opts.timeout:
+            raise AicrError("component %s: release %s/%s revision %s is %s since %s: another helm operation may still be running; "
+                            "it is taken as interrupted once older than timeout (%ds)"
+                            % (comp.name, comp.namespace, comp.name, deployed.revision, deployed.status, deployed.created, int(self.opts.timeout)),
+                            component=comp.name, release_status=deployed.status)
+        self.cluster.delete("v1", "Secret", deployed.secret_name, comp.namespace)
+        self._action("clear the interrupted helm operation on %s (revision %s, %s since %s)" % (comp.name, deployed.revision, deployed.status,
+                                                                                                   deployed.created))
+
     def _pull_and_validate(self, comp, chart_ref, repo, flags):
         """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
         archive = self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name), extra_flags=flags)
@@ -452,6 +473,8 @@ class GatedRelease(object):
             if not comp.manifest_only:
                 deployed = st.deployed
                 if st.action != "unchanged":
+                    if deployed is not None and deployed.pending:
+                        self._clear_interrupted(comp, deployed)
                     chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
                     if self.opts.validate_values:
                         # pull once, validate the values against the chart's own schema, install from the archive

@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import datetime
 import gzip
 import hashlib
 import json
@@ -139,6 +140,21 @@ class DeployedRelease(object):
         self.chart_version = chart_meta.get("version")
         self.values = decoded.get("config") or {}
         self.manifest = decoded.get("manifest") or ""
+        self.secret_name = (secret.get("metadata") or {}).get("name")
+        self.created = (secret.get("metadata") or {}).get("creationTimestamp")
+
+    @property
+    def pending(self):
+        """helm is (or was, until it was interrupted) installing, upgrading or rolling back this revision."""
+        return str(self.status or "").startswith("pending-")
+
+    def age_seconds(self, now):
+        """Seconds since this revision was recorded (``now``: epoch seconds); None when unknown."""
+        try:
+            created = datetime.datetime.strptime(str(self.created), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        except ValueError:
+            return None
+        return now - created.timestamp()
 
 
 def read_release(cluster, name, namespace):
