@@ -139,6 +139,8 @@ options:
         default values merged with the component's values against the chart's own C(values.schema.json) when it ships
         one, then install from the pulled archive. A violation fails that component (naming the value) before helm runs;
         its dependents are blocked.
+      - In check mode the charts of the releases that would be installed or upgraded are pulled and checked the same way,
+        so the plan fails on values the real run would refuse (nothing is written to the cluster).
     type: bool
     default: true
   values_schemas:

@@ -637,9 +637,30 @@ class GatedRelease(object):
                 outcomes = None
                 for st in self.states.values():
                     st.phase = PENDING
+                if self.opts.state == "present" and self.opts.validate_values:
+                    self._check_chart_values()
             return self._result(outcomes, lease)
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _check_chart_values(self):
+        """Check mode: the values of every release that would be installed or upgraded against its chart's own schema.
+
+        The real run validates at gate-open and fails the component; the plan says so beforehand. Charts are pulled
+        into the run's scratch directory (nothing is written to the cluster); a component whose chart cannot be
+        pulled or whose values fail is reported Failed with the same message the real run would give.
+        """
+        to_check = [st for st in self.states.values() if not st.comp.manifest_only and st.action != "unchanged" and st.comp.chart]
+
+        def check(st):
+            try:
+                chart_ref, repo, flags, _where = chart_source(st.comp.chart, st.comp.repository, self.opts.mirrors)
+                self._pull_and_validate(st.comp, chart_ref, repo, flags)
+            except AicrError as exc:
+                st.phase, st.message = FAILED, exc.msg
+
+        with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
+            list(pool.map(check, to_check))
 
     def _prefetch_renders(self):
         """Render every component's manifests in the background, in deployment order."""

@@ -321,3 +321,19 @@ def test_values_checked_against_the_charts_schema_before_helm_runs(fakes):
     assert phases["z"][0] == "Blocked"
     assert [c[1] for c in helm.upgrades()] == ["y"]
     assert [c[3] for c in helm.upgrades()][0].endswith("/y-1.0.0.tgz"), "the release is installed from the validated archive"
+
+
+def test_check_mode_reports_values_the_chart_schema_would_refuse(fakes):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, make_charts(fakes))
+    schema = {"type": "object", "properties": {"replicas": {"type": "integer"}}}
+    helm.schemas = {"x": schema, "y": schema}
+    mark = len(cluster.audit)
+    result = engine(cluster, helm, [comp("x", values={"replicas": "two"}), comp("y", values={"replicas": 2})], validate_values=True,
+                    check_mode=True).run()
+    phases = dict((c["name"], (c["phase"], c["message"])) for c in result["components"])
+    assert phases["x"] == ("Failed", "values: component x: 1 value(s) violate the chart's values.schema.json; "
+                                     "first: values.replicas: 'two' is not of type 'integer'")
+    assert phases["y"][0] == "Pending"
+    assert "x (values: component x" in result["failed_message"]
+    assert helm.upgrades() == [] and cluster.audit[mark:] == [], "check mode pulls charts but changes nothing"
