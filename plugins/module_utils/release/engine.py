@@ -443,8 +443,8 @@ class GatedRelease(object):
                             % (comp.name, comp.namespace, comp.name, deployed.revision, deployed.status, deployed.created, int(self.opts.timeout)),
                             component=comp.name, release_status=deployed.status)
         self.cluster.delete("v1", "Secret", deployed.secret_name, comp.namespace)
-        self._action("clear the interrupted helm operation on %s (revision %s, %s since %s)" % (comp.name, deployed.revision, deployed.status,
-                                                                                                   deployed.created))
+        self._action("clear the interrupted helm operation on %s (revision %s, %s since %s)"
+                     % (comp.name, deployed.revision, deployed.status, deployed.created))
 
     def _pull_and_validate(self, comp, chart_ref, repo, flags):
         """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
