@@ -20,7 +20,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
-import io
 import json
 import os
 import posixpath
@@ -37,6 +36,7 @@ except ImportError:  # modules report it with missing_required_lib("PyYAML")
     HAS_YAML = False
     YAML_IMPORT_ERROR = traceback.format_exc()
 
+from ansible_collections.aicr.runtime.plugins.module_utils.common import jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.recipe import criteria as crit
 
@@ -384,12 +384,7 @@ def _metadata_paths(entries):
 def _load_cached_docs(cache_dir, digest):
     if not cache_dir:
         return None
-    path = os.path.join(cache_dir, "parsed", digest.split(":", 1)[1] + ".json")
-    try:
-        with open(path, "r") as handle:
-            payload = json.load(handle)
-    except (OSError, ValueError):
-        return None
+    payload = jsoncache.load(os.path.join(cache_dir, "parsed", digest.split(":", 1)[1] + ".json"))
     if not isinstance(payload, dict) or payload.get("format") != CACHE_FORMAT or payload.get("digest") != digest:
         return None
     return payload.get("docs")
@@ -402,15 +397,9 @@ def _store_cached_docs(cache_dir, digest, docs):
         text = json.dumps({"format": CACHE_FORMAT, "digest": digest, "docs": docs})
         if json.loads(text)["docs"] != docs:  # a YAML type JSON cannot carry: do not cache
             return False
-        parent = os.path.join(cache_dir, "parsed")
-        os.makedirs(parent, exist_ok=True)
-        fd, staging = tempfile.mkstemp(prefix=".parsed-", dir=parent)
-        with io.open(fd, "w") as handle:
-            handle.write(text)
-        os.rename(staging, os.path.join(parent, digest.split(":", 1)[1] + ".json"))
-        return True
-    except (OSError, TypeError, ValueError):
+    except (TypeError, ValueError):
         return False
+    return jsoncache.store(os.path.join(cache_dir, "parsed", digest.split(":", 1)[1] + ".json"), text)
 
 
 def load_catalog(path, cache_dir=None, persist=True, write_cache=True):

@@ -76,9 +76,17 @@ class KubeCluster(object):
                 time.sleep(min(2.0, 0.1 * (2 ** attempt)))
         raise ClusterError("cluster: %s %s failed" % (method, path))  # pragma: no cover - loop always returns or raises
 
+    def _headers(self):
+        """JSON, our user agent, and the client's credentials (bearer token, refreshed by the kubernetes client)."""
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        for setting in self.api_client.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
     def request_once(self, method, path, query=None, body=None, content_type="application/json"):
         """Return the decoded JSON body; raise ClusterError on non-2xx."""
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = self._headers()
         payload = None
         if body is not None:
             headers["Content-Type"] = content_type
@@ -86,10 +94,6 @@ class KubeCluster(object):
         url = self.api_client.configuration.host + path
         if query:
             url += "?" + urlencode(query)
-        auth = self.api_client.configuration.auth_settings()
-        for setting in auth.values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
         try:
             response = self.api_client.rest_client.pool_manager.request(
                 method, url, body=payload, headers=headers, timeout=self.request_timeout, preload_content=True, retries=False
@@ -213,10 +217,7 @@ class KubeCluster(object):
             return False
         query = {"watch": "true", "fieldSelector": "metadata.name=%s" % name, "resourceVersion": resource_version or "",
                  "allowWatchBookmarks": "true", "timeoutSeconds": str(max(1, int(timeout + 0.999)))}
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        for setting in self.api_client.configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
+        headers = self._headers()
         url = self.api_client.configuration.host + path + "?" + urlencode(query)
         deadline = time.monotonic() + timeout
         response = None

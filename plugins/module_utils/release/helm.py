@@ -35,6 +35,7 @@ import subprocess
 import tarfile
 import threading
 
+from ansible_collections.aicr.runtime.plugins.module_utils.common import jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 
 DIGEST_LABEL = "aicr.io/digest"
@@ -309,34 +310,21 @@ class HelmRunner(object):
             return None
         return "%s|%d|%d|%d" % (real, info.st_size, info.st_mtime_ns, info.st_ino)
 
+    def _version_cache_path(self, identity):
+        return os.path.join(self.version_cache_dir, VERSION_CACHE_FILE) if self.version_cache_dir and identity else None
+
     def _cached_version(self, identity):
-        if not (self.version_cache_dir and identity):
-            return None
-        try:
-            with open(os.path.join(self.version_cache_dir, VERSION_CACHE_FILE)) as handle:
-                return (json.load(handle) or {}).get(identity)
-        except (OSError, ValueError, AttributeError):
-            return None
+        path = self._version_cache_path(identity)
+        known = jsoncache.load(path) if path else None
+        return known.get(identity) if isinstance(known, dict) else None
 
     def _remember_version(self, identity, version):
-        if not (self.version_cache_dir and identity):
-            return
-        try:
-            os.makedirs(self.version_cache_dir, exist_ok=True)
-            path = os.path.join(self.version_cache_dir, VERSION_CACHE_FILE)
-            try:
-                with open(path) as handle:
-                    known = json.load(handle)
-                known = known if isinstance(known, dict) and len(known) < 50 else {}
-            except (OSError, ValueError):
-                known = {}
+        path = self._version_cache_path(identity)
+        if path:
+            known = jsoncache.load(path)
+            known = known if isinstance(known, dict) and len(known) < 50 else {}
             known[identity] = version
-            temp = "%s.%d.tmp" % (path, os.getpid())
-            with open(temp, "w") as handle:
-                json.dump(known, handle)
-            os.replace(temp, path)  # atomic: concurrent runs never read half a file
-        except OSError:
-            pass  # the cache only saves a helm start; failing to write it changes nothing else
+            jsoncache.store(path, known)
 
     def _read_major(self):
         if self._major is None:

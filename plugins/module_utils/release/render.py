@@ -25,6 +25,7 @@ import tempfile
 
 import traceback
 
+from ansible_collections.aicr.runtime.plugins.module_utils.common import jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 
 try:
@@ -100,22 +101,11 @@ def render_manifests_cached(helm, component, waves, tmp_root=None, cache_dir=Non
         return render_manifests(helm, component, waves, tmp_root=tmp_root)
     key = render_key(component, waves, helm_id=str(getattr(helm, "binary", "")))
     path = os.path.join(cache_dir, "render", key[:2], key + ".json")
-    try:
-        with open(path) as handle:
-            cached = json.load(handle)
-        if isinstance(cached, dict) and set(cached) == set(waves):
-            return cached
-    except (IOError, OSError, ValueError):
-        pass
+    cached = jsoncache.load(path)
+    if isinstance(cached, dict) and set(cached) == set(waves):
+        return cached
     result = render_manifests(helm, component, waves, tmp_root=tmp_root)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".render-")
-        with os.fdopen(handle, "w") as out:
-            json.dump(result, out)
-        os.replace(tmp, path)
-    except (IOError, OSError):
-        pass  # the cache is an optimisation only
+    jsoncache.store(path, result)
     return result
 
 

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""JSON files of the on-disk caches (parsed catalogs, rendered manifests, helm versions).
+
+A cache only saves work: a file that is missing, unreadable or half-written reads as a miss, and a
+failed write is ignored. Writes go to a temporary file in the same directory, then ``os.replace``,
+so concurrent runs (forks, several clusters at once) never read half a file.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import tempfile
+
+
+def load(path):
+    """The JSON document at ``path``, or None when there is none (or it cannot be read)."""
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def store(path, document):
+    """Write ``document`` (JSON-serialisable, or already serialised text) to ``path`` atomically; True on success."""
+    staging = None
+    try:
+        text = document if isinstance(document, str) else json.dumps(document)
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        handle, staging = tempfile.mkstemp(dir=parent, prefix=".cache-")
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.replace(staging, path)
+        return True
+    except (OSError, TypeError, ValueError):
+        if staging is not None and os.path.exists(staging):
+            os.unlink(staging)
+        return False
