@@ -39,6 +39,9 @@ def store(path, document):
         os.replace(staging, path)
         return True
     except (OSError, TypeError, ValueError):
-        if staging is not None and os.path.exists(staging):
-            os.unlink(staging)
+        if staging is not None:
+            try:
+                os.unlink(staging)
+            except OSError:
+                pass
         return False
