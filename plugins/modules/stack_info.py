@@ -27,6 +27,7 @@ author:
 extends_documentation_fragment:
   - aicr.runtime.attributes
   - aicr.runtime.kube
+  - aicr.runtime.stack_store
 attributes:
   check_mode:
     support: full
@@ -39,17 +40,6 @@ attributes:
 requirements:
   - kubernetes (Python package)
 options:
-  backend:
-    description:
-      - C(crd) for ClusterStack objects; C(configmap) for stacks declared in inventory, kept in ConfigMaps.
-    type: str
-    choices: [crd, configmap]
-    default: crd
-  namespace:
-    description:
-      - Namespace of the ConfigMaps (O(backend=configmap)).
-    type: str
-    default: default
   names:
     description:
       - Only these stacks; all when empty.
@@ -126,17 +116,17 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
 from ansible_collections.aicr.runtime.plugins.module_utils.stack.engine import info
+from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import STACK_STORE_ARG_SPEC
 
 
 def argument_spec():
     spec = dict(
-        backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
-        namespace=dict(type="str", default="default"),
         names=dict(type="list", elements="str", default=[]),
         resync_interval=dict(type="raw", default=300),
         auto_update=dict(type="bool", default=False),
     )
     spec.update(KUBE_ARG_SPEC)
+    spec.update(STACK_STORE_ARG_SPEC)
     return spec
 
 

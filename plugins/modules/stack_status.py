@@ -28,6 +28,7 @@ author:
 extends_documentation_fragment:
   - aicr.runtime.attributes
   - aicr.runtime.kube
+  - aicr.runtime.stack_store
 attributes:
   check_mode:
     support: full
@@ -46,17 +47,6 @@ options:
       - The stack (ClusterStack name, or the inventory stack name for O(backend=configmap)).
       - May be omitted when only O(install_crd) is wanted.
     type: str
-  backend:
-    description:
-      - C(crd) for ClusterStack objects; C(configmap) for stacks declared in inventory, kept in ConfigMaps.
-    type: str
-    choices: [crd, configmap]
-    default: crd
-  namespace:
-    description:
-      - Namespace of the ConfigMaps (O(backend=configmap)).
-    type: str
-    default: default
   install_crd:
     description:
       - Create or update the ClusterStack CRD first and wait until it is Established.
@@ -203,13 +193,12 @@ from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import 
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
 from ansible_collections.aicr.runtime.plugins.module_utils.stack.engine import update_status
 from ansible_collections.aicr.runtime.plugins.module_utils.stack.model import PHASES
+from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import STACK_STORE_ARG_SPEC
 
 
 def argument_spec():
     spec = dict(
         name=dict(type="str"),
-        backend=dict(type="str", choices=["crd", "configmap"], default="crd"),
-        namespace=dict(type="str", default="default"),
         install_crd=dict(type="bool", default=False),
         spec=dict(type="dict"),
         phase=dict(type="str", choices=list(PHASES)),
@@ -225,6 +214,7 @@ def argument_spec():
         catalog=dict(type="dict"),
     )
     spec.update(KUBE_ARG_SPEC)
+    spec.update(STACK_STORE_ARG_SPEC)
     return spec
 
 

@@ -2,20 +2,9 @@
 
 import json
 
-import pytest
-
-from ansible.module_utils.testing import patch_module_args
-
-from aicr_emulators.kube.pytest_fixture import start_emulator
+from modules_testlib import run_main
 
 from ansible_collections.aicr.runtime.plugins.modules import crd_publish
-
-
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory):
-    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    yield handle
-    handle.stop()
 
 
 def crd(properties):
@@ -27,10 +16,7 @@ def crd(properties):
 
 
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exc:
-            crd_publish.main()
-    return exc.value.code, json.loads(capsys.readouterr().out)
+    return run_main(crd_publish, capsys, args)
 
 
 def test_publish_refuse_and_allow(capsys, kube, tmp_path):

@@ -1,30 +1,14 @@
 """stack_info module against the Kubernetes API emulator: decisions, catalog selection, operator defaults, no CRD."""
 
-import json
-
-import pytest
-
-from ansible.module_utils.testing import patch_module_args
-
-from aicr_emulators.kube.pytest_fixture import start_emulator
+from modules_testlib import run_main
 
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
 from ansible_collections.aicr.runtime.plugins.module_utils.stack import crd, store
 from ansible_collections.aicr.runtime.plugins.modules import stack_info
 
 
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory):
-    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    yield handle
-    handle.stop()
-
-
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exc:
-            stack_info.main()
-    return exc.value.code, json.loads(capsys.readouterr().out)
+    return run_main(stack_info, capsys, args)
 
 
 def test_without_the_crd_the_list_is_empty(capsys, kube):

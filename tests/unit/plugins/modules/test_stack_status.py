@@ -4,27 +4,15 @@ import json
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
-from aicr_emulators.kube.pytest_fixture import start_emulator
+from modules_testlib import run_main
 
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
 from ansible_collections.aicr.runtime.plugins.module_utils.stack import store
 from ansible_collections.aicr.runtime.plugins.modules import stack_status
 
 
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory):
-    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    yield handle
-    handle.stop()
-
-
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exc:
-            stack_status.main()
-    return exc.value.code, json.loads(capsys.readouterr().out)
+    return run_main(stack_status, capsys, args)
 
 
 def test_install_crd_then_update_status(capsys, kube):
