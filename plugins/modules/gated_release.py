@@ -330,7 +330,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
-from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import HAS_YAML, YAML_IMPORT_ERROR, execute
+from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils.release.render import HAS_YAML, YAML_IMPORT_ERROR
 from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import LIVE_STATUS_ARG_SPEC
 
 

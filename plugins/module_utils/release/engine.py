@@ -35,8 +35,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import traceback
-
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.release import readiness
 from ansible_collections.aicr.runtime.plugins.module_utils.release.apply import (
@@ -48,17 +46,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import (
 )
 from ansible_collections.aicr.runtime.plugins.module_utils.release.plan import deep_merge
 from ansible_collections.aicr.runtime.plugins.module_utils.release.lease import StackLease
-from ansible_collections.aicr.runtime.plugins.module_utils.release.render import default_cache_dir, render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils.release.scheduler import BLOCKED, OK, levels, run_dag
-
-try:
-    import yaml
-    from ansible_collections.aicr.runtime.plugins.module_utils.release.render import Loader as _Loader
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError:  # the module reports it with missing_required_lib("PyYAML")
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = traceback.format_exc()
+# PyYAML is guarded once, in render (the module checks render.HAS_YAML before anything runs).
+from ansible_collections.aicr.runtime.plugins.module_utils.release.render import Loader as _Loader, default_cache_dir, render_manifests_cached, yaml
 
 WATCH_SECONDS = 30.0  # one readiness watch at most this long, then the objects are read again
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)

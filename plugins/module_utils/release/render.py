@@ -33,6 +33,7 @@ try:
     HAS_YAML = True
     YAML_IMPORT_ERROR = None
 except ImportError:  # the module reports it with missing_required_lib("PyYAML")
+    yaml = None  # the release engine takes yaml (and this guard) from here
     HAS_YAML = False
     YAML_IMPORT_ERROR = traceback.format_exc()
 
