@@ -19,6 +19,8 @@ import pytest
 
 import ansible_runner
 
+from aicr_emulators.charts.pytest_fixture import start_chart_repo
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO_ROOT / ".build" / "collections"
 INSTALLED = COLLECTIONS / "ansible_collections" / "aicr" / "runtime"
@@ -127,3 +129,11 @@ def scratch_dir():
     path = Path(tempfile.mkdtemp(prefix="aicr-it-"))
     yield path
     shutil.rmtree(str(path), ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def example_repo(tmp_path_factory):
+    """The example charts served over HTTP by the chart repository emulator, one per test module."""
+    server = start_chart_repo(tmp_path_factory.mktemp("example-charts"))
+    yield server
+    server.stop()

@@ -31,13 +31,6 @@ HELMS = ["helm3", "helm4"]
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
 
 
-@pytest.fixture(scope="module")
-def example_repo(tmp_path_factory):
-    server = start_chart_repo(tmp_path_factory.mktemp("example-charts"))
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def kube(tmp_path):
     # validate_builtins=False: the emulator's built-in CRD schema rejects nested JSONSchemaProps under `items`

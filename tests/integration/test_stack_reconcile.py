@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 
-from aicr_emulators.charts.pytest_fixture import start_chart_repo
 from aicr_emulators.kube.pytest_fixture import start_emulator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,13 +41,6 @@ COMPONENTS = ["example-crds", "example-config", "example-monitoring", "example-o
 CONDITIONS = ["Ready", "RecipeResolved", "DevicesReady", "ComponentsReady", "CatalogCurrent"]
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
-
-
-@pytest.fixture(scope="module")
-def example_repo(tmp_path_factory):
-    server = start_chart_repo(tmp_path_factory.mktemp("example-charts"))
-    yield server
-    server.stop()
 
 
 @pytest.fixture
