@@ -192,6 +192,10 @@ class Controllers:
         self._written_at = {}  # (uid, generation) -> when it was written; (uid, None) -> when it was created
         self._settled_pods = {}  # uid -> (resourceVersion, readiness state) of pods whose status was already right
         self.wakeups = {"write": 0, "timer": 0, "periodic": 0}
+        # ticks started / finished by the controller thread, so a request can wait for a tick that saw its write
+        self._tick_done = threading.Condition()
+        self._ticks_started = 0
+        self._ticks_finished = 0
         self.store.on_commit.append(self._on_store_commit)
 
     # ---- lifecycle ---------------------------------------------------------------------------
@@ -212,6 +216,20 @@ class Controllers:
         """Reconcile now rather than at the next periodic tick (after a change the store does not see)."""
         self._wake.set()
 
+    def await_reconcile(self, timeout=1.0):
+        """Wait until a reconcile tick that started after this call has finished; False if none did in time.
+
+        Called after a write has committed: that tick has seen the write. Returns at once on the controller
+        thread itself or when the thread is not running.
+        """
+        thread = self.thread
+        if thread is None or not thread.is_alive() or threading.get_ident() == self._thread_ident:
+            return False
+        with self._tick_done:
+            target = self._ticks_started + 1
+            self._wake.set()
+            return self._tick_done.wait_for(lambda: self._ticks_finished >= target or self._stop.is_set(), timeout)
+
     def _on_store_commit(self, rtype, etype, obj):
         # A readiness delay counts from the write that created the object (or changed its spec), not from
         # the moment a tick first sees it: record when each generation was written.
@@ -225,8 +243,7 @@ class Controllers:
         # until nothing more is written. Anything else (API requests, bootstrap, tests) wakes it.
         if threading.get_ident() != self._thread_ident:
             if getattr(rtype, "plural", None) == "customresourcedefinitions":
-                # Clients wait for a new CRD to be Established right after creating it (helm checks at once,
-                # then only every 2 s): establish it without waiting for the rest of a burst.
+                # The API server waits for this tick before it answers a CRD write (await_reconcile): no batching.
                 self._urgent = True
             self._wake.set()
 
@@ -236,6 +253,8 @@ class Controllers:
         while not self._stop.is_set():
             # cleared before reconciling: a write landing during the tick sets it again and is not lost
             self._wake.clear()
+            with self._tick_done:
+                self._ticks_started += 1
             try:
                 self.tick()
                 if self.emu.options.state_file and self.store.rv != saved_rv and time.monotonic() - saved_at >= 1.0:
@@ -244,6 +263,10 @@ class Controllers:
             except Exception:  # pylint: disable=broad-except
                 import traceback  # pylint: disable=import-outside-toplevel
                 traceback.print_exc()
+            finally:
+                with self._tick_done:
+                    self._ticks_finished += 1
+                    self._tick_done.notify_all()
             period = self.emu.options.tick_seconds
             deadline = self.next_deadline
             timeout = period if deadline is None else max(0.0, min(period, deadline - time.monotonic()))

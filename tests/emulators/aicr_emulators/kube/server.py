@@ -643,6 +643,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 raise bad_request("the body of the request was empty")
             ctx = self._context(query, "create")
             obj = store.create(rtype, namespace, body, ctx, version)
+            self._settle_crd_write(rtype, ctx)
             return self._send(201, store.serve(rtype, obj, version))
         if method == "PUT":
             if name is None:
@@ -658,6 +659,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 new = dict(old, spec=dict(old.get("spec") or {}, finalizers=(body.get("spec") or {}).get("finalizers") or []))
                 return self._send(200, store.update(rtype, namespace, name, new, ctx, "", version))
             obj = store.update(rtype, namespace, name, body, ctx, sub, version)
+            self._settle_crd_write(rtype, ctx)
             return self._send(200, store.serve(rtype, obj, version))
         if method == "PATCH":
             if name is None:
@@ -686,6 +688,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self._update_scale(rtype, namespace, name, new_scale, ctx, version)
             exists = store.raw_get(rtype.group, rtype.plural, namespace if rtype.namespaced else "", name) is not None
             obj = store.patch(rtype, namespace, name, patch_type, body, ctx, sub, version)
+            self._settle_crd_write(rtype, ctx)
             return self._send(200 if exists or patch_type != "apply" else 201, store.serve(rtype, obj, version))
         if method == "DELETE":
             body = self._decode_body(self._read_body()) or {}
@@ -767,6 +770,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "spec": {"replicas": spec.get("replicas", 0)},
                 "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
                            "selector": ",".join("%s=%s" % kv for kv in sorted(selector.items()))}}
+
+    def _settle_crd_write(self, rtype, ctx):
+        """Answer a CRD write only once the controllers have run on it (the CRD is then Established).
+
+        A real API server's establishing controller marks a new CRD Established within milliseconds, and
+        clients look right after their write (helm once, then only every 2 s). Here the controllers share
+        the machine with the client; waiting for their tick keeps a loaded machine from turning that into
+        a 2 s stall that no real cluster would cause.
+        """
+        if rtype.group == "apiextensions.k8s.io" and rtype.plural == "customresourcedefinitions" and not ctx.dry_run:
+            self.emu.controllers.await_reconcile()
 
     def _update_scale(self, rtype, namespace, name, scale, ctx, version):
         store = self.emu.store

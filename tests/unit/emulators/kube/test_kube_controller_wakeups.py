@@ -148,3 +148,27 @@ def test_work_left_by_the_pass_bound_is_taken_up_by_the_next_tick(monkeypatch):
     while controllers.tick():
         pass
     assert emulator.store.raw_get("", "configmaps", "default", "counter")["data"]["n"] == "3"
+
+
+def test_a_crd_write_is_answered_once_the_crd_is_established(kube, monkeypatch):
+    # Clients check a new CRD right after creating it (helm: once, then every 2 s). Even when the controller
+    # thread is slow to get the CPU (here: 0.3 s late to every tick), the create answers after establishment.
+    controllers = kube.emulator.controllers
+    on_time_tick = controllers.tick
+
+    def late_tick(force=False):
+        time.sleep(0.3)
+        return on_time_tick(force=force)
+
+    monkeypatch.setattr(controllers, "tick", late_tick)
+    extensions = client.ApiextensionsV1Api(api_client(kube))
+    plural = "gadgets" + uuid.uuid4().hex[:6]
+    extensions.create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": plural + ".example.aicr.io"},
+        "spec": {"group": "example.aicr.io", "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": plural[:-1], "kind": plural.capitalize()},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    conditions = extensions.read_custom_resource_definition(plural + ".example.aicr.io").status.conditions or []
+    assert {c.type: c.status for c in conditions} == {"NamesAccepted": "True", "Established": "True"}
