@@ -67,8 +67,67 @@ options:
       - Each component has C(name), C(chart), C(repository) (http(s) URL or C(oci://)), C(version), C(namespace),
         C(values), C(dependencies), C(pre_manifest_paths)/C(manifest_paths) (or catalog-relative
         C(pre_manifest_files)/C(manifest_files)) and C(manifest_only).
+      - Exactly one of O(recipe) and O(resolve) is required.
     type: raw
-    required: true
+  resolve:
+    description:
+      - Resolve the recipe in this module, with the engine and the options of M(aicr.runtime.recipe_resolve),
+        instead of passing a registered result in O(recipe). The rollout is the same; the module returns what it
+        resolved in RV(resolved).
+      - One module process per cluster instead of two, and the resolved recipe (all components' values) is not
+        registered and templated back into this task's arguments - for large inventories that is about a quarter
+        of the control node's CPU per cluster (see C(docs/modules/gated_release.md)).
+      - The parsed-catalog cache is kept in O(cache_dir), as O(aicr.runtime.recipe_resolve#module:cache_dir) keeps it.
+      - Exactly one of O(recipe) and O(resolve) is required.
+    type: dict
+    suboptions:
+      catalog:
+        description: The AICR recipe catalog, a C(recipes/) directory or a C(.tar.gz) of one, as O(aicr.runtime.recipe_resolve#module:catalog).
+        type: path
+        required: true
+      criteria:
+        description: Recipe criteria, as O(aicr.runtime.recipe_resolve#module:criteria).
+        type: dict
+        default: {}
+        suboptions:
+          service:
+            description: Kubernetes service, for example C(eks), C(gke), C(kind).
+            type: str
+          accelerator:
+            description: GPU type, for example C(h100), C(gb200).
+            type: str
+          intent:
+            description: Workload intent, C(training) or C(inference).
+            type: str
+          os:
+            description: Worker node OS, for example C(ubuntu).
+            type: str
+          platform:
+            description: Platform layer, for example C(kubeflow), C(dynamo).
+            type: str
+          nodes:
+            description: Number of worker nodes (metadata only; C(0) means unstated).
+            type: int
+      profile:
+        description: Configuration profile selection C(name=value), as O(aicr.runtime.recipe_resolve#module:profile).
+        type: str
+      skip_components:
+        description:
+          - Components to leave out of the recipe, as O(aicr.runtime.recipe_resolve#module:skip_components).
+          - Unlike the top-level O(skip_components), they are disabled in the recipe itself, as AICR disables components.
+        type: list
+        elements: str
+        default: []
+      component_overrides:
+        description:
+          - Per-component changes applied at resolution, as O(aicr.runtime.recipe_resolve#module:component_overrides)
+            (C(version), C(namespace), C(values), C(enabled)).
+        type: dict
+        default: {}
+      use_cache:
+        description: Persist and reuse the parsed catalog metadata in O(cache_dir).
+        type: bool
+        default: true
   catalog:
     description:
       - Directory that catalog-relative manifest file names are relative to, when the recipe gives no absolute paths.
@@ -215,6 +274,15 @@ EXAMPLES = r"""
     timeout: 600
   register: rollout
 
+- name: Resolve and roll out in one task (one module process per cluster)
+  aicr.runtime.gated_release:
+    resolve:
+      catalog: /opt/aicr/recipes
+      criteria: {service: kind, accelerator: h100, intent: training}
+      profile: gpuStack=operator-managed
+    kubeconfig: ~/.kube/config
+  register: rollout
+
 - name: Roll out from an air-gapped mirror with helm 4, replacing one chart
   aicr.runtime.gated_release:
     recipe: "{{ resolved }}"
@@ -285,6 +353,26 @@ components:
       started: "2026-11-29T14:00:01.12Z"
       duration: 1.42
       message: deployed (3 resources)
+resolved:
+  description:
+    - What O(resolve) resolved - the recipe's name, the catalog it came from and the AICR result's criteria, applied
+      overlays and deployment order (the full result is what M(aicr.runtime.recipe_resolve) returns).
+  returned: when O(resolve) is given
+  type: dict
+  contains:
+    recipe_name: {description: "Recipe name derived from the criteria.", type: str}
+    catalog_digest: {description: "sha256 of the catalog, as RV(aicr.runtime.recipe_resolve#module:catalog_digest).", type: str}
+    catalog_root: {description: "Directory the catalog was read from.", type: str}
+    criteria: {description: "The criteria as AICR normalised them (unstated dimensions are C(any)).", type: dict}
+    applied_overlays: {description: "Overlays merged over C(base), in order.", type: list, elements: str}
+    deployment_order: {description: "Enabled components in deployment order.", type: list, elements: str}
+  sample:
+    recipe_name: h100-kind-training
+    catalog_digest: 3f1c0e2a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e
+    catalog_root: /opt/aicr/recipes
+    criteria: {service: kind, accelerator: h100, intent: training, os: any, platform: any}
+    applied_overlays: [base, kind, kind-training, h100-kind-training]
+    deployment_order: [example-crds, example-config, example-monitoring, example-jobs, example-operator, example-agent]
 summary:
   description: Recipe name, stack, component count, components that reached Ready in order, skipped, failed, blocked, phase counts.
   returned: always
@@ -331,13 +419,15 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
 from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe.options import RESOLVE_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils.release.render import HAS_YAML, YAML_IMPORT_ERROR
 from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import LIVE_STATUS_ARG_SPEC
 
 
 def argument_spec():
     spec = dict(
-        recipe=dict(type="raw", required=True),
+        recipe=dict(type="raw"),
+        resolve=dict(type="dict", options=RESOLVE_SPEC),
         catalog=dict(type="path"),
         stack=dict(type="str"),
         state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -367,7 +457,8 @@ def argument_spec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
+                           required_one_of=[["recipe", "resolve"]], mutually_exclusive=[["recipe", "resolve"]])
     if not HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
     if not HAS_YAML:

@@ -256,46 +256,15 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
-from ansible_collections.aicr.runtime.plugins.module_utils.recipe import resolve as resolve_mod
-
-CRITERIA_SPEC = dict(
-    service=dict(type="str"),
-    accelerator=dict(type="str"),
-    intent=dict(type="str"),
-    os=dict(type="str"),
-    platform=dict(type="str"),
-    nodes=dict(type="int"),
-)
+from ansible_collections.aicr.runtime.plugins.module_utils.recipe.options import RESOLVE_SPEC, resolve_from_options
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            catalog=dict(type="path", required=True),
-            criteria=dict(type="dict", default={}, options=CRITERIA_SPEC),
-            profile=dict(type="str"),
-            skip_components=dict(type="list", elements="str", default=[]),
-            component_overrides=dict(type="dict", default={}),
-            cache_dir=dict(type="path"),
-            use_cache=dict(type="bool", default=True),
-        ),
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=dict(RESOLVE_SPEC, cache_dir=dict(type="path")), supports_check_mode=True)
     if not catalog_mod.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"), exception=catalog_mod.YAML_IMPORT_ERROR)
-    params = module.params
-    criteria = dict((k, v) for k, v in (params["criteria"] or {}).items() if v is not None)
     try:
-        result = resolve_mod.resolve(
-            params["catalog"],
-            criteria=criteria,
-            profile=params["profile"],
-            skip_components=params["skip_components"],
-            component_overrides=params["component_overrides"],
-            cache_dir=params["cache_dir"],
-            persist_cache=params["use_cache"],
-            write_cache=not module.check_mode,
-        )
+        result = resolve_from_options(module.params, cache_dir=module.params["cache_dir"], check_mode=module.check_mode)
     except AicrError as exc:
         module.fail_json(**exc.to_result())
     module.exit_json(changed=False, **result)

@@ -82,7 +82,7 @@ def test_site_playbook_as_an_awx_job(installed_collection, cluster, tmp_path):
     first = _job(tmp_path / "job1", kube, charts, survey_answers)
     assert first.status == "successful", first.stdout.read()[-4000:]
     assert first.rc == 0
-    deploy = _task_results(first, "Deploy the components in dependency order")
+    deploy = _task_results(first, "Resolve the cluster's recipe and deploy its components in dependency order")
     assert len(deploy) == 1 and deploy[0]["changed"] is True
     assert {c["phase"] for c in deploy[0]["components"]} == {"Ready"}
 

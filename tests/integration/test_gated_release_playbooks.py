@@ -90,7 +90,7 @@ def test_example_recipe_converges_through_the_role_and_rerun_is_a_noop(run_playb
         checks = run.result("Validate each chart component's values with values_schema")["results"]
         assert sorted(r["item"]["name"] for r in checks) == ["example-agent", "example-crds", "example-jobs", "example-monitoring", "example-operator"]
         assert all(r["valid"] for r in checks)
-    res = run.result("Deploy the components in dependency order")
+    res = run.result("Resolve the cluster's recipe and deploy its components in dependency order")
     assert res["changed"] is True
     phases = dict((c["name"], c["phase"]) for c in res["components"])
     assert phases == dict((n, "Ready") for n in ["example-crds", "example-config", "example-monitoring", "example-operator", "example-agent", "example-jobs"])
@@ -99,6 +99,7 @@ def test_example_recipe_converges_through_the_role_and_rerun_is_a_noop(run_playb
     assert comps["example-config"]["kind"] == "objects" and comps["example-config"]["objects"][0]["kind"] == "ConfigMap"
     assert [o["kind"] for o in comps["example-operator"]["objects"]] == ["Widget"]
     assert res["summary"]["recipe_name"] == "h100-kind-training" and res["summary"]["component_count"] == 6
+    assert res["resolved"]["recipe_name"] == "h100-kind-training" and res["resolved"]["applied_overlays"][-1] == "h100-kind-training"
     assert "COMPONENT" in run.stdout and "example-operator" in run.stdout  # the outcome table
     releases = kubectl_json(kube, "get", "secrets", "-A", "-l", "owner=helm,status=deployed")["items"]
     assert sorted(r["metadata"]["labels"]["aicr.io/component"] for r in releases) == sorted(n for n in phases if n != "example-config")
@@ -111,7 +112,7 @@ def test_example_recipe_converges_through_the_role_and_rerun_is_a_noop(run_playb
     mark = kube.control.audit_mark()
     again = run_playbook("release_role.yml", extravars=role_vars)
     assert again.rc == 0, again.stdout[-5000:]
-    res2 = again.result("Deploy the components in dependency order")
+    res2 = again.result("Resolve the cluster's recipe and deploy its components in dependency order")
     assert res2["changed"] is False
     assert set(c["phase"] for c in res2["components"]) == {"Unchanged"}
     assert [c["revision"] for c in res2["components"]] == [c["revision"] for c in res["components"]]

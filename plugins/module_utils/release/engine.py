@@ -881,6 +881,19 @@ def validate_values(plan, schemas):
                         field="values", problems=problems[:50])
 
 
+def resolved_summary(resolution):
+    """The part of a ``recipe.resolve`` result gated_release returns as ``resolved`` (not the components' values)."""
+    recipe = resolution["recipe"]
+    return {
+        "recipe_name": resolution["recipe_name"],
+        "catalog_digest": resolution["catalog_digest"],
+        "catalog_root": resolution["catalog_root"],
+        "criteria": recipe.get("criteria") or {},
+        "applied_overlays": list((recipe.get("metadata") or {}).get("appliedOverlays") or []),
+        "deployment_order": list(recipe.get("deploymentOrder") or []),
+    }
+
+
 def execute(params, check_mode=False, diff=False, cluster=None, helm=None, status_api=None):
     """Run gated_release from module parameters; returns the result dict (``failed_message`` when it failed).
 
@@ -893,8 +906,12 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import KubeCluster  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils.release.plan import build_plan  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils.recipe.options import resolve_from_options  # pylint: disable=import-outside-toplevel
 
-    recipe = params.get("recipe")
+    recipe, resolved = params.get("recipe"), None
+    if params.get("resolve"):
+        recipe = resolve_from_options(params["resolve"], cache_dir=params.get("cache_dir"), check_mode=check_mode)
+        resolved = resolved_summary(recipe)
     plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
                       skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"))
     if params.get("validate_values", True):
@@ -949,6 +966,8 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         if warnings:
             result["warnings"] = warnings
         result["helm_version"] = getattr(helm, "major", None)
+        if resolved is not None:
+            result["resolved"] = resolved
         return result
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -89,3 +89,22 @@ def test_status_options_are_passed_and_warnings_reach_the_user(capsys, monkeypat
     assert seen["params"]["status_stack"] is None and seen["params"]["status_backend"] == "crd" and seen["params"]["status_namespace"] == "default"
     code, out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "status_backend": "etcd"}, OK)
     assert code == 1 and "status_backend" in out["msg"] and not seen
+
+
+def test_recipe_or_resolve_exactly_one(capsys, monkeypatch):
+    code, out, seen = run_module(capsys, monkeypatch, {}, OK)
+    assert code == 1 and "one of the following is required: recipe, resolve" in out["msg"] and not seen
+    code, out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "resolve": {"catalog": "/c"}}, OK)
+    assert code == 1 and "mutually exclusive: recipe|resolve" in out["msg"] and not seen
+
+
+def test_resolve_options_are_coerced_like_recipe_resolve(capsys, monkeypatch):
+    # survey answers arrive as text: nodes "4" is an int, as recipe_resolve has it
+    args = {"resolve": {"catalog": "/c", "criteria": {"service": "kind", "nodes": "4"}, "skip_components": "a,b"}}
+    code, _out, seen = run_module(capsys, monkeypatch, args, OK)
+    assert code == 0
+    resolve = seen["params"]["resolve"]
+    assert resolve["criteria"]["nodes"] == 4 and resolve["criteria"]["accelerator"] is None
+    assert resolve["skip_components"] == ["a", "b"] and resolve["use_cache"] is True and resolve["component_overrides"] == {}
+    code, out, seen = run_module(capsys, monkeypatch, {"resolve": {"catalog": "/c", "criteria": {"gpu": "h100"}}}, OK)
+    assert code == 1 and "gpu" in out["msg"] and not seen
