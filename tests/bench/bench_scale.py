@@ -7,9 +7,10 @@ example recipe (6 components) from one chart repository. The figure is the wall 
 Both runs start from empty clusters, so both do the full rollout.
 
 The ratio depends on how long the cluster itself takes: while components become Ready the
-control node is idle, and 10 clusters wait in parallel; the CPU work (Ansible, two module
-processes, one helm process per component, and here also the emulators) adds up across
-clusters. So it is measured at two workload readiness delays:
+control node is idle, and 10 clusters wait in parallel; the CPU work (Ansible, one module
+process per cluster since gated_release resolves the recipe itself, one helm process per
+component, and here also the emulators) adds up across clusters. So it is measured at two
+workload readiness delays:
 
 * ``readiness_1s`` (the headline): every workload becomes Ready 1 s after it is created, as in
   the gated_release benchmark - still far quicker than real pods (image pulls, start-up);
