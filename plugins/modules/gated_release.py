@@ -131,6 +131,7 @@ options:
   catalog:
     description:
       - Directory that catalog-relative manifest file names are relative to, when the recipe gives no absolute paths.
+      - Not with O(resolve), whose catalog is O(resolve.catalog).
     type: path
   stack:
     description:
@@ -458,7 +459,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
-                           required_one_of=[["recipe", "resolve"]], mutually_exclusive=[["recipe", "resolve"]])
+                           required_one_of=[["recipe", "resolve"]], mutually_exclusive=[["recipe", "resolve"], ["catalog", "resolve"]])
     if not HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
     if not HAS_YAML:

@@ -96,6 +96,8 @@ def test_recipe_or_resolve_exactly_one(capsys, monkeypatch):
     assert code == 1 and "one of the following is required: recipe, resolve" in out["msg"] and not seen
     code, out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "resolve": {"catalog": "/c"}}, OK)
     assert code == 1 and "mutually exclusive: recipe|resolve" in out["msg"] and not seen
+    code, out, seen = run_module(capsys, monkeypatch, {"resolve": {"catalog": "/c"}, "catalog": "/d"}, OK)
+    assert code == 1 and "mutually exclusive: catalog|resolve" in out["msg"] and not seen
 
 
 def test_resolve_options_are_coerced_like_recipe_resolve(capsys, monkeypatch):
