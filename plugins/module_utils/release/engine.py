@@ -881,6 +881,15 @@ def validate_values(plan, schemas):
                         field="values", problems=problems[:50])
 
 
+def under_resolve(error):
+    """The recipe engine's error with its field named as this module takes it (``criteria.os`` -> ``resolve.criteria.os``)."""
+    field = error.details.get("field")
+    if not field:
+        return error
+    msg = "resolve." + error.msg if error.msg.startswith(field + ":") else error.msg
+    return AicrError(msg, **dict(error.details, field="resolve." + field))
+
+
 def resolved_summary(resolution):
     """The part of a ``recipe.resolve`` result gated_release returns as ``resolved`` (not the components' values)."""
     recipe = resolution["recipe"]
@@ -910,7 +919,10 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
 
     recipe, resolved = params.get("recipe"), None
     if params.get("resolve"):
-        recipe = resolve_from_options(params["resolve"], cache_dir=params.get("cache_dir"), check_mode=check_mode)
+        try:
+            recipe = resolve_from_options(params["resolve"], cache_dir=params.get("cache_dir"), check_mode=check_mode)
+        except AicrError as exc:
+            raise under_resolve(exc)
         resolved = resolved_summary(recipe)
     plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
                       skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"))

@@ -59,4 +59,5 @@ def test_resolve_options_reach_the_recipe_engine(fakes):
 def test_a_bad_criterion_fails_naming_the_field(fakes):
     with pytest.raises(AicrError) as failure:
         plan({"resolve": resolve_options(criteria=dict(CRITERIA, accelerator="h1000"))}, fakes)
-    assert failure.value.details["field"] == "criteria.accelerator" and "h1000" in failure.value.msg
+    assert failure.value.details["field"] == "resolve.criteria.accelerator"
+    assert failure.value.msg.startswith("resolve.criteria.accelerator: invalid accelerator type 'h1000' (valid: a100, ")
