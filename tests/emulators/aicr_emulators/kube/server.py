@@ -398,6 +398,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def _send(self, code, payload, content_type=JSON_CT, headers=None):
         body = payload if isinstance(payload, bytes) else _dumps(payload)
+        self._code = code
+        # Audited before the client can read the answer: a test that takes an audit mark right after a
+        # response must not find that request after its mark.
+        self._record_audit()
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -409,7 +413,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        self._code = code
 
     def _read_body(self):
         """The request body (read once, up front, so an early error answer never leaves it in the connection)."""
@@ -477,6 +480,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._query_multi = parse_qs(url.query, keep_blank_values=True)
         user_agent = self.headers.get("User-Agent", "")
         control = path.startswith("/__emulator")
+        self._audit_request = None if control else {
+            "time": started, "method": method, "path": path, "query": url.query, "userAgent": user_agent,
+            "contentType": (self.headers.get("Content-Type") or "").split(";")[0]}
         self._auth = "anonymous"
         self._raw_body = None
         try:
@@ -518,14 +524,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except OSError:
                 self.close_connection = True
         finally:
-            if not control:
-                entry = {"time": started, "verb": self._verb, "method": method, "path": path, "query": url.query,
-                         "userAgent": user_agent, "code": self._code, "mutating": self._verb in MUTATING, "auth": self._auth,
-                         "durationMs": round((time.time() - started) * 1000, 3),
-                         "contentType": (self.headers.get("Content-Type") or "").split(";")[0]}
-                if self._resource:
-                    entry.update(self._resource)
-                self.emu.record(entry)
+            self._record_audit()  # requests answered without _send (watches) or not answered at all
+
+    def _record_audit(self):
+        """Add this request to the audit log, once (control API requests are not audited)."""
+        request, self._audit_request = getattr(self, "_audit_request", None), None
+        if request is None:
+            return
+        entry = dict(request, verb=self._verb, code=self._code, mutating=self._verb in MUTATING, auth=self._auth,
+                     durationMs=round((time.time() - request["time"]) * 1000, 3))
+        if self._resource:
+            entry.update(self._resource)
+        self.emu.record(entry)
 
     # ---- routing ------------------------------------------------------------------------------
 

@@ -77,6 +77,22 @@ def test_audit_records_requests_and_filters_mutations(kube):
     assert "token" not in json.dumps(kube.control.audit()).lower().replace('"auth": "token"', "")
 
 
+def test_a_request_is_audited_before_its_answer_arrives(kube, monkeypatch):
+    # A test takes an audit mark right after a response and expects that request before the mark. Slow
+    # audit writes (0.2 s here) must delay the answer, never move the entry after the mark.
+    record = kube.emulator.record
+
+    def slow_record(entry):
+        time.sleep(0.2)
+        record(entry)
+
+    monkeypatch.setattr(kube.emulator, "record", slow_record)
+    status, _headers, _body = raw(kube, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "bad name"}})
+    assert status == 422
+    entries = kube.control.audit(mutating=True, path="/namespaces/default/configmaps")
+    assert [(e["verb"], e["code"]) for e in entries][-1:] == [("create", 422)]
+
+
 def test_restart_keeps_or_drops_state(kube):
     core = client.CoreV1Api(api_client(kube))
     core.create_namespace({"metadata": {"name": "survivor"}})
