@@ -188,7 +188,7 @@ class Controllers:
         self.next_deadline = None
         self.passes = 0  # reconcile passes (a tick runs one or more)
         self.last_tick_seconds = 0.0  # how long the last tick that reconciled took
-        self._urgent = False  # a write that must be reconciled without batching (a new CRD)
+        self._urgent = False  # a request waits for the next tick (await_reconcile): no batching
         self._written_at = {}  # (uid, generation) -> when it was written; (uid, None) -> when it was created
         self._settled_pods = {}  # uid -> (resourceVersion, readiness state) of pods whose status was already right
         self.wakeups = {"write": 0, "timer": 0, "periodic": 0}
@@ -227,10 +227,11 @@ class Controllers:
             return False
         with self._tick_done:
             target = self._ticks_started + 1
+            self._urgent = True  # the request is waiting: do not hold the tick back for the rest of a burst
             self._wake.set()
             return self._tick_done.wait_for(lambda: self._ticks_finished >= target or self._stop.is_set(), timeout)
 
-    def _on_store_commit(self, rtype, etype, obj):
+    def _on_store_commit(self, _rtype, etype, obj):
         # A readiness delay counts from the write that created the object (or changed its spec), not from
         # the moment a tick first sees it: record when each generation was written.
         meta = (obj or {}).get("metadata") or {}
@@ -242,9 +243,6 @@ class Controllers:
         # Writes by the controller thread itself need no wake-up: the running tick repeats its passes
         # until nothing more is written. Anything else (API requests, bootstrap, tests) wakes it.
         if threading.get_ident() != self._thread_ident:
-            if getattr(rtype, "plural", None) == "customresourcedefinitions":
-                # The API server waits for this tick before it answers a CRD write (await_reconcile): no batching.
-                self._urgent = True
             self._wake.set()
 
     def _loop(self):
