@@ -30,11 +30,11 @@ all: test
 
 # --- set-up -----------------------------------------------------------------
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt tests/emulators/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt tests/lab/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e tests/emulators
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e tests/lab
 	touch $@
 
 venv: $(VENV)/.installed

@@ -1,11 +1,13 @@
 #!/usr/bin/env python
 """`make demo`: the main job, end to end, on the embedded defaults.
 
-Starts the local stand-ins a real site would already have — the Kubernetes API
-emulator, a Helm chart repository serving examples/charts, and the composable
-fabric simulator — on 127.0.0.1, then runs playbooks/site.yml against
-examples/inventory exactly as a user would: hardware first, then the example
-recipe, gated on readiness. It runs the playbook a second time to show that a
+Starts the local lab on 127.0.0.1 — a real Kubernetes control plane (etcd,
+kube-apiserver over TLS with RBAC, controller-manager, scheduler, kwok nodes; built
+from Go modules on first use), a Helm chart repository serving examples/charts, and
+the composable fabric simulator — then runs playbooks/site.yml against
+examples/inventory exactly as a user would, as the least-privilege identity `site`
+(the shipped ClusterRoles, meta/rbac): hardware first, then the example recipe,
+gated on readiness. It runs the playbook a second time to show that a
 converged cluster reports no change, prints what the cluster now holds, and
 stops everything it started.
 """
@@ -17,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aicr_emulators import lab as aicr_lab
+from aicr_lab import lab as aicr_lab
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -37,15 +39,17 @@ def main():
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
 
-    lab = aicr_lab.up(workdir / "lab")
+    lab = aicr_lab.up(workdir / "lab", log=lambda line: print("aicr-lab: %s" % line, flush=True))
     try:
-        print("Kubernetes API emulator: %s (kubeconfig %s)" % (lab["kube_url"], lab["kubeconfig"]))
+        plane = lab["controlplane"]
+        print("Kubernetes %s:     %s (started in %.1f s; kubeconfig %s)" % (plane["kubernetes_version"], lab["kube_url"],
+                                                                           plane["started_seconds"], lab["kubeconfigs"]["site"]))
         print("Chart repository:        %s (mirrors %s)" % (lab["charts_url"], EXAMPLE_REPOSITORY))
         print("Fabric simulator:        %s" % lab["fabric_url"])
 
         fabric = json.loads(Path(lab["fabric_info"]).read_text(encoding="utf-8"))
         extra_vars = {
-            "aicr_kubeconfig": lab["kubeconfig"],
+            "aicr_kubeconfig": lab["kubeconfigs"]["site"],
             "aicr_repository_mirrors": lab["repository_mirrors"],
             "cluster_runtime_helm_binary": args.helm,
             # The simulator's endpoint and credentials; a real site keeps these in a vault.

@@ -8,7 +8,7 @@ import sys
 import tempfile
 import threading
 
-from aicr_emulators.fabric.pytest_fixture import start_simulator
+from aicr_lab.fabric.pytest_fixture import start_simulator
 
 
 def build_parser():

@@ -13,8 +13,8 @@ import signal
 import sys
 import threading
 
-from aicr_emulators.charts.helm import HelmError
-from aicr_emulators.charts.repo import ChartRepoError, ChartRepoServer
+from aicr_lab.charts.helm import HelmError
+from aicr_lab.charts.repo import ChartRepoError, ChartRepoServer
 
 
 def build_parser():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from aicr_emulators.charts.helm import HelmError, find_binary, isolated_env, run_helm
+from aicr_lab.charts.helm import HelmError, find_binary, isolated_env, run_helm
 
 
 class ChartRepoError(Exception):

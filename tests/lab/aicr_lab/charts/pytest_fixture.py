@@ -10,7 +10,7 @@ Plain functions (usable from any fixture, molecule or a script)::
     repo.stop(); registry.stop()
 
 and ready-made session fixtures, enabled in a conftest.py with
-``pytest_plugins = ["aicr_emulators.charts.pytest_fixture"]``:
+``pytest_plugins = ["aicr_lab.charts.pytest_fixture"]``:
 ``example_chart_repo`` (URL ``<base>/examples``), ``shared_chart_repo`` (one repository per
 ``charts-repo/http/<slug>`` at ``<base>/<slug>``) and ``oci_registry`` (empty registry).
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from aicr_emulators.charts.oci import push_chart, push_shared_oci, start_registry  # noqa: F401  (re-exported)
-from aicr_emulators.charts.repo import ChartRepoServer
+from aicr_lab.charts.oci import push_chart, push_shared_oci, start_registry  # noqa: F401  (re-exported)
+from aicr_lab.charts.repo import ChartRepoServer
 
 REPO_ROOT = Path(__file__).resolve().parents[4]
 EXAMPLES_URL_PREFIX = "/examples"

@@ -29,7 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from aicr_emulators.fabric.state import Fabric
+from aicr_lab.fabric.state import Fabric
 
 FM = "/fabric_manager/api/v1"
 CM = "/cluster_manager/cluster_autoscaler/v3"

@@ -4,8 +4,8 @@ import threading
 
 import requests
 
-from aicr_emulators.fabric import certs
-from aicr_emulators.fabric.server import make_server
+from aicr_lab import pki
+from aicr_lab.fabric.server import make_server
 
 
 class SimulatorControl:
@@ -29,7 +29,7 @@ class SimulatorControl:
         return self._call("GET", "/state")
 
     def fault(self, **rule):
-        """Add one fault rule (see ``aicr_emulators.fabric.server``); returns it with its id."""
+        """Add one fault rule (see ``aicr_lab.fabric.server``); returns it with its id."""
         return self._call("POST", "/faults", rule)["faults"][0]
 
     def clear_faults(self):
@@ -120,11 +120,11 @@ def start_simulator(tmp_dir, host="127.0.0.1", port=0, kubeconfig=None, kube_con
     cluster_id, realm, username, password, client_id, client_secret, cm_polls, token_ttl, latency,
     read_latency, local_gpus. ``kubeconfig`` wires node GPU counts to a Kubernetes API.
     """
-    paths = certs.generate(str(tmp_dir))
+    paths = pki.generate_server_bundle(str(tmp_dir), organization="aicr fabric simulator")
     server, sim = make_server(paths, host=host, port=port, **options)
     sync = None
     if kubeconfig:
-        from aicr_emulators.fabric.kube_sync import NodeGpuSync  # pylint: disable=import-outside-toplevel
+        from aicr_lab.fabric.kube_sync import NodeGpuSync  # pylint: disable=import-outside-toplevel
 
         sync = NodeGpuSync(kubeconfig, kube_context, sim.fabric.options.get("local_gpus", 0))
         sim.fabric.listeners.append(sync)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from aicr_emulators.charts.helm import find_binary, isolated_env, run_helm
+from aicr_lab.charts.helm import find_binary, isolated_env, run_helm
 
 REGISTRY_BINARY = "docker-registry"
 NONCE_HEADER = "X-Aicr-Registry"

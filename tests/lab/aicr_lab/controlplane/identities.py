@@ -1,0 +1,87 @@
+"""The lab's least-privilege identities, bound to the ClusterRoles the collection ships.
+
+The suites run the collection as these users, never as cluster-admin: a module that needs a
+permission the shipped RBAC lacks fails its test with the API server's own 403. Each identity is
+a client certificate of the lab's CA (user ``aicr-lab:<name>``, group ``aicr-lab:users``) with a
+kubeconfig of its own, bound with ClusterRoleBindings to the roles listed here.
+
+The ClusterRoles themselves are read from the collection's files (``meta/rbac/*.yaml`` and, for
+the example charts, ``examples/rbac/*.yaml``), so what is tested is what is shipped.
+"""
+
+import glob
+import os
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[4]
+RBAC_FILES = ("meta/rbac/*.yaml", "examples/rbac/*.yaml")
+USER_PREFIX = "aicr-lab:"
+USERS_GROUP = "aicr-lab:users"
+
+# identity -> the shipped ClusterRoles it is bound to (cluster-wide)
+IDENTITIES = {
+    # gated_release, cluster_runtime (and their values checks) installing the example charts
+    "release": ["aicr-runtime:release", "aicr-runtime:example-charts", "aicr-runtime:stack"],
+    # fabric_device, composable_gpu
+    "fabric": ["aicr-runtime:fabric", "aicr-runtime:stack"],
+    # playbooks/site.yml (make demo): composable_gpu, then cluster_runtime
+    "site": ["aicr-runtime:release", "aicr-runtime:example-charts", "aicr-runtime:stack", "aicr-runtime:fabric"],
+    # stack_status, stack_info
+    "stack": ["aicr-runtime:stack"],
+    # crd_publish, chart_api
+    "crd-publisher": ["aicr-runtime:crd-publisher"],
+    # stack_reconcile: all of it (resolve, devices, rollout, status), plus installing the ClusterStack CRD
+    "reconciler": ["aicr-runtime:release", "aicr-runtime:example-charts", "aicr-runtime:stack", "aicr-runtime:stack-crd",
+                   "aicr-runtime:fabric"],
+    # a user with no role at all: what a denied call looks like
+    "nobody": [],
+}
+
+
+def shipped_cluster_roles():
+    """The ClusterRole documents of the collection's RBAC files."""
+    roles = []
+    for pattern in RBAC_FILES:
+        for path in sorted(glob.glob(str(REPO / pattern))):
+            with open(path, "r", encoding="utf-8") as handle:
+                roles.extend(doc for doc in yaml.safe_load_all(handle) if doc and doc.get("kind") == "ClusterRole")
+    return roles
+
+
+def install(plane):
+    """Apply the shipped ClusterRoles and create every identity; return ``{name: kubeconfig path}``."""
+    from aicr_lab.controlplane.cluster import write_kubeconfig  # pylint: disable=import-outside-toplevel
+
+    rest = plane.admin
+    for role in shipped_cluster_roles():
+        rest.apply("/apis/rbac.authorization.k8s.io/v1/clusterroles/%s" % role["metadata"]["name"], role)
+    directory = plane.dir / "identities"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    kubeconfigs = {}
+    for name, roles in IDENTITIES.items():
+        user = USER_PREFIX + name
+        cert, key = plane.authority.issue("user-%s" % name, user, organizations=(USERS_GROUP,), client=True)
+        for role in roles:
+            binding = "%s%s:%s" % (USER_PREFIX, name, role.split(":", 1)[-1])
+            rest.apply("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/%s" % binding, {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": binding, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+            })
+        kubeconfigs[name] = write_kubeconfig(directory / ("%s.kubeconfig" % name), plane.server, plane.ca_file,
+                                             {"client-certificate": cert, "client-key": key})
+    return kubeconfigs
+
+
+def user_name(identity):
+    return USER_PREFIX + identity
+
+
+def kubeconfig_paths(directory):
+    """The identities' kubeconfigs of a lab written earlier (``{name: path}``)."""
+    directory = os.path.join(str(directory), "identities")
+    return {name: os.path.join(directory, "%s.kubeconfig" % name) for name in IDENTITIES
+            if os.path.isfile(os.path.join(directory, "%s.kubeconfig" % name))}
