@@ -68,7 +68,7 @@ def _one_run(sim, workers, state="present"):
 
 def run():
     _expose_collection()
-    from aicr_emulators.fabric.pytest_fixture import start_simulator  # pylint: disable=import-outside-toplevel
+    from aicr_lab.fabric.pytest_fixture import start_simulator  # pylint: disable=import-outside-toplevel
 
     with tempfile.TemporaryDirectory(prefix="bench-fabric-") as tmp:
         sim = start_simulator(tmp, machines=MACHINES, latency=LATENCY)

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO / "tests" / "emulators"))
 
-from aicr_emulators.charts.pytest_fixture import start_chart_repo  # noqa: E402  pylint: disable=wrong-import-position
+from aicr_lab.charts.pytest_fixture import start_chart_repo  # noqa: E402  pylint: disable=wrong-import-position
 from aicr_emulators.kube.pytest_fixture import start_emulator  # noqa: E402  pylint: disable=wrong-import-position
 
 EXAMPLE_REPOSITORY = "https://charts.aicr.example/examples"

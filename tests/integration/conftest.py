@@ -19,7 +19,7 @@ import pytest
 
 import ansible_runner
 
-from aicr_emulators.charts.pytest_fixture import start_chart_repo
+from aicr_lab.charts.pytest_fixture import start_chart_repo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO_ROOT / ".build" / "collections"

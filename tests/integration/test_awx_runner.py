@@ -14,7 +14,7 @@ import pytest
 
 import ansible_runner
 
-from aicr_emulators.charts.pytest_fixture import start_chart_repo
+from aicr_lab.charts.pytest_fixture import start_chart_repo
 from aicr_emulators.kube.pytest_fixture import start_emulator
 
 REPO = Path(__file__).resolve().parents[2]

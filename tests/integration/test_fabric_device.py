@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from aicr_emulators.fabric.pytest_fixture import start_simulator
+from aicr_lab.fabric.pytest_fixture import start_simulator
 
 TASK = "Converge fabric devices"
 
@@ -123,7 +123,7 @@ def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):
 def wired(tmp_path_factory):
     """A Kubernetes emulator whose nodes carry fsas-cdi:// providerIDs, and a simulator updating their GPU count."""
     from aicr_emulators.kube.pytest_fixture import start_emulator  # pylint: disable=import-outside-toplevel
-    from aicr_emulators.fabric.state import Fabric  # pylint: disable=import-outside-toplevel
+    from aicr_lab.fabric.state import Fabric  # pylint: disable=import-outside-toplevel
 
     machines = list(Fabric(machines=2).machines)
     nodes = [{"name": "node-%d" % i, "providerID": "fsas-cdi://%s" % m, "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110", "nvidia.com/gpu": "0"}}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from aicr_emulators.charts.pytest_fixture import push_shared_oci, shared_http_dir, start_chart_repo, start_registry
+from aicr_lab.charts.pytest_fixture import push_shared_oci, shared_http_dir, start_chart_repo, start_registry
 from aicr_emulators.kube.pytest_fixture import start_emulator
 
 REPO = Path(__file__).resolve().parents[2]

@@ -457,8 +457,8 @@ def test_configmap_backend_from_inventory(run_playbook, kube, example_repo, rele
 @pytest.fixture
 def wired(tmp_path):
     """A Kubernetes emulator whose nodes carry fsas-cdi:// providerIDs, and a fabric simulator updating their GPU count."""
-    from aicr_emulators.fabric.pytest_fixture import start_simulator  # pylint: disable=import-outside-toplevel
-    from aicr_emulators.fabric.state import Fabric  # pylint: disable=import-outside-toplevel
+    from aicr_lab.fabric.pytest_fixture import start_simulator  # pylint: disable=import-outside-toplevel
+    from aicr_lab.fabric.state import Fabric  # pylint: disable=import-outside-toplevel
 
     machines = list(Fabric(machines=2).machines)
     nodes = [{"name": "node-%d" % i, "providerID": "fsas-cdi://%s" % m, "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110", "nvidia.com/gpu": "0"}}

@@ -212,8 +212,8 @@ def test_module_pulls_chart_from_repository(run_playbook, chart_repository):
 
 def test_chart_from_a_local_oci_registry(run_playbook, tmp_path):
     """A chart pushed to an OCI registry served over plain HTTP (a local mirror) is pulled with the real helm."""
-    from aicr_emulators.charts.helm import find_binary, run_helm  # pylint: disable=import-outside-toplevel
-    from aicr_emulators.charts.oci import push_chart, start_registry  # pylint: disable=import-outside-toplevel
+    from aicr_lab.charts.helm import find_binary, run_helm  # pylint: disable=import-outside-toplevel
+    from aicr_lab.charts.oci import push_chart, start_registry  # pylint: disable=import-outside-toplevel
 
     helm = find_binary("helm")
     run_helm(["package", str(Path(__file__).resolve().parents[2] / "examples" / "charts" / "example-operator"), "--destination", str(tmp_path)], helm=helm)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aicr_emulators.charts.helm import isolated_env
-from aicr_emulators.charts.pytest_fixture import shared_http_dir, start_chart_repo
+from aicr_lab.charts.helm import isolated_env
+from aicr_lab.charts.pytest_fixture import shared_http_dir, start_chart_repo
 
 BIN = Path(sys.executable).parent
 HELMS = ["helm3", "helm4"]

@@ -2,9 +2,9 @@
 
 import pytest
 
-from aicr_emulators.charts.helm import isolated_env, run_helm
-from aicr_emulators.charts.oci import push_chart, push_shared_oci, start_registry
-from aicr_emulators.charts.pytest_fixture import example_charts_dir
+from aicr_lab.charts.helm import isolated_env, run_helm
+from aicr_lab.charts.oci import push_chart, push_shared_oci, start_registry
+from aicr_lab.charts.pytest_fixture import example_charts_dir
 
 pytestmark = [pytest.mark.helm, pytest.mark.slow]
 

@@ -40,6 +40,6 @@ def test_up_binds_nodes_to_fabric_machines_and_down_stops_everything(tmp_path):
 
 
 def test_cli_status_without_a_lab_fails_cleanly(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "aicr_emulators.lab", "status", "--dir", str(tmp_path)], capture_output=True, text=True, check=False)
+    result = subprocess.run([sys.executable, "-m", "aicr_lab.lab", "status", "--dir", str(tmp_path)], capture_output=True, text=True, check=False)
     assert result.returncode == 1
     assert "no lab in" in result.stderr and "Traceback" not in result.stderr

@@ -1,4 +1,4 @@
-"""aicr_emulators.charts.repo / cli: source classification, served repositories, real helm as the client."""
+"""aicr_lab.charts.repo / cli: source classification, served repositories, real helm as the client."""
 
 import hashlib
 import shutil
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aicr_emulators.charts.helm import isolated_env, run_helm
-from aicr_emulators.charts.pytest_fixture import example_charts_dir, shared_http_dir, start_chart_repo
-from aicr_emulators.charts.repo import ChartRepoError, ChartRepoServer, normalise_prefix, parse_source, plan_repositories
+from aicr_lab.charts.helm import isolated_env, run_helm
+from aicr_lab.charts.pytest_fixture import example_charts_dir, shared_http_dir, start_chart_repo
+from aicr_lab.charts.repo import ChartRepoError, ChartRepoServer, normalise_prefix, parse_source, plan_repositories
 
 EXAMPLES = example_charts_dir()
 EXAMPLE_NAMES = ["example-agent", "example-crds", "example-hooks", "example-monitoring", "example-operator"]

@@ -1,4 +1,4 @@
-"""aicr_emulators.charts.oci: the Debian distribution registry with helm push/pull --plain-http."""
+"""aicr_lab.charts.oci: the Debian distribution registry with helm push/pull --plain-http."""
 
 import sys
 import urllib.error
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from aicr_emulators.charts.helm import HelmError, isolated_env, run_helm
-from aicr_emulators.charts.oci import RegistryError, chart_metadata, push_chart, push_shared_oci, registry_config, start_registry
-from aicr_emulators.charts.pytest_fixture import example_charts_dir
+from aicr_lab.charts.helm import HelmError, isolated_env, run_helm
+from aicr_lab.charts.oci import RegistryError, chart_metadata, push_chart, push_shared_oci, registry_config, start_registry
+from aicr_lab.charts.pytest_fixture import example_charts_dir
 
 pytestmark = pytest.mark.helm
 

@@ -10,10 +10,10 @@ import time
 import pytest
 import requests
 
-from aicr_emulators.fabric import cli
-from aicr_emulators.fabric.kube_sync import NodeGpuSync
-from aicr_emulators.fabric.pytest_fixture import start_simulator
-from aicr_emulators.fabric.state import Fabric
+from aicr_lab.fabric import cli
+from aicr_lab.fabric.kube_sync import NodeGpuSync
+from aicr_lab.fabric.pytest_fixture import start_simulator
+from aicr_lab.fabric.state import Fabric
 
 FM = "/fabric_manager/api/v1"
 
@@ -241,7 +241,7 @@ def test_kube_sync_patches_node_allocatable(tmp_path):
 
 def test_cli_serves_and_writes_info(tmp_path):
     info = tmp_path / "info.json"
-    proc = subprocess.Popen([sys.executable, "-m", "aicr_emulators.fabric.cli", "--state-dir", str(tmp_path / "state"), "--machines", "3",
+    proc = subprocess.Popen([sys.executable, "-m", "aicr_lab.fabric.cli", "--state-dir", str(tmp_path / "state"), "--machines", "3",
                              "--info-file", str(info)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 20

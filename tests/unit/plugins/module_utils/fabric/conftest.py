@@ -2,8 +2,8 @@
 
 import pytest
 
-from aicr_emulators.fabric.pytest_fixture import start_simulator
-from aicr_emulators.fabric.state import DEFAULT_POOL
+from aicr_lab.fabric.pytest_fixture import start_simulator
+from aicr_lab.fabric.state import DEFAULT_POOL
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.fabric.factory import build_backend
