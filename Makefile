@@ -24,7 +24,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv helm system-deps collection unit sanity lint integration molecule test demo bench ee-context docs changelog-lint clean
+.PHONY: all venv helm controlplane system-deps collection unit sanity lint integration molecule test demo bench ee-context docs changelog-lint clean
 
 all: test
 
@@ -44,6 +44,12 @@ $(BIN)/helm: scripts/install-helm $(VENV)/.installed
 
 helm: $(BIN)/helm
 
+# The lab's Kubernetes control plane (kube-apiserver, controller-manager, scheduler, kubectl,
+# etcd, kwok), built from the Go modules pinned in tests/controlplane into
+# ~/.cache/aicr-runtime/controlplane (outside the clone); a no-op once built.
+controlplane: $(VENV)/.installed
+	$(BIN)/aicr-lab build --link-dir $(BIN) > /dev/null
+
 # Debian packages the suites need (the local OCI registry); skips what is installed.
 system-deps:
 	bash scripts/install-system-deps
@@ -56,7 +62,7 @@ collection: venv
 
 # --- suites -----------------------------------------------------------------
 
-unit: venv helm system-deps
+unit: venv helm controlplane system-deps
 	$(BIN)/pytest tests/unit
 
 # ansible-test insists on running inside ansible_collections/<ns>/<name> and lists
@@ -100,12 +106,12 @@ docs: venv
 changelog-lint: venv
 	$(BIN)/antsibull-changelog lint
 
-integration: collection helm system-deps $(GALAXY_VENV)/.installed
+integration: collection helm controlplane system-deps $(GALAXY_VENV)/.installed
 	$(BIN)/pytest tests/integration
 
 # molecule's ansible-native scenarios (extensions/molecule): `default` starts the local
 # lab that the role scenarios share, and stops it at the end.
-molecule: collection helm
+molecule: collection helm controlplane
 	$(BIN)/molecule test --all
 
 test: unit sanity lint changelog-lint integration molecule
@@ -119,12 +125,12 @@ ee-context: collection helm
 
 # --- the main job -----------------------------------------------------------
 
-demo: collection helm system-deps
+demo: collection helm controlplane system-deps
 	$(PY) scripts/demo.py
 
 # stdout is the JSON document alone: set-up output goes to stderr.
 bench:
-	@$(MAKE) --no-print-directory collection helm >&2
+	@$(MAKE) --no-print-directory collection helm controlplane >&2
 	@$(PY) tests/bench/run.py
 
 clean:

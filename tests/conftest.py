@@ -4,7 +4,9 @@ Unit tests import the engines the way Ansible does
 (``ansible_collections.aicr.runtime.plugins.module_utils...``), so the repository is
 exposed under a namespace path in ``.build/dev`` (a symlink, created on first use).
 Integration tests drive the *installed* collection in ``.build/collections`` instead
-(see ``tests/integration/conftest.py``).
+(see ``tests/integration/conftest.py``). The lab's fixtures (a real control plane per pytest
+session, a namespace per test, least-privilege identities, the audit log, the fault proxy)
+come from ``aicr_lab.pytest_plugin``.
 """
 
 import os
@@ -12,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["aicr_lab.pytest_plugin"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEV_NAMESPACE_ROOT = REPO_ROOT / ".build" / "dev"

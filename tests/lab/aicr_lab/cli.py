@@ -1,6 +1,6 @@
 """``aicr-lab``: the local lab from the command line.
 
-    aicr-lab build                      # build (or find cached) the control plane's binaries
+    aicr-lab build [--link-dir .venv/bin]   # build (or find cached) the control plane's binaries
     aicr-lab up --dir .build/lab        # start the lab; prints lab.json when every part is ready
     aicr-lab status --dir .build/lab
     aicr-lab down --dir .build/lab
@@ -26,10 +26,13 @@ def main(argv=None):
     parser.add_argument("--nodes", type=int, default=2, help="Kubernetes nodes (kwok)")
     parser.add_argument("--machines", type=int, default=2, help="fabric machines (one per node)")
     parser.add_argument("--no-fabric", action="store_true", help="do not start the fabric simulator")
+    parser.add_argument("--link-dir", help="with build: link kubectl (of the control plane's release) into this directory")
     args = parser.parse_args(argv)
     try:
         if args.action == "build":
             result = {"versions": build.versions(), "binaries": build.ensure_binaries(log=_log)}
+            if args.link_dir:
+                result["linked"] = build.link(result["binaries"], args.link_dir, ["kubectl"])
         elif args.action == "up":
             result = lab_module.up(args.dir, nodes=args.nodes, machines=args.machines, with_fabric=not args.no_fabric, log=_log)
         elif args.action == "status":

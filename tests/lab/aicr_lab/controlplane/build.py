@@ -160,6 +160,22 @@ def ensure_binaries(log=None):
         return paths
 
 
+def link(binaries, directory, names):
+    """Symlink some binaries into ``directory`` (e.g. kubectl into the venv's bin); return the links."""
+    os.makedirs(directory, exist_ok=True)
+    links = []
+    for name in names:
+        link_path = os.path.join(directory, name)
+        if os.path.islink(link_path) and os.readlink(link_path) == binaries[name]:
+            links.append(link_path)
+            continue
+        if os.path.lexists(link_path):
+            os.unlink(link_path)
+        os.symlink(binaries[name], link_path)
+        links.append(link_path)
+    return links
+
+
 def versions():
     """``{"kubernetes": "v1.37.2", "etcd": ..., "kwok": ...}`` as pinned by the go.mod files."""
     return {module_dir: module_version(module_dir, module_path) for module_dir, (module_path, _b) in TARGETS.items()}

@@ -16,6 +16,9 @@ spec:
         {{- include "example-exporter.selectorLabels" . | nindent 8 }}
       annotations:
         example.aicr.io/scrape-interval: {{ .Values.global.scrapeInterval | quote }}
+        {{- with .Values.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
     spec:
       containers:
         - name: exporter
