@@ -23,6 +23,7 @@ import base64
 import traceback
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import api_exception_message
 
 try:
     from kubernetes import client as k8s_client
@@ -105,8 +106,7 @@ class KubernetesClusterView(ClusterView):
 
     @staticmethod
     def _fail(exc, what):
-        reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
-        raise AicrError("%s: Kubernetes API answered %s (%s)" % (what, getattr(exc, "status", "?"), reason), status=getattr(exc, "status", None))
+        raise AicrError("%s: Kubernetes API answered %s" % (what, api_exception_message(exc)), status=getattr(exc, "status", None))
 
     def _node(self, node):
         try:

@@ -22,6 +22,7 @@ import threading
 import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import status_message, transport_error
 
 try:
     from urllib.parse import quote, urlencode
@@ -99,16 +100,12 @@ class KubeCluster(object):
                 method, url, body=payload, headers=headers, timeout=self.request_timeout, preload_content=True, retries=False
             )
         except Exception as exc:  # urllib3 errors: connection refused, TLS, timeouts
-            raise ClusterError("cluster: %s %s failed: %s" % (method, path, exc.__class__.__name__), status=0, reason=str(exc)[:300])
+            raise ClusterError("cluster: %s %s%s failed: %s" % (method, self.api_client.configuration.host, path, transport_error(exc)), status=0,
+                               reason=str(exc)[:300])
         text = response.data.decode("utf-8") if response.data else ""
         if response.status < 200 or response.status > 299:
-            reason = text
-            try:
-                decoded = json.loads(text)
-                reason = decoded.get("message") or text
-            except ValueError:
-                pass
-            raise ClusterError("cluster: %s %s returned %s: %s" % (method, path, response.status, reason[:300]), status=response.status)
+            raise ClusterError("cluster: %s %s returned %s: %s" % (method, path, response.status, status_message(response.status, text)),
+                               status=response.status)
         if not text:
             return {}
         try:

@@ -395,8 +395,15 @@ class GatedRelease(object):
 
     # -- deploy ----------------------------------------------------------------------
     def _ensure_namespace(self, namespace):
+        """Create the component's namespace when it is missing: a plain create, the one write RBAC needs on namespaces
+        (helm gets no --create-namespace, which helm 4 does as a server-side apply: ``patch`` on every namespace)."""
         if self.cluster.get("v1", "Namespace", namespace) is None:
-            self.cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            try:
+                self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            except ClusterError as exc:
+                if exc.status != 409:
+                    raise
+                return False  # another component of the same namespace created it meanwhile
             self._action("create namespace %s" % namespace)
             return True
         return False
@@ -470,6 +477,7 @@ class GatedRelease(object):
                         # pull once, validate the values against the chart's own schema, install from the archive
                         chart_ref = self._pull_and_validate(comp, chart_ref, repo, flags)
                         repo = None
+                    self._ensure_namespace(comp.namespace)
                     remaining = max(1, deadline - self.clock())
                     st.revision = self.helm.upgrade(comp.name, comp.namespace, chart_ref, repo, comp.version, comp.values, self._labels(comp),
                                                     extra_flags=flags, atomic=self.opts.atomic, timeout=remaining, workdir=self.workdir)
@@ -911,7 +919,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     (``stack.store.LiveStatus``, through ``status_api`` or a client from kubeconfig/context); the result then has ``live_status``.
     """
     # Imported here so unit tests of the engine do not need the kubernetes package.
-    from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils import kube  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import KubeCluster  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils.release.plan import build_plan  # pylint: disable=import-outside-toplevel
@@ -938,21 +946,17 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         cache_dir=(params.get("cache_dir") or default_cache_dir()) if params.get("render_cache", True) else None,
         validate_values=params.get("validate_values", True),
     )
-    kubeconfig = params.get("kubeconfig")
     tmp = tempfile.mkdtemp(prefix="aicr-gated-")
     try:
-        kubeconfig_path = None
-        if isinstance(kubeconfig, dict):
-            kubeconfig_path = os.path.join(tmp, "kubeconfig")
-            fd = os.open(kubeconfig_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                json.dump(kubeconfig, handle)
-        elif kubeconfig:
-            kubeconfig_path = os.path.expanduser(str(kubeconfig))
+        connection = None
+        if cluster is None or helm is None or (params.get("status_stack") and status_api is None):
+            # one resolution: the Python client and helm reach the same cluster as the same identity
+            connection = kube.resolve(params.get("kubeconfig"), params.get("context"))
         if cluster is None:
-            cluster = KubeCluster(build_api_client(kubeconfig, params.get("context")))
+            cluster = KubeCluster(connection.api_client())
         if helm is None:
-            helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=params.get("context"),
+            kubeconfig_path, context = connection.helm_kubeconfig(tmp)
+            helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=context,
                               home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir)
             # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
             helm.start_version_probe()
@@ -960,7 +964,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         if params.get("status_stack") and not check_mode:
             from ansible_collections.aicr.runtime.plugins.module_utils.stack import store  # pylint: disable=import-outside-toplevel
             if status_api is None:
-                status_api = store.Api(build_api_client(kubeconfig, params.get("context")))
+                status_api = store.Api(connection.api_client())
             live, live_warning = store.live_status(status_api, params["status_stack"], params.get("status_backend") or "crd",
                                                    params.get("status_namespace") or "default", interval=LIVE_STATUS_INTERVAL)
         summary = None

@@ -20,6 +20,7 @@ import tempfile
 import traceback
 
 
+from ansible_collections.aicr.runtime.plugins.module_utils.kube import api_exception_message
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import compat, crd as crd_mod, infer, jsonschema, sources, structural, validate
 
@@ -139,7 +140,7 @@ def read_live_crd(name, kubeconfig=None, context=None):
     except ApiException as exc:
         if exc.status == 404:
             return None
-        raise AicrError("old_crd: cannot read CRD %s from the cluster (HTTP %s %s)" % (name, exc.status, exc.reason), field="old_crd", value=name)
+        raise AicrError("old_crd: cannot read CRD %s from the cluster (HTTP %s)" % (name, api_exception_message(exc)), field="old_crd", value=name)
     except Exception as exc:  # pylint: disable=broad-except
         raise AicrError("old_crd: cannot reach the cluster to read CRD %s (%s)" % (name, exc.__class__.__name__), field="old_crd", value=name)
     return json.loads(response.data)

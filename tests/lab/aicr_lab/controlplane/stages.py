@@ -106,6 +106,9 @@ spec:
     matchExpressions:%(not_deleting)s
     - key: '.status.podIP'
       operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'NotIn'
+      values: ['Running', 'Succeeded', 'Failed']
   next:
     statusTemplate: |
       {{ $now := Now }}
@@ -123,18 +126,6 @@ spec:
         status: "True"
         type: Initialized
       {{ end }}
-      - lastProbeTime: null
-        lastTransitionTime: {{ $now | Quote }}
-        message: 'containers with unready status: [{{ range .spec.containers }} {{ .name }} {{ end }}]'
-        reason: ContainersNotReady
-        status: "False"
-        type: Ready
-      - lastProbeTime: null
-        lastTransitionTime: {{ $now | Quote }}
-        message: 'containers with unready status: [{{ range .spec.containers }} {{ .name }} {{ end }}]'
-        reason: ContainersNotReady
-        status: "False"
-        type: ContainersReady
       {{ range .spec.readinessGates }}
       - lastTransitionTime: {{ $now | Quote }}
         status: "True"
@@ -270,15 +261,17 @@ spec:
         status: "True"
         type: ContainersReady
       containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
+      {{ $root := . }}
+      {{ range $index, $item := .spec.containers }}
+      {{ $origin := index $root.status.containerStatuses $index }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
         ready: true
         restartCount: 0
         started: true
         state:
           running:
-            startedAt: {{ $now | Quote }}
+            startedAt: {{ or $origin.state.running.startedAt $now | Quote }}
       {{ end }}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
