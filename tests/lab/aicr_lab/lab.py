@@ -132,6 +132,7 @@ def down(lab_dir):
     plane = lab.get("controlplane") or {}
     # controllers first, etcd last (as ControlPlane.stop)
     order = ["kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
-    processes.terminate([plane.get("pids", {}).get(name) for name in order])
+    for name in order:  # one at a time (see ControlPlane.stop)
+        processes.terminate([plane.get("pids", {}).get(name)])
     path.unlink()
     return True
