@@ -2,9 +2,11 @@
 
 A synthetic recipe of 20 Helm components in 5 dependency levels of 4 (every component of a level
 depends on one or two of the previous level, so the critical path is 5 components long). Each
-chart holds one Deployment annotated ``emulator.aicr.io/ready-after-seconds: 1``: it becomes
-available 1 s after it is created. The real helm binary installs the charts into the Kubernetes
-API emulator; the engine is called directly (no ansible-playbook start-up).
+chart holds one Deployment whose pod is annotated ``lab.aicr.io/ready-after: 1s``: kwok makes the
+pod Ready 1 s after it started, and the real controllers make the Deployment available. The real
+helm binary installs the charts into the lab's real control plane (TLS, RBAC, as the
+least-privilege identity ``release``); the engine is called directly (no ansible-playbook
+start-up). One control plane serves every run; each run has namespaces and a stack of its own.
 
 Figures:
 * ``converge_wall_s`` (concurrency 4) against ``critical_path_nominal_s`` (5 x 1 s readiness;
@@ -18,7 +20,7 @@ Figures:
   ``$AICR_BENCH_HELM`` picks the helm binary in .venv/bin (default ``helm``, v3; ``helm4``).
 * ``objects_*``: the same DAG as manifest-only components (each applies its Deployment with
   server-side apply; no helm install), i.e. the engine and scheduler without helm's per-install cost
-  (helm 3 re-runs full API discovery, ~38 requests, on every install).
+  (helm re-runs API discovery on every install).
 """
 
 import json
@@ -35,7 +37,8 @@ sys.path.insert(0, str(REPO))
 # tests.conftest exposes the repository as ansible_collections.aicr.runtime
 import tests.conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
-from aicr_emulators.kube.pytest_fixture import start_emulator  # noqa: E402  pylint: disable=wrong-import-position
+from aicr_lab.controlplane.stages import READY_AFTER as READY_AFTER_ANNOTATION  # noqa: E402  pylint: disable=wrong-import-position
+from aicr_lab.kube import Kube  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import execute  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.aicr.runtime.plugins.module_utils.release.helm import HelmRunner  # noqa: E402  pylint: disable=wrong-import-position
@@ -54,8 +57,6 @@ DEPLOYMENT = """apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: {{{{ .Release.Name }}}}
-  annotations:
-    emulator.aicr.io/ready-after-seconds: "{ready}"
 spec:
   replicas: 1
   selector:
@@ -63,6 +64,8 @@ spec:
   template:
     metadata:
       labels: {{app: {{{{ .Release.Name }}}}}}
+      annotations:
+        {annotation}: "{ready}s"
     spec:
       containers:
         - name: main
@@ -70,7 +73,7 @@ spec:
 """
 
 
-def synthetic_recipe(charts_dir, manifest_only=False):
+def synthetic_recipe(charts_dir, manifest_only=False, tag="run"):
     """20 components in 5 levels; Helm charts, or (``manifest_only``) one Deployment manifest each."""
     components = []
     for level in range(LEVELS):
@@ -79,12 +82,12 @@ def synthetic_recipe(charts_dir, manifest_only=False):
             chart_dir = Path(charts_dir) / name
             (chart_dir / "templates").mkdir(parents=True)
             (chart_dir / "Chart.yaml").write_text(CHART.format(name=name))
-            (chart_dir / "templates" / "deployment.yaml").write_text(DEPLOYMENT.format(ready=READY_AFTER))
+            (chart_dir / "templates" / "deployment.yaml").write_text(DEPLOYMENT.format(annotation=READY_AFTER_ANNOTATION, ready=READY_AFTER))
             deps = []
             if level:
                 deps = sorted(set(["c%d-%d" % (level - 1, index), "c%d-%d" % (level - 1, (index + level) % WIDTH)]))
             comp = {"name": name, "type": "Helm", "chart": name, "repository": REPOSITORY, "version": "1.0.0",
-                    "namespace": "bench-%d" % level, "values": {"tag": "v1"}, "dependencies": deps}
+                    "namespace": "bench-%s-%d" % (tag, level), "values": {"tag": "v1"}, "dependencies": deps}
             if manifest_only:
                 manifest = (chart_dir / "templates" / "deployment.yaml").read_text().replace(".Values.tag", "index .Values \"%s\" \"tag\"" % name)
                 path = chart_dir / "manifest.yaml"
@@ -106,46 +109,45 @@ def critical_path(result):
     return max(longest(n) for n in comps)
 
 
-def converge(workdir, concurrency, recipe, charts_dir):
+def converge(kube, workdir, concurrency, recipe, charts_dir, tag):
     os.makedirs(workdir, exist_ok=True)
     helm_binary = str(REPO / ".venv" / "bin" / os.environ.get("AICR_BENCH_HELM", "helm"))
-    kube = start_emulator(os.path.join(workdir, "kube-%d" % concurrency))
-    try:
-        cache_dir = os.path.join(workdir, "cache-%d" % concurrency)
-        # The helm version is cached per executable in cache_dir by any earlier run on the machine; warm it, as the
-        # imports above are warmed. Rendered manifests stay cold (this stack has none; the objects variant renders).
-        HelmRunner(helm_binary, version_cache_dir=cache_dir).major  # pylint: disable=pointless-statement
-        params = dict(recipe=recipe, kubeconfig=kube.kubeconfig, helm_binary=helm_binary,
-                      repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
-                      poll_interval=0.1, state="present", stack="bench", cache_dir=cache_dir)
+    cache_dir = os.path.join(workdir, "cache-%s" % tag)
+    # The helm version is cached per executable in cache_dir by any earlier run on the machine; warm it, as the
+    # imports above are warmed. Rendered manifests stay cold (this stack has none; the objects variant renders).
+    HelmRunner(helm_binary, version_cache_dir=cache_dir).major  # pylint: disable=pointless-statement
+    params = dict(recipe=recipe, kubeconfig=kube.kubeconfig_for("release"), helm_binary=helm_binary,
+                  repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
+                  poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="default", cache_dir=cache_dir)
+    began = time.perf_counter()
+    first = execute(params)
+    wall = time.perf_counter() - began
+    if first.get("failed_message"):
+        raise RuntimeError(first["failed_message"])
+    noop = None
+    if concurrency > 1:
+        mark = kube.audit_mark()
         began = time.perf_counter()
-        first = execute(params)
-        wall = time.perf_counter() - began
-        if first.get("failed_message"):
-            raise RuntimeError(first["failed_message"])
-        noop = None
-        if concurrency > 1:
-            mark = kube.control.audit_mark()
-            began = time.perf_counter()
-            second = execute(params)
-            noop = time.perf_counter() - began
-            writes = [e for e in kube.control.audit(mutating=True, since=mark) if "dryRun" not in json.dumps(e)]
-            if second["changed"] or writes:
-                raise RuntimeError("no-op re-run changed something: %s" % writes[:3])
-        return wall, noop, first
-    finally:
-        kube.stop()
+        second = execute(params)
+        noop = time.perf_counter() - began
+        writes = [e for e in kube.audit(mutating=True, since=mark, user=kube.user("release")) if "dryRun" not in (e.get("query") or "")]
+        if second["changed"] or writes:
+            raise RuntimeError("no-op re-run changed something: %s" % writes[:3])
+    return wall, noop, first
 
 
 def run(sequential=True):
     workdir = tempfile.mkdtemp(prefix="bench-release-")
+    kube = Kube.start(Path(workdir) / "controlplane")
     try:
         charts_dir = Path(workdir) / "charts"
-        recipe = synthetic_recipe(charts_dir)
-        wall, noop, result = converge(workdir, 4, recipe, charts_dir)
+        recipe = synthetic_recipe(charts_dir, tag="c4")
+        wall, noop, result = converge(kube, workdir, 4, recipe, charts_dir, "c4")
         measured = critical_path(result)
         durations = [c["duration"] for c in result["components"]]
         figures = {
+            "cluster": "lab control plane %s (kwok nodes), identity release" % kube.rest.get("/version")["gitVersion"],
+            "helm": os.environ.get("AICR_BENCH_HELM", "helm"),
             "components": len(recipe["components"]), "levels": LEVELS, "readiness_s": READY_AFTER, "concurrency": 4,
             "converge_wall_s": round(wall, 2),
             "critical_path_nominal_s": LEVELS * READY_AFTER,
@@ -157,18 +159,20 @@ def run(sequential=True):
             "noop_rerun_wall_s": round(noop, 2),
             "target_noop_rerun_s": 2.0,
         }
-        objects_recipe = synthetic_recipe(Path(workdir) / "objects", manifest_only=True)
-        o_wall, o_noop, o_result = converge(workdir + "/o", 4, objects_recipe, charts_dir)
+        objects_recipe = synthetic_recipe(Path(workdir) / "objects", manifest_only=True, tag="objects")
+        o_wall, o_noop, o_result = converge(kube, workdir + "/o", 4, objects_recipe, charts_dir, "objects")
         figures["objects_converge_wall_s"] = round(o_wall, 2)
         figures["objects_wall_over_nominal_critical_path"] = round(o_wall / (LEVELS * READY_AFTER), 3)
         figures["objects_critical_path_measured_s"] = round(critical_path(o_result), 2)
         figures["objects_noop_rerun_wall_s"] = round(o_noop, 2)
         if sequential:
-            seq_wall, _noop, _seq = converge(workdir, 1, recipe, charts_dir)
+            seq_recipe = synthetic_recipe(Path(workdir) / "sequential", tag="c1")
+            seq_wall, _noop, _seq = converge(kube, workdir, 1, seq_recipe, Path(workdir) / "sequential", "c1")
             figures["sequential_wall_s"] = round(seq_wall, 2)
             figures["speedup_vs_sequential"] = round(seq_wall / wall, 2)
         return figures
     finally:
+        kube.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
