@@ -8,8 +8,9 @@ hand use it through ``aicr-lab`` (see ``cli.py``):
     aicr-lab status --dir .build/lab
     aicr-lab down --dir .build/lab      # nothing is left running
 
-``<dir>/lab.json`` describes the running lab: ``kubeconfig`` (admin, a client certificate),
-``kubeconfigs`` (least-privilege identity -> kubeconfig), ``controlplane`` (server, CA, ports,
+``<dir>/lab.json`` describes the running lab: ``kubeconfig`` (admin, a client certificate; also
+``<dir>/kubeconfig``), ``kubeconfigs`` (least-privilege identity -> kubeconfig; also
+``<dir>/identities/<identity>.kubeconfig``), ``controlplane`` (server, CA, ports,
 pids, audit log), the chart repository's URL and mirrors, the fabric simulator's endpoint, CA
 and credential file, and every process id. Every server listens on 127.0.0.1 only, on a free port.
 """
@@ -95,6 +96,11 @@ def up(lab_dir, nodes=2, machines=2, with_fabric=True, log=None):
         processes.terminate(list(lab["pids"].values()))
         plane.stop()
         raise
+    # short paths for people and tutorials: $LAB/kubeconfig (admin), $LAB/identities/<identity>.kubeconfig
+    for link, target in ((lab_dir / "kubeconfig", plane.kubeconfig), (lab_dir / "identities", str(plane.dir / "identities"))):
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
     lab["controlplane"] = plane.describe()
     lab["kube_url"] = plane.server
     lab["started_seconds"] = round(time.monotonic() - started, 2)
