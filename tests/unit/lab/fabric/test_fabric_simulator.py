@@ -1,4 +1,4 @@
-"""The fabric simulator itself: token endpoint, provider shapes, faults, control API, CLI, kube wiring."""
+"""The fabric simulator itself: token endpoint, provider shapes, faults, control API, CLI, kube wiring (a real control plane)."""
 
 import base64
 import json
@@ -220,23 +220,22 @@ def test_state_listener_counts_gpus():
     assert seen[-1] == 1
 
 
-def test_kube_sync_patches_node_allocatable(tmp_path):
-    from aicr_emulators.kube.pytest_fixture import start_emulator  # pylint: disable=import-outside-toplevel
+@pytest.mark.parametrize("private_kube", [[{"name": "node-0"}]], indirect=True)
+def test_kube_sync_patches_node_allocatable(tmp_path, private_kube):
+    # a control plane of its own with one node: the sync patches node status (the shared cluster's nodes stay untouched),
+    # and the simulator's second machine (node-1) has no node there
     from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
 
-    kube = start_emulator(tmp_path / "kube", in_process=True, nodes=[{"name": "node-0"}])
+    sim = start_simulator(tmp_path / "sim", machines=2, kubeconfig=private_kube.kubeconfig, local_gpus=1)
     try:
-        sim = start_simulator(tmp_path / "sim", machines=2, kubeconfig=kube.kubeconfig, local_gpus=1)
-        try:
-            sim.control.seed("node-0", "A100", 2)
-            core = sim.sync.api
-            assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "3"
-            assert isinstance(sim.sync, NodeGpuSync) and any("node-1" in e for e in sim.sync.errors)
-            assert isinstance(core, k8s_client.CoreV1Api)
-        finally:
-            sim.stop()
+        sim.control.seed("node-0", "A100", 2)
+        core = sim.sync.api
+        assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "3"
+        assert core.read_node("node-0").status.capacity["nvidia.com/gpu"] == "3"
+        assert isinstance(sim.sync, NodeGpuSync) and any("node-1" in e for e in sim.sync.errors)
+        assert isinstance(core, k8s_client.CoreV1Api)
     finally:
-        kube.stop()
+        sim.stop()
 
 
 def test_cli_serves_and_writes_info(tmp_path):

@@ -1,13 +1,2 @@
-"""Fixtures shared by the module tests."""
-
-import pytest
-
-from aicr_emulators.kube.pytest_fixture import start_emulator
-
-
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory):
-    """An in-process Kubernetes API emulator, one per test module."""
-    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    yield handle
-    handle.stop()
+"""Fixtures shared by the module tests: the cluster ones (``kube``, ``private_kube``, ``lab_kube``) come from
+``aicr_lab.pytest_plugin`` (a real control plane), ``clusterstack_crd`` and ``stacks`` from ``tests/unit/plugins/conftest.py``."""

@@ -1,8 +1,10 @@
-"""stack_status module against the Kubernetes API emulator: CRD install, updates, check/diff mode, ConfigMap backend, errors."""
+"""stack_status module against the lab's real kube-apiserver, as the least-privilege identities: CRD install, updates,
+check/diff mode, ConfigMap backend, errors."""
 
 import json
 
 import pytest
+import yaml
 
 from modules_testlib import run_main
 
@@ -15,18 +17,21 @@ def run(capsys, args):
     return run_main(stack_status, capsys, args)
 
 
-def test_install_crd_then_update_status(capsys, kube):
-    code, out = run(capsys, {"install_crd": True, "kubeconfig": kube.kubeconfig, "_ansible_check_mode": True})
+def test_install_crd_then_update_status(capsys, private_kube):
+    # a cluster of its own: the CRD starts absent. install_crd is stack_reconcile's step, so its identity
+    reconciler = private_kube.kubeconfig_for("reconciler")
+    code, out = run(capsys, {"install_crd": True, "kubeconfig": reconciler, "_ansible_check_mode": True})
     assert code == 0 and out["changed"] and out["actions"] == ["would create CRD clusterstacks.runtime.aicr.io"]
-    code, out = run(capsys, {"install_crd": True, "kubeconfig": kube.kubeconfig})
+    code, out = run(capsys, {"install_crd": True, "kubeconfig": reconciler})
     assert code == 0 and out["changed"] and out["actions"] == ["create CRD clusterstacks.runtime.aicr.io"]
-    code, out = run(capsys, {"install_crd": True, "kubeconfig": kube.kubeconfig})
+    code, out = run(capsys, {"install_crd": True, "kubeconfig": reconciler})
     assert code == 0 and not out["changed"]
 
-    api = store.Api(build_api_client(kube.kubeconfig))
+    kubeconfig = private_kube.kubeconfig_for("stack")
+    api = store.Api(build_api_client(kubeconfig))
     api.request("POST", store.stack_path(), body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": "gpu"},
                                                   "spec": {"catalog": {"source": "/c"}}})
-    args = {"name": "gpu", "kubeconfig": kube.kubeconfig, "phase": "Ready", "observed_generation": 1,
+    args = {"name": "gpu", "kubeconfig": kubeconfig, "phase": "Ready", "observed_generation": 1,
             "components": [{"name": "a", "phase": "Unchanged", "revision": 2}], "replace_components": True,
             "conditions": [{"type": "ComponentsReady", "status": "True", "reason": "AllReady", "message": "1/1"}],
             "events": [{"type": "Reconciled", "message": "generation 1 converged"}]}
@@ -38,13 +43,17 @@ def test_install_crd_then_update_status(capsys, kube):
     assert code == 0 and out["changed"] and out["generation"] == 1 and out["conflicts"] == 0
     assert out["status"]["readyComponents"] == "1/1" and out["status"]["components"][0]["revision"] == 2
     assert [e["type"] for e in out["events"]] == ["ComponentReady", "PhaseReady", "Reconciled"]
-    code, out = run(capsys, {"name": "gpu", "kubeconfig": kube.kubeconfig})
+    code, out = run(capsys, {"name": "gpu", "kubeconfig": kubeconfig})
     assert code == 0 and not out["changed"] and out["status"]["phase"] == "Ready", "no update options: a read"
-    assert kube.kubeconfig not in json.dumps(out) and kube.token not in json.dumps(out)
+    with open(kubeconfig, "r", encoding="utf-8") as handle:
+        user = yaml.safe_load(handle)["users"][0]["user"]
+    with open(user["client-key"], "r", encoding="utf-8") as handle:
+        key = handle.read().strip().splitlines()[1]
+    assert kubeconfig not in json.dumps(out) and user["client-key"] not in json.dumps(out) and key not in json.dumps(out)
 
 
 def test_configmap_backend(capsys, kube):
-    base = {"name": "lab", "backend": "configmap", "kubeconfig": kube.kubeconfig}
+    base = {"name": "lab", "backend": "configmap", "namespace": kube.namespace, "kubeconfig": kube.kubeconfig_for("stack")}
     spec = {"catalog": {"source": "/c"}}
     code, out = run(capsys, dict(base, spec=spec, _ansible_check_mode=True))
     assert code == 0 and out["changed"] and out["generation"] == 1 and out["actions"] == ["would set spec of stack lab (generation 1)"]
@@ -63,6 +72,14 @@ def test_configmap_backend(capsys, kube):
     ({"name": "absent"}, "name: ClusterStack 'absent' not found"),
     ({"name": "gpu", "phase": "Done"}, "value of phase must be one of"),
 ])
-def test_errors_are_one_line(capsys, kube, args, message):
-    code, out = run(capsys, dict(args, kubeconfig=kube.kubeconfig))
+def test_errors_are_one_line(capsys, kube, stacks, args, message):
+    # ClusterStacks are cluster-scoped and the cluster is shared: "gpu" is an existing stack of the test's own,
+    # "absent" a name no other test uses
+    kubeconfig = kube.kubeconfig_for("stack")
+    if args.get("name") == "gpu":
+        args = dict(args, name=stacks.create(store.Api(build_api_client(kubeconfig)), "gpu", {"catalog": {"source": "/c"}}))
+    elif args.get("name") == "absent":
+        args = dict(args, name=stacks.name("absent"))
+        message = message.replace("'absent'", "'%s'" % args["name"])
+    code, out = run(capsys, dict(args, kubeconfig=kubeconfig))
     assert code == 1 and message in out["msg"] and "\n" not in out["msg"]

@@ -2,7 +2,7 @@
 
 ``FakeCluster`` implements the engine's cluster interface (get/list/apply/delete/
 create/replace/is_namespaced) over a dict, with a controllable clock: objects annotated
-``emulator.aicr.io/ready-after-seconds`` become Ready (kind-appropriate status) that
+``fake.aicr.io/ready-after-seconds`` become Ready (kind-appropriate status) that
 many seconds after creation; ``fake.aicr.io/fail`` makes them fail. Every mutating call
 is recorded in ``audit``. ``FakeHelm`` installs charts defined in Python into the fake
 cluster and stores releases exactly as helm's Secret driver does (base64 of gzip JSON).
@@ -24,7 +24,7 @@ import yaml
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import ClusterError, NotServed
 
-READY_AFTER = "emulator.aicr.io/ready-after-seconds"
+READY_AFTER = "fake.aicr.io/ready-after-seconds"
 FAIL = "fake.aicr.io/fail"
 
 BUILTIN_KINDS = {

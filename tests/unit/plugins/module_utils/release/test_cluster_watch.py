@@ -1,11 +1,11 @@
-"""Readiness is observed through watches: KubeCluster.watch_until against the emulator, and wait_ready's use of it."""
+"""Readiness is observed through watches: KubeCluster.watch_until against the lab's real kube-apiserver, and wait_ready's use of it."""
 
 import threading
 import time
 
 import pytest
 
-from aicr_emulators.kube.pytest_fixture import start_emulator
+from aicr_lab.controlplane import stages
 
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
 from ansible_collections.aicr.runtime.plugins.module_utils.release import readiness
@@ -13,54 +13,61 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster impor
 from ansible_collections.aicr.runtime.plugins.module_utils.release.engine import GatedRelease, Options
 
 
-def deployment(name, ready_after):
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "default", "annotations": {"emulator.aicr.io/ready-after-seconds": str(ready_after)}},
+def deployment(name, namespace, ready_after):
+    """A Deployment whose pod becomes Ready ``ready_after`` (a Go duration) after it runs (kwok's stage)."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+                     "template": {"metadata": {"labels": {"app": name}, "annotations": {stages.READY_AFTER: ready_after}},
+                                  "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
 
 
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory):
-    handle = start_emulator(tmp_path_factory.mktemp("kube-watch"), in_process=True)
-    yield KubeCluster(build_api_client(handle.kubeconfig))
-    handle.stop()
+@pytest.fixture
+def cluster(kube):
+    """The engine's client as gated_release runs it: the least-privilege ``release`` identity."""
+    return KubeCluster(build_api_client(kube.kubeconfig_for("release")))
 
 
 def not_pending(obj):
     return readiness.assess(obj)[0] != readiness.PENDING
 
 
-def test_watch_returns_when_the_object_becomes_ready(kube):
-    created = kube.apply(deployment("watched", 0.4))
+def test_watch_returns_when_the_object_becomes_ready(cluster, kube):
+    ns = kube.namespace
+    created = cluster.apply(deployment("watched", ns, "400ms"))
+    assert readiness.assess(created)[0] == readiness.PENDING, "just created: the controllers have not made it Ready yet"
     began = time.monotonic()
-    assert kube.watch_until("apps/v1", "Deployment", "watched", "default", created["metadata"]["resourceVersion"], 20, not_pending) is True
+    assert cluster.watch_until("apps/v1", "Deployment", "watched", ns, created["metadata"]["resourceVersion"], 60, not_pending) is True
     elapsed = time.monotonic() - began
-    assert elapsed < 10, "the watch must end on the Ready event, not at its timeout"
-    assert readiness.assess(kube.get("apps/v1", "Deployment", "watched", "default"))[0] == readiness.READY
+    assert elapsed < 40, "the watch must end on the Ready event, not at its timeout"
+    assert readiness.assess(cluster.get("apps/v1", "Deployment", "watched", ns))[0] == readiness.READY
 
 
-def test_watch_ends_at_its_timeout_when_nothing_changes(kube):
-    kube.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "still", "namespace": "default"}, "data": {"a": "1"}})
-    current = kube.get("v1", "ConfigMap", "still", "default")
+def test_watch_ends_at_its_timeout_when_nothing_changes(cluster, kube):
+    ns = kube.namespace
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "still", "namespace": ns}, "data": {"a": "1"}})
+    current = cluster.get("v1", "ConfigMap", "still", ns)
     began = time.monotonic()
-    assert kube.watch_until("v1", "ConfigMap", "still", "default", current["metadata"]["resourceVersion"], 1, lambda _o: False) is True
+    assert cluster.watch_until("v1", "ConfigMap", "still", ns, current["metadata"]["resourceVersion"], 1, lambda _o: False) is True
     assert time.monotonic() - began >= 0.9
 
 
-def test_watch_sees_deletion(kube):
-    kube.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "doomed", "namespace": "default"}})
-    current = kube.get("v1", "ConfigMap", "doomed", "default")
-    timer = threading.Timer(0.2, kube.delete, args=("v1", "ConfigMap", "doomed", "default"))
-    timer.start()
+def test_watch_sees_deletion(cluster, kube):
+    ns = kube.namespace
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "doomed", "namespace": ns}})
+    current = cluster.get("v1", "ConfigMap", "doomed", ns)
+    # the watch starts at the object's resourceVersion, so it sees the deletion whether it happens
+    # before or after the watch is open: no timing involved
+    deleter = threading.Thread(target=cluster.delete, args=("v1", "ConfigMap", "doomed", ns))
+    deleter.start()
     began = time.monotonic()
-    assert kube.watch_until("v1", "ConfigMap", "doomed", "default", current["metadata"]["resourceVersion"], 20, lambda _o: False) is True
-    assert time.monotonic() - began < 10
-    timer.join()
+    assert cluster.watch_until("v1", "ConfigMap", "doomed", ns, current["metadata"]["resourceVersion"], 60, lambda _o: False) is True
+    assert time.monotonic() - began < 40, "the watch must end on the DELETED event, not at its timeout"
+    deleter.join()
+    assert cluster.get("v1", "ConfigMap", "doomed", ns) is None
 
 
-def test_watch_of_an_unserved_kind_reports_that_it_could_not_watch(kube):
-    assert kube.watch_until("example.com/v1", "Widget", "w", "default", "1", 5, not_pending) is False
+def test_watch_of_an_unserved_kind_reports_that_it_could_not_watch(cluster, kube):
+    assert cluster.watch_until("example.com/v1", "Widget", "w", kube.namespace, "1", 5, not_pending) is False
 
 
 def test_wait_ready_watches_instead_of_sleeping(fakes):
@@ -80,7 +87,9 @@ def test_wait_ready_watches_instead_of_sleeping(fakes):
             return True
 
     fake = WatchingFakeCluster()
-    fake.apply(deployment("web", 3))
+    web = fakes.deployment("web", delay=3)
+    web["metadata"]["namespace"] = "default"
+    fake.apply(web)
     slept = []
     engine = GatedRelease(fake, None, None, Options(poll_interval=5), clock=fake.clock, sleep=slept.append)
     comp = type("Comp", (), {"name": "web"})()

@@ -177,42 +177,38 @@ def test_scheduler_on_block_is_immediate_and_grows_with_more_failures():
     assert timed == [("p", "overall timeout reached before it could start"), ("q", "overall timeout reached before it could start")]
 
 
-@pytest.fixture(scope="module")
-def status_api(tmp_path_factory):
-    from aicr_emulators.kube.pytest_fixture import start_emulator  # pylint: disable=import-outside-toplevel
+@pytest.fixture
+def status_api(kube, clusterstack_crd):  # pylint: disable=unused-argument
+    """gated_release's identity (``release``, which holds aicr-runtime:stack) on the lab's real kube-apiserver."""
     from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils.stack import crd, store  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils.stack import store  # pylint: disable=import-outside-toplevel
 
-    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    api = store.Api(build_api_client(handle.kubeconfig))
-    store.ensure_crd(api, crd.build_crd())
-    api.request("POST", store.stack_path(), body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack",
-                                                  "metadata": {"name": "gpu"}, "spec": {"catalog": {"source": "/c"}}})
-    yield api
-    handle.stop()
+    return store.Api(build_api_client(kube.kubeconfig_for("release")))
 
 
-def test_execute_writes_live_status_through_the_stack_store(example, status_api):
+def test_execute_writes_live_status_through_the_stack_store(example, status_api, stacks):
     from ansible_collections.aicr.runtime.plugins.module_utils.stack import store  # pylint: disable=import-outside-toplevel
 
     cluster, helm, recipe = example
-    params = {"recipe": recipe, "stack": "gpu", "poll_interval": 0.01, "timeout": 10, "render_cache": False, "status_stack": "gpu"}
+    gpu = stacks.create(status_api, "gpu", {"catalog": {"source": "/c"}})
+    params = {"recipe": recipe, "stack": "gpu", "poll_interval": 0.01, "timeout": 10, "render_cache": False, "status_stack": gpu}
     plan = execute(dict(params), check_mode=True, cluster=cluster, helm=helm, status_api=status_api)
-    assert "live_status" not in plan and "status" not in store.CrdStore(status_api).read("gpu"), "never in check mode"
+    assert "live_status" not in plan and "status" not in store.CrdStore(status_api).read(gpu), "never in check mode"
 
     result = execute(dict(params), cluster=cluster, helm=helm, status_api=status_api)
     assert "failed_message" not in result and "warnings" not in result
     assert result["live_status"]["transitions"] == 10 and 1 <= result["live_status"]["writes"] <= 10
-    assert result["live_status"]["stack"] == "gpu" and result["live_status"]["backend"] == "crd"
-    status = store.CrdStore(status_api).read("gpu")["status"]
+    assert result["live_status"]["stack"] == gpu and result["live_status"]["backend"] == "crd"
+    status = store.CrdStore(status_api).read(gpu)["status"]
     assert sorted(c["name"] for c in status["components"]) == sorted(c["name"] for c in recipe["components"])
     assert all(c["phase"] == "Ready" for c in status["components"]) and status["readyComponents"] == "5/5"
-    before = store.CrdStore(status_api).read("gpu")
+    before = store.CrdStore(status_api).read(gpu)
 
     again = execute(dict(params), cluster=cluster, helm=helm, status_api=status_api)
     assert again["changed"] is False and again["live_status"]["writes"] == 0
-    assert store.CrdStore(status_api).read("gpu")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"], "a no-op writes nothing"
+    assert store.CrdStore(status_api).read(gpu)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"], "a no-op writes nothing"
 
-    missing = execute(dict(params, status_stack="nope"), cluster=cluster, helm=helm, status_api=status_api)
+    nope = stacks.name("nope")
+    missing = execute(dict(params, status_stack=nope), cluster=cluster, helm=helm, status_api=status_api)
     assert "live_status" not in missing and missing["changed"] is False
-    assert missing["warnings"] == ["status_stack: live status disabled: name: ClusterStack 'nope' not found; allowed: an existing ClusterStack"]
+    assert missing["warnings"] == ["status_stack: live status disabled: name: ClusterStack '%s' not found; allowed: an existing ClusterStack" % nope]

@@ -1,13 +1,13 @@
-"""CRD publication (schema/publish.py) against the Kubernetes API emulator: create, no-op re-run without writes,
-check/diff mode, breaking-change refusal and allow_breaking, Established/NamesAccepted wait, conflicts, deletion."""
+"""CRD publication (schema/publish.py) against the lab's real kube-apiserver, as the least-privilege ``crd-publisher``
+identity: create, no-op re-run without writes, check/diff mode, breaking-change refusal and allow_breaking,
+Established/NamesAccepted wait, conflicts, deletion."""
 
 import json
 import time
+import uuid
 
 import pytest
 import yaml
-
-from aicr_emulators.kube.pytest_fixture import start_emulator
 
 from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
@@ -15,34 +15,55 @@ from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster impor
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine, publish
 
 BASE_VALUES = "# -- Replicas.\nreplicaCount: 1\nimage:\n  # -- Image tag.\n  tag: v1\nlogLevel: 2\n"
+PUBLISHER = "crd-publisher"
 
 
-@pytest.fixture(scope="module")
-def kube(tmp_path_factory):
-    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    yield handle
-    handle.stop()
+@pytest.fixture
+def domain(kube):
+    """A CRD domain of the test's own (CRDs are cluster-scoped, the cluster is shared): the test's CRDs are
+    ``<plural>.<chart>.bundles.<domain>``; every CRD under it is deleted after the test (and waited for)."""
+    name = "t%s.aicr.io" % uuid.uuid4().hex[:8]
+    yield name
+    path = publish.BASE_PATH
+    mine = [c["metadata"]["name"] for c in kube.rest.get(path)["items"] if c["metadata"]["name"].endswith("." + name)]
+    for crd_name in mine:
+        kube.rest.delete("%s/%s" % (path, crd_name))
+    deadline = time.monotonic() + 120
+    while any(kube.get("%s/%s" % (path, n)) is not None for n in mine):
+        assert time.monotonic() < deadline, "the test's CRDs were never deleted"
+        time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster(kube):
+    """The engine's client as crd_publish runs it: the ``crd-publisher`` identity."""
+    return KubeCluster(build_api_client(kube.kubeconfig_for(PUBLISHER)))
+
+
+@pytest.fixture
+def admin(kube):
+    """Test set-up and inspection only: custom resources of the published CRDs (no collection identity writes those)."""
     return KubeCluster(build_api_client(kube.kubeconfig))
 
 
-def crd_of(tmp_path, name, text):
-    """The values_schema CRD of a values file (chart name ``name``)."""
+def crd_of(tmp_path, name, text, domain):
+    """The values_schema CRD of a values file (chart name ``name``, group ``<name>.bundles.<domain>``)."""
     path = tmp_path / ("%s-%d.yaml" % (name, abs(hash(text))))
     path.write_text(text)
-    return engine.run({"values_files": [str(path)], "output": "crd", "name": name})[0]["crd"]
+    return engine.run({"values_files": [str(path)], "output": "crd", "name": name, "domain": domain})[0]["crd"]
+
+
+def _mutations(kube, mark):
+    return kube.audit(since=mark, mutating=True, user=kube.user(PUBLISHER))
 
 
 def writes(kube, mark):
-    """Mutating requests since ``mark`` that were not dry runs."""
-    return [(e["verb"], e["path"]) for e in kube.control.audit(since=mark, mutating=True) if "dryRun=All" not in (e.get("query") or "")]
+    """Mutating requests of the publisher since ``mark`` that were not dry runs."""
+    return [(e["verb"], e["path"]) for e in _mutations(kube, mark) if "dryRun=All" not in (e.get("query") or "")]
 
 
 def dry_runs(kube, mark):
-    return [e["path"] for e in kube.control.audit(since=mark, mutating=True) if "dryRun=All" in (e.get("query") or "")]
+    return [e["path"] for e in _mutations(kube, mark) if "dryRun=All" in (e.get("query") or "")]
 
 
 def values_schema(crd):
@@ -51,12 +72,12 @@ def values_schema(crd):
 
 def go(kube, crd, check_mode=False, **params):
     params.setdefault("wait_sleep", 0.05)
-    params.setdefault("wait_timeout", 10)
-    return publish.publish(dict(params, definition=crd, kubeconfig=kube.kubeconfig), check_mode=check_mode)
+    params.setdefault("wait_timeout", 30)
+    return publish.publish(dict(params, definition=crd, kubeconfig=kube.kubeconfig_for(PUBLISHER)), check_mode=check_mode)
 
 
-def eventually(call, timeout=10):
-    """The apiserver serves an updated schema shortly after the update (the emulator: at its next controller tick)."""
+def eventually(call, timeout=30):
+    """The apiserver serves an updated schema shortly after the update (each apiserver swaps its CR handler asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -67,22 +88,22 @@ def eventually(call, timeout=10):
             time.sleep(0.05)
 
 
-def custom_resource(crd, name, values):
+def custom_resource(crd, name, values, namespace):
     spec = crd["spec"]
     return {"apiVersion": "%s/%s" % (spec["group"], spec["versions"][0]["name"]), "kind": spec["names"]["kind"],
-            "metadata": {"name": name, "namespace": "default"}, "spec": {"version": "1.0.0", "values": values}}
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"version": "1.0.0", "values": values}}
 
 
-def cr_path(crd, name=None):
+def cr_path(crd, namespace, name=None):
     spec = crd["spec"]
-    path = "/apis/%s/%s/namespaces/default/%s" % (spec["group"], spec["versions"][0]["name"], spec["names"]["plural"])
+    path = "/apis/%s/%s/namespaces/%s/%s" % (spec["group"], spec["versions"][0]["name"], namespace, spec["names"]["plural"])
     return path + ("/" + name if name else "")
 
 
-def test_create_then_rerun_makes_no_write(kube, tmp_path):
-    crd = crd_of(tmp_path, "pubfirst", BASE_VALUES)
+def test_create_then_rerun_makes_no_write(kube, domain, tmp_path):
+    crd = crd_of(tmp_path, "pubfirst", BASE_VALUES, domain)
     name = crd["metadata"]["name"]
-    mark = kube.control.audit_mark()
+    mark = kube.audit_mark()
     result = go(kube, crd)
     assert result["changed"] is True and result["action"] == "create" and result["old_found"] is False
     assert result["actions"] == ["create CRD %s by server-side apply" % name]
@@ -90,11 +111,14 @@ def test_create_then_rerun_makes_no_write(kube, tmp_path):
     assert result["established"] is True and result["conditions"]["Established"]["status"] == "True"
     assert result["conditions"]["NamesAccepted"]["status"] == "True"
     assert result["crd"]["status"]["acceptedNames"]["kind"] == "Pubfirst" and "managedFields" not in result["crd"]["metadata"]
-    assert result["diff"]["before"] == {} and result["diff"]["after"]["spec"]["group"] == "pubfirst.bundles.aicr.io"
-    patches = [e for e in kube.control.audit(since=mark, verb="patch") if "dryRun" not in (e.get("query") or "")]
-    assert len(patches) == 1 and "fieldManager=aicr-runtime" in patches[0]["query"] and patches[0]["contentType"] == "application/apply-patch+yaml"
+    assert result["diff"]["before"] == {} and result["diff"]["after"]["spec"]["group"] == "pubfirst.bundles.%s" % domain
+    patches = [e for e in kube.audit(since=mark, verb="patch", user=kube.user(PUBLISHER)) if "dryRun" not in (e.get("query") or "")]
+    assert len(patches) == 1 and "fieldManager=aicr-runtime" in patches[0]["query"] and patches[0]["code"] in (200, 201)
+    # a server-side apply (the audit log has no content type): the API server recorded an Apply by aicr-runtime
+    managed = kube.rest.get("%s/%s" % (publish.BASE_PATH, name))["metadata"]["managedFields"]
+    assert [(m["manager"], m["operation"]) for m in managed if m["manager"] == "aicr-runtime"] == [("aicr-runtime", "Apply")]
 
-    mark = kube.control.audit_mark()
+    mark = kube.audit_mark()
     again = go(kube, crd)
     assert again["changed"] is False and again["action"] == "unchanged" and again["actions"] == []
     assert again["old_found"] is True and again["findings"] == [] and again["established"] is True
@@ -102,9 +126,9 @@ def test_create_then_rerun_makes_no_write(kube, tmp_path):
     assert again["diff"]["before"] == again["diff"]["after"]
 
 
-def test_check_mode_creates_nothing(kube, cluster, tmp_path):
-    crd = crd_of(tmp_path, "pubcheck", BASE_VALUES)
-    mark = kube.control.audit_mark()
+def test_check_mode_creates_nothing(kube, domain, cluster, tmp_path):
+    crd = crd_of(tmp_path, "pubcheck", BASE_VALUES, domain)
+    mark = kube.audit_mark()
     result = go(kube, crd, check_mode=True)
     assert result["changed"] is True and result["action"] == "create" and result["established"] is False
     assert result["diff"]["after"]["spec"]["names"]["plural"] == "pubchecks" and "waited" not in result
@@ -112,11 +136,11 @@ def test_check_mode_creates_nothing(kube, cluster, tmp_path):
     assert publish.read_live(cluster, crd["metadata"]["name"]) is None
 
 
-def test_compatible_update_applies_and_diff_shows_it(kube, cluster, tmp_path):
-    crd = crd_of(tmp_path, "pubupdate", BASE_VALUES)
+def test_compatible_update_applies_and_diff_shows_it(kube, domain, cluster, tmp_path):
+    crd = crd_of(tmp_path, "pubupdate", BASE_VALUES, domain)
     go(kube, crd)
-    newer = crd_of(tmp_path, "pubupdate", BASE_VALUES + "# -- Extra arguments.\nextraArgs: []\n")
-    mark = kube.control.audit_mark()
+    newer = crd_of(tmp_path, "pubupdate", BASE_VALUES + "# -- Extra arguments.\nextraArgs: []\n", domain)
+    mark = kube.audit_mark()
     check = go(kube, newer, check_mode=True)
     assert check["changed"] is True and check["action"] == "update" and writes(kube, mark) == []
     assert "extraArgs" not in values_schema(check["diff"]["before"])["properties"]
@@ -129,65 +153,68 @@ def test_compatible_update_applies_and_diff_shows_it(kube, cluster, tmp_path):
     assert go(kube, newer)["changed"] is False
 
 
-def test_breaking_change_refused_then_allowed(kube, cluster, tmp_path):
-    crd = crd_of(tmp_path, "pubbreak", BASE_VALUES)
+def test_breaking_change_refused_then_allowed(kube, domain, cluster, admin, tmp_path):
+    ns = kube.namespace
+    crd = crd_of(tmp_path, "pubbreak", BASE_VALUES, domain)
     go(kube, crd)
-    cluster.request("POST", cr_path(crd), body=custom_resource(crd, "old", {"replicaCount": 2, "logLevel": 3}))
-    broken = crd_of(tmp_path, "pubbreak", BASE_VALUES.replace("logLevel: 2\n", "").replace("replicaCount: 1", "replicaCount: one"))
-    mark = kube.control.audit_mark()
+    eventually(lambda: admin.request("POST", cr_path(crd, ns), body=custom_resource(crd, "old", {"replicaCount": 2, "logLevel": 3}, ns)))
+    broken = crd_of(tmp_path, "pubbreak", BASE_VALUES.replace("logLevel: 2\n", "").replace("replicaCount: 1", "replicaCount: one"), domain)
+    mark = kube.audit_mark()
     with pytest.raises(AicrError) as caught:
         go(kube, broken)
     msg = caught.value.msg
     assert "\n" not in msg
-    assert msg.startswith("definition: 3 breaking change(s) to the live CRD pubbreaks.pubbreak.bundles.aicr.io: ")
+    assert msg.startswith("definition: 3 breaking change(s) to the live CRD pubbreaks.pubbreak.bundles.%s: " % domain)
     assert "existingFieldRemoval ^.spec.values.logLevel" in msg and "type ^.spec.values.replicaCount" in msg
     assert msg.endswith("allowed: compatible changes only, or allow_breaking: true")
     details = caught.value.details
     assert details["breaking"] is True and details["old_found"] is True
     assert {(f["rule"], f["path"]) for f in details["findings"] if f["severity"] == "error"} == {
         ("existingFieldRemoval", "^.spec.values.logLevel"), ("type", "^.spec.values.logLevel"), ("type", "^.spec.values.replicaCount")}
-    assert kube.control.audit(since=mark, mutating=True) == []
+    assert _mutations(kube, mark) == []
     assert "logLevel" in values_schema(publish.read_live(cluster, crd["metadata"]["name"]))["properties"]
 
     result = go(kube, broken, allow_breaking=True)
     assert result["changed"] is True and result["action"] == "update" and result["breaking"] is True
-    assert result["actions"] == ["update CRD pubbreaks.pubbreak.bundles.aicr.io by server-side apply (3 breaking change(s) allowed)"]
+    assert result["actions"] == ["update CRD pubbreaks.pubbreak.bundles.%s by server-side apply (3 breaking change(s) allowed)" % domain]
     live = publish.read_live(cluster, crd["metadata"]["name"])
     assert values_schema(live)["properties"]["replicaCount"]["type"] == "string"
-    created = eventually(lambda: cluster.request("POST", cr_path(crd), body=custom_resource(crd, "new", {"replicaCount": "two", "image": {"tag": "v2"}})))
+    created = eventually(lambda: admin.request("POST", cr_path(crd, ns), body=custom_resource(crd, "new", {"replicaCount": "two", "image": {"tag": "v2"}}, ns)))
     assert created["spec"]["values"] == {"replicaCount": "two", "image": {"tag": "v2"}}
     with pytest.raises(ClusterError) as rejected:
-        cluster.request("POST", cr_path(crd), body=custom_resource(crd, "bad", {"replicaCount": 3}))
+        admin.request("POST", cr_path(crd, ns), body=custom_resource(crd, "bad", {"replicaCount": 3}, ns))
     assert rejected.value.status == 422
     # the same breaking CRD again: findings against the live CRD are gone, nothing to do
     assert go(kube, broken)["changed"] is False
 
 
-def test_severities_relax_the_refusal(kube, tmp_path):
-    crd = crd_of(tmp_path, "pubsev", BASE_VALUES)
+def test_severities_relax_the_refusal(kube, domain, tmp_path):
+    crd = crd_of(tmp_path, "pubsev", BASE_VALUES, domain)
     go(kube, crd)
-    fewer = crd_of(tmp_path, "pubsev", BASE_VALUES.replace("logLevel: 2\n", ""))
+    fewer = crd_of(tmp_path, "pubsev", BASE_VALUES.replace("logLevel: 2\n", ""), domain)
     result = go(kube, fewer, severities={"field_removed": "warn", "type_changed": "warn"})
     assert result["changed"] is True and result["breaking"] is False
     assert [(f["rule"], f["severity"]) for f in result["findings"] if f["path"] == "^.spec.values.logLevel"][0] == ("existingFieldRemoval", "warn")
     assert result["summary"].startswith("0 breaking change(s),")
 
 
-def test_names_not_accepted_fails_at_once(kube, tmp_path):
-    first = crd_of(tmp_path, "pubnames", BASE_VALUES)
+def test_names_not_accepted_fails_at_once(kube, domain, tmp_path):
+    first = crd_of(tmp_path, "pubnames", BASE_VALUES, domain)
     go(kube, first)
     clash = json.loads(json.dumps(first))
     clash["spec"]["names"].update(plural="othernames", singular="othername")
     clash["metadata"]["name"] = "othernames." + clash["spec"]["group"]
+    began = time.monotonic()
     with pytest.raises(AicrError) as caught:
         go(kube, clash, wait_timeout=30)
-    assert caught.value.msg.startswith("definition: CRD othernames.pubnames.bundles.aicr.io is not usable: names not accepted: ")
+    assert time.monotonic() - began < 20, "a names conflict fails at once, not at wait_timeout"
+    assert caught.value.msg.startswith("definition: CRD othernames.pubnames.bundles.%s is not usable: names not accepted: " % domain)
     assert caught.value.details["conditions"]["NamesAccepted"]["status"] == "False"
 
 
-def test_conflicts_with_another_manager(kube, cluster, tmp_path):
-    crd = crd_of(tmp_path, "pubowned", BASE_VALUES)
-    cluster.request("POST", publish.BASE_PATH, body=crd)  # created by another manager (an Update, not an apply)
+def test_conflicts_with_another_manager(kube, domain, tmp_path):
+    crd = crd_of(tmp_path, "pubowned", BASE_VALUES, domain)
+    kube.rest.create(publish.BASE_PATH, crd)  # created by another manager (the lab's admin; an Update, not an apply)
     changed = json.loads(json.dumps(crd))
     values_schema(changed)["properties"]["logLevel"]["description"] = "Verbosity."
     with pytest.raises(AicrError) as caught:
@@ -198,22 +225,24 @@ def test_conflicts_with_another_manager(kube, cluster, tmp_path):
     assert go(kube, changed)["changed"] is False
 
 
-def test_absent_deletes_and_waits(kube, cluster, tmp_path):
-    crd = crd_of(tmp_path, "pubgone", BASE_VALUES)
+def test_absent_deletes_and_waits(kube, domain, cluster, admin, tmp_path):
+    ns = kube.namespace
+    crd = crd_of(tmp_path, "pubgone", BASE_VALUES, domain)
     go(kube, crd)
-    cluster.request("POST", cr_path(crd), body=custom_resource(crd, "one", {"replicaCount": 1}))
-    mark = kube.control.audit_mark()
+    eventually(lambda: admin.request("POST", cr_path(crd, ns), body=custom_resource(crd, "one", {"replicaCount": 1}, ns)))
+    mark = kube.audit_mark()
     check = go(kube, crd, check_mode=True, state="absent")
     assert check["changed"] is True and check["action"] == "delete" and writes(kube, mark) == []
     result = go(kube, crd, state="absent")
     assert result["changed"] is True and result["action"] == "delete" and "waited" in result
     assert publish.read_live(cluster, crd["metadata"]["name"]) is None
+    assert kube.get(cr_path(crd, ns, "one")) is None, "the API server removed the custom resources with their CRD"
     again = go(kube, crd, state="absent")
     assert again["changed"] is False and again["action"] == "absent"
 
 
 class NeverEstablished(object):
-    """A cluster whose CRD never gets conditions (the emulator always establishes)."""
+    """A cluster whose CRD never gets conditions (a real API server establishes a valid CRD at once)."""
 
     def __init__(self):
         self.live = None

@@ -5,10 +5,8 @@ import threading
 
 import pytest
 
-from aicr_emulators.kube.pytest_fixture import start_emulator
-
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
-from ansible_collections.aicr.runtime.plugins.module_utils.stack import crd, store
+from ansible_collections.aicr.runtime.plugins.module_utils.stack import store
 
 
 class MemoryStore:
@@ -137,19 +135,16 @@ def test_a_store_that_keeps_failing_gives_up_without_raising():
     writer.on_transition(result("a", "Ready"))  # after close: ignored, never raises
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    handle = start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    client = store.Api(build_api_client(handle.kubeconfig))
-    store.ensure_crd(client, crd.build_crd())
-    yield client
-    handle.stop()
+@pytest.fixture
+def api(kube, clusterstack_crd):  # pylint: disable=unused-argument
+    """The status writer's identity (``stack``) on the lab's real kube-apiserver, the ClusterStack CRD installed."""
+    return store.Api(build_api_client(kube.kubeconfig_for("stack")))
 
 
-def test_against_the_emulator_from_many_threads(api):
-    api.request("POST", store.stack_path(), body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack",
-                                                  "metadata": {"name": "live"}, "spec": {"catalog": {"source": "/c"}}})
-    writer, warning = store.live_status(api, "live", interval=0.02)
+def test_against_the_api_server_from_many_threads(api, stacks, kube):
+    name = stacks.create(api, "live", {"catalog": {"source": "/c"}})
+    mark = kube.audit_mark()
+    writer, warning = store.live_status(api, name, interval=0.02)
     assert warning is None
 
     def component(i):
@@ -163,14 +158,20 @@ def test_against_the_emulator_from_many_threads(api):
     for thread in threads:
         thread.join()
     summary = writer.close()
-    status = store.CrdStore(api).read("live")["status"]
+    status = store.CrdStore(api).read(name)["status"]
     assert sorted(c["name"] for c in status["components"]) == ["c%d" % i for i in range(8)]
     assert all(c["phase"] == "Ready" for c in status["components"]) and status["readyComponents"] == "8/8"
     assert summary["transitions"] == 16 and 1 <= summary["writes"] <= 16 and summary["warnings"] == []
+    written = kube.audit(since=mark, mutating=True, user=kube.user("stack"))
+    assert written and all(e["resource"] == "clusterstacks" and e["subresource"] == "status" and e["name"] == name for e in written), \
+        "every write goes through the status subresource"
+    assert len([e for e in written if e["code"] < 300]) == summary["writes"] and \
+        len([e for e in written if e["code"] == 409]) == summary["conflicts"]
 
-    missing, warning = store.live_status(api, "nope")
-    assert missing is None and warning.startswith("status_stack: live status disabled: name: ClusterStack 'nope' not found")
-    cm_missing, warning = store.live_status(api, "nope", backend="configmap", namespace="default")
+    nope = stacks.name("nope")
+    missing, warning = store.live_status(api, nope)
+    assert missing is None and warning.startswith("status_stack: live status disabled: name: ClusterStack '%s' not found" % nope)
+    cm_missing, warning = store.live_status(api, "nope", backend="configmap", namespace=kube.namespace)
     assert cm_missing is None and "no ConfigMap aicr-stack-nope" in warning
 
 
@@ -208,22 +209,17 @@ def test_live_device_status_coalesces_by_device_and_flushes_on_close():
     assert 1 <= len(memory.writes) <= 2
 
 
-def test_live_status_for_devices_against_the_emulator(tmp_path):
-    handle = start_emulator(tmp_path / "kube")
-    try:
-        api = store.Api(build_api_client(handle.kubeconfig))
-        store.ensure_crd(api, crd.build_crd())
-        api.request("POST", "/apis/runtime.aicr.io/v1alpha1/clusterstacks",
-                    body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": "gpu"}, "spec": {"catalog": {"source": "/x"}}})
-        live_writer, warning = store.live_status(api, "gpu", interval=0.01, devices=True)
-        assert warning is None
-        live_writer.on_transition(device("attached", "r1"))
-        live_writer.on_transition(device("attached", "r2"))
-        summary = live_writer.close()
-        assert summary["writes"] >= 1 and summary["warnings"] == []
-        obj = api.get("/apis/runtime.aicr.io/v1alpha1/clusterstacks/gpu")
-        assert sorted(d["resUUID"] for d in obj["status"]["devices"]) == ["r1", "r2"]
-        missing, warning = store.live_status(api, "nope", devices=True)
-        assert missing is None and "live status disabled" in warning
-    finally:
-        handle.stop()
+def test_live_status_for_devices_against_the_api_server(stacks, kube, clusterstack_crd):  # pylint: disable=unused-argument
+    # fabric_device writes the device status: its identity (aicr-runtime:fabric + aicr-runtime:stack)
+    api = store.Api(build_api_client(kube.kubeconfig_for("fabric")))
+    name = stacks.create(api, "gpu", {"catalog": {"source": "/x"}})
+    live_writer, warning = store.live_status(api, name, interval=0.01, devices=True)
+    assert warning is None
+    live_writer.on_transition(device("attached", "r1"))
+    live_writer.on_transition(device("attached", "r2"))
+    summary = live_writer.close()
+    assert summary["writes"] >= 1 and summary["warnings"] == []
+    obj = api.get("/apis/runtime.aicr.io/v1alpha1/clusterstacks/%s" % name)
+    assert sorted(d["resUUID"] for d in obj["status"]["devices"]) == ["r1", "r2"]
+    missing, warning = store.live_status(api, stacks.name("nope"), devices=True)
+    assert missing is None and "live status disabled" in warning
