@@ -1,4 +1,9 @@
-"""helm 3 and 4 install charts from a local OCI registry (``oci://`` recipe sources) into the emulator."""
+"""helm 3 and 4 install charts from a local OCI registry (``oci://`` recipe sources) into the lab.
+
+The example operator is installed as the least-privilege ``release`` identity (what gated_release
+does with an ``oci://`` source); kai-scheduler, a third-party chart with ClusterRoles, webhooks and
+CRDs of its own, as admin.
+"""
 
 import pytest
 
@@ -21,27 +26,33 @@ def registry(tmp_path_factory, shared_dir):
     started.stop()
 
 
-def test_install_upgrade_uninstall_from_oci(helm, kubectl, registry):
+def test_install_upgrade_uninstall_from_oci(helm, kubectl, registry, ns):
     chart, version = registry.example_ref.rsplit(":", 1)
     assert chart.startswith("oci://127.0.0.1:")
-    helm.run("install", "op", chart, "--version", version, "--plain-http", "-n", "oci-fid", "--create-namespace", "--wait", "--timeout", "120s")
-    deploy = kubectl.json("get", "deployment", "op-example-operator", "-n", "oci-fid")
+    helm.run("install", "op", chart, "--version", version, "--plain-http", "-n", ns, "--wait", "--timeout", "120s")
+    deploy = kubectl.json("get", "deployment", "op-example-operator", "-n", ns)
     assert deploy["status"]["availableReplicas"] == 1
-    assert [(r["name"], r["chart"], r["status"]) for r in helm.json("list", "-n", "oci-fid")] == [("op", "example-operator-0.1.0", "deployed")]
-    helm.run("upgrade", "op", chart, "--version", version, "--plain-http", "-n", "oci-fid", "--set", "replicaCount=3", "--wait", "--timeout", "120s")
-    assert kubectl.json("get", "deployment", "op-example-operator", "-n", "oci-fid")["status"]["availableReplicas"] == 3
-    helm.run("uninstall", "op", "-n", "oci-fid", "--wait", "--timeout", "120s")
-    assert kubectl.run("get", "deployment", "op-example-operator", "-n", "oci-fid", check=False).returncode != 0
+    assert [(r["name"], r["chart"], r["status"]) for r in helm.json("list", "-n", ns)] == [("op", "example-operator-0.1.0", "deployed")]
+    helm.run("upgrade", "op", chart, "--version", version, "--plain-http", "-n", ns, "--set", "replicaCount=3", "--wait", "--timeout", "120s")
+    assert kubectl.json("get", "deployment", "op-example-operator", "-n", ns)["status"]["availableReplicas"] == 3
+    helm.run("uninstall", "op", "-n", ns, "--wait", "--timeout", "120s")
+    assert kubectl.run("get", "deployment", "op-example-operator", "-n", ns, check=False).returncode != 0
 
 
-def test_real_oci_chart_with_its_recipe_namespace(helm, kubectl, registry):
-    """kai-scheduler v0.14.1 from its upstream OCI path, default values, --wait."""
+@pytest.mark.usefixtures("cluster_scoped_cleanup")
+def test_real_oci_chart_with_its_recipe_namespace(admin_helm, admin_kubectl, registry, new_namespace):
+    """kai-scheduler v0.14.1 from its upstream OCI path, default values, --wait (as admin: a third-party chart)."""
+    helm, kubectl = admin_helm, admin_kubectl
     local = registry.shared_refs["oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler:v0.14.1"]
     chart, version = local.rsplit(":", 1)
-    helm.run("install", "kai-scheduler", chart, "--version", version, "--plain-http", "-n", "kai-scheduler", "--create-namespace",
+    ns = new_namespace("kai-scheduler")
+    helm.run("install", "kai-scheduler", chart, "--version", version, "--plain-http", "-n", ns, "--create-namespace",
              "--wait", "--wait-for-jobs", "--timeout", "300s", timeout=900)
-    assert helm.json("status", "kai-scheduler", "-n", "kai-scheduler")["info"]["status"] == "deployed"
-    deployments = kubectl.json("get", "deployments", "-n", "kai-scheduler")["items"]
+    assert helm.json("status", "kai-scheduler", "-n", ns)["info"]["status"] == "deployed"
+    deployments = kubectl.json("get", "deployments", "-n", ns)["items"]
     assert deployments
     for deploy in deployments:
         assert deploy["status"].get("readyReplicas", 0) == deploy["spec"].get("replicas", 1), deploy["metadata"]["name"]
+    # the cluster is shared: the release goes (its cluster-scoped objects with it; its CRDs by the fixture)
+    helm.run("uninstall", "kai-scheduler", "-n", ns, "--wait", "--timeout", "300s", timeout=900)
+    assert helm.json("list", "-n", ns) == []

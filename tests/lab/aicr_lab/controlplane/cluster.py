@@ -314,6 +314,9 @@ class ControlPlane:  # pylint: disable=too-many-instance-attributes
             "--etcd-cafile", p / "ca.crt", "--etcd-certfile", p / "apiserver-etcd-client.crt", "--etcd-keyfile", p / "apiserver-etcd-client.key",
             "--tls-cert-file", p / "apiserver.crt", "--tls-private-key-file", p / "apiserver.key", "--client-ca-file", p / "ca.crt",
             "--authorization-mode", "Node,RBAC",
+            # as every kubeadm, kind or managed cluster: privileged containers are a matter of Pod Security
+            # admission, not refused outright (GPU/DRA/node agents of real charts are privileged DaemonSets)
+            "--allow-privileged=true",
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", p / "sa.pub", "--service-account-signing-key-file", p / "sa.key",
             "--service-cluster-ip-range", SERVICE_CIDR,

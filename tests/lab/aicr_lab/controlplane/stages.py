@@ -210,6 +210,19 @@ spec:
   next:
     statusTemplate: |
       {{ $now := Now }}
+      conditions:
+      - lastProbeTime: null
+        lastTransitionTime: {{ $now | Quote }}
+        message: 'containers with unready status: [{{ range .spec.containers }}{{ .name }} {{ end }}]'
+        reason: ContainersNotReady
+        status: "False"
+        type: Ready
+      - lastProbeTime: null
+        lastTransitionTime: {{ $now | Quote }}
+        message: 'containers with unready status: [{{ range .spec.containers }}{{ .name }} {{ end }}]'
+        reason: ContainersNotReady
+        status: "False"
+        type: ContainersReady
       containerStatuses:
       {{ range .spec.containers }}
       - image: {{ .image | Quote }}

@@ -141,7 +141,7 @@ def test_never_ready_and_fail_annotations(kube):
     assert failed["status"].get("failed") == 1
     _watch_until(kube.rest, "/apis/batch/v1/namespaces/%s/jobs" % ns, lambda j: j["metadata"]["name"] == "fine" and _condition(j, "Complete") == "True")
     pods = [p for p in kube.rest.get("/api/v1/namespaces/%s/pods" % ns)["items"] if p["metadata"]["name"].startswith("never-")]
-    assert pods and pods[0]["status"]["phase"] == "Running" and _condition(pods[0], "Ready") != "True"
+    assert pods and pods[0]["status"]["phase"] == "Running" and _condition(pods[0], "Ready") == "False"
     never = kube.rest.get("/apis/apps/v1/namespaces/%s/deployments/never" % ns)
     assert not (never.get("status") or {}).get("availableReplicas")
 
