@@ -5,9 +5,16 @@ collection taken from ``.build/collections`` (``make collection`` builds and ins
 it; this fixture does the same when it is missing, so ``pytest tests/integration``
 also works on its own). Modules run under this virtualenv's Python so they find
 ``kubernetes``, ``jsonschema`` and the other requirements.
+
+The cluster is the lab's real control plane (``aicr_lab.pytest_plugin``: ``kube`` is the
+session's cluster plus a fresh namespace per test). It is shared by every test of the session,
+so a test installs into its own namespace (``lab_support.example_catalog`` is the example catalog
+with that namespace as every component's default), names its stacks uniquely and removes what it
+created cluster-wide. Helpers the test modules import live in ``lab_support.py`` (a module of its
+own: ``from conftest import`` would find whichever conftest.py was imported first). The collection runs as the shipped least-privilege identities
+(``kube.kubeconfig_for("release")`` …); the admin kubeconfig is for set-up and inspection only.
 """
 
-import json
 import os
 import shutil
 import subprocess
@@ -20,6 +27,9 @@ import pytest
 import ansible_runner
 
 from aicr_lab.charts.pytest_fixture import start_chart_repo
+
+# tests/integration is on sys.path; dump and example_catalog are re-exported for modules still doing `from conftest import`
+from lab_support import FabricNodes, dump, example_catalog  # noqa: F401  # pylint: disable=import-error,unused-import
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO_ROOT / ".build" / "collections"
@@ -119,11 +129,6 @@ def run_playbook(installed_collection, tmp_path):
     return run
 
 
-def dump(obj):
-    """Pretty JSON for assertion messages."""
-    return json.dumps(obj, indent=2, sort_keys=True, default=str)[:6000]
-
-
 @pytest.fixture(scope="session")
 def scratch_dir():
     path = Path(tempfile.mkdtemp(prefix="aicr-it-"))
@@ -137,3 +142,11 @@ def example_repo(tmp_path_factory):
     server = start_chart_repo(tmp_path_factory.mktemp("example-charts"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def fabric_nodes(kube):
+    """Two fake nodes of the test's own backed by fabric machines (``lab_support.FabricNodes``), deleted afterwards."""
+    nodes = FabricNodes(kube)
+    yield nodes
+    nodes.close()

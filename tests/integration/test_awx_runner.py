@@ -5,6 +5,11 @@ included: AWX sends an optional question left blank as ""); the run is non-inter
 and the assertions read the job events and artifacts ansible-runner writes, as AWX
 does: status successful, each task's result, and no secret anywhere in the events or
 the artifacts.
+
+The cluster is the lab's real control plane; the job's credential is what an AWX
+"Kubernetes Bearer Token" credential gives: a ServiceAccount token, the ServiceAccount
+bound to the ClusterRoles the site identity has (the shipped aicr-runtime:release,
+:example-charts, :stack and :fabric), nothing more.
 """
 
 import json
@@ -15,7 +20,10 @@ import pytest
 import ansible_runner
 
 from aicr_lab.charts.pytest_fixture import start_chart_repo
-from aicr_emulators.kube.pytest_fixture import start_emulator
+from aicr_lab.controlplane import identities
+from aicr_lab.controlplane.cluster import write_kubeconfig
+
+from lab_support import example_catalog
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
@@ -24,13 +32,44 @@ EXAMPLE_REPOSITORY = "https://charts.aicr.example/examples"
 pytestmark = [pytest.mark.helm]
 
 
+class TokenCluster:  # pylint: disable=too-few-public-methods
+    """The session's cluster as a bearer-token identity: ``kubeconfig``, ``token``, ``namespace``, ``catalog``."""
+
+    def __init__(self, kube, directory):
+        self.kube = kube
+        self.namespace = kube.namespace
+        account = "awx-job"
+        rest = kube.rest
+        rest.create("/api/v1/namespaces/%s/serviceaccounts" % self.namespace,
+                    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}})
+        self.user = "system:serviceaccount:%s:%s" % (self.namespace, account)
+        self.bindings = []
+        for role in identities.IDENTITIES["site"]:
+            name = "aicr-lab:awx:%s:%s" % (self.namespace, role.split(":", 1)[-1])
+            rest.create("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": self.namespace}]})
+            self.bindings.append(name)
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+        self.token = rest.create("/api/v1/namespaces/%s/serviceaccounts/%s/token" % (self.namespace, account), request)["status"]["token"]
+        self.kubeconfig = write_kubeconfig(Path(directory) / "awx.kubeconfig", kube.server, kube.ca_file, {"token": self.token},
+                                           namespace=self.namespace)
+        self.catalog = example_catalog(directory, self.namespace)
+
+    def close(self):
+        for name in self.bindings:
+            self.kube.rest.delete("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/%s" % name)
+
+
 @pytest.fixture
-def cluster(tmp_path):
-    kube = start_emulator(tmp_path / "kube", default_ready_after=0.2)
+def cluster(kube, tmp_path):
+    token_cluster = TokenCluster(kube, tmp_path)
     charts = start_chart_repo(tmp_path)
-    yield kube, charts
+    yield token_cluster, charts
     charts.stop()
-    kube.stop()
+    token_cluster.close()
 
 
 def _job(private_dir, kube, charts, extravars):
@@ -41,7 +80,7 @@ def _job(private_dir, kube, charts, extravars):
                 "awx-cluster": {
                     "ansible_connection": "local",
                     "ansible_python_interpreter": str(BIN / "python"),
-                    "aicr_catalog": str(REPO / "examples" / "catalog"),
+                    "aicr_catalog": str(kube.catalog),
                     "aicr_criteria": {"service": "kind", "accelerator": "h100", "intent": "training"},
                     "aicr_kubeconfig": str(kube.kubeconfig),
                     "aicr_repository_mirrors": {EXAMPLE_REPOSITORY: charts.url},
@@ -78,13 +117,17 @@ def test_site_playbook_as_an_awx_job(installed_collection, cluster, tmp_path):
         # Survey integers arrive as text.
         "cluster_runtime_concurrency": "3",
         "cluster_runtime_helm_binary": str(BIN / "helm"),
+        # the shared cluster: the stack's Lease and inventory in the job's namespace
+        "cluster_runtime_lease_namespace": kube.namespace,
     }
+    mark = kube.kube.audit_mark()
     first = _job(tmp_path / "job1", kube, charts, survey_answers)
     assert first.status == "successful", first.stdout.read()[-4000:]
     assert first.rc == 0
     deploy = _task_results(first, "Resolve the cluster's recipe and deploy its components in dependency order")
     assert len(deploy) == 1 and deploy[0]["changed"] is True
     assert {c["phase"] for c in deploy[0]["components"]} == {"Ready"}
+    assert kube.kube.audit(since=mark, user=kube.user, mutating=True, namespace=kube.namespace), "the job deployed as the token's ServiceAccount"
 
     # The same job again: a converged cluster reports no change (what AWX shows as a green, unchanged job).
     second = _job(tmp_path / "job2", kube, charts, survey_answers)
@@ -102,7 +145,7 @@ def test_site_playbook_as_an_awx_job(installed_collection, cluster, tmp_path):
 
 def test_bad_survey_answer_fails_with_a_clear_message(installed_collection, cluster, tmp_path):
     kube, charts = cluster
-    runner = _job(tmp_path / "job", kube, charts, {"cluster_runtime_state": "sideways"})
+    runner = _job(tmp_path / "job", kube, charts, {"cluster_runtime_state": "sideways", "cluster_runtime_lease_namespace": kube.namespace})
     assert runner.status == "failed"
     failures = [e["event_data"]["res"] for e in runner.events if e["event"] == "runner_on_failed"]
     assert failures, "the job should fail on an invalid choice"

@@ -1,6 +1,8 @@
-"""The chart_api role through playbooks/publish_chart_api.yml (installed collection) against the Kubernetes API emulator:
-publish example-operator's values as a CRD, re-run without writes, refuse a breaking chart update with its findings named,
-apply it with chart_api_allow_breaking, and custom resources whose .spec.values follow the published schema validate."""
+"""The chart_api role through playbooks/publish_chart_api.yml (installed collection) against the lab's real control plane,
+as the least-privilege identity ``crd-publisher`` (the shipped aicr-runtime:crd-publisher ClusterRole): publish
+example-operator's values as a CRD, re-run without writes, refuse a breaking chart update with its findings named,
+apply it with chart_api_allow_breaking, and custom resources whose .spec.values follow the published schema are
+validated (and pruned) by the real API server."""
 
 import shutil
 import time
@@ -12,19 +14,25 @@ import yaml
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
 from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import ClusterError, KubeCluster
 
+from lab_support import wait_until
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_NAME = "exampleoperators.example-operator.bundles.aicr.io"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + CRD_NAME
-CR_PATH = "/apis/example-operator.bundles.aicr.io/v1alpha1/namespaces/default/exampleoperators"
 INVENTORY = {"clusters": {"hosts": {"lab": {"ansible_connection": "local"}}}}
+IDENTITY = "crd-publisher"
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
-    pytest_fixture = pytest.importorskip("aicr_emulators.kube.pytest_fixture")
-    handle = pytest_fixture.start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    yield handle
-    handle.stop()
+@pytest.fixture
+def emulator(kube):
+    """The session's cluster with no CRD of this name (cluster-scoped: removed before and after the test)."""
+    def gone():
+        if kube.get(CRD_PATH):
+            kube.rest.delete(CRD_PATH)
+            wait_until(lambda: kube.get(CRD_PATH) is None, 60, "CRD %s to be deleted" % CRD_NAME)
+    gone()
+    yield kube
+    gone()
 
 
 @pytest.fixture
@@ -36,30 +44,36 @@ def chart(tmp_path):
 
 
 def publish(run_playbook, installed_collection, emulator, chart, check=False, diff=False, **extra):
-    extravars = dict(chart_api_chart=str(chart), chart_api_kubeconfig=emulator.kubeconfig, chart_api_wait_sleep=0.1, **extra)
+    extravars = dict(chart_api_chart=str(chart), chart_api_kubeconfig=emulator.kubeconfig_for(IDENTITY), chart_api_wait_sleep=0.1, **extra)
     return run_playbook(str(installed_collection / "playbooks" / "publish_chart_api.yml"), extravars=extravars, inventory=INVENTORY,
                         check=check, diff=diff)
 
 
 def writes(emulator, mark):
-    return [(e["verb"], e["path"]) for e in emulator.control.audit(since=mark, mutating=True) if "dryRun=All" not in (e.get("query") or "")]
+    """What the role (as crd-publisher) wrote after ``mark``, server-side dry runs left out."""
+    return [(e["verb"], e["path"]) for e in emulator.audit(since=mark, mutating=True, user=emulator.user(IDENTITY))
+            if "dryRun=All" not in (e.get("query") or "")]
 
 
 def values_properties(crd):
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["values"]["properties"]
 
 
-def custom_resource(name, values):
-    return {"apiVersion": "example-operator.bundles.aicr.io/v1alpha1", "kind": "ExampleOperator", "metadata": {"name": name, "namespace": "default"},
+def custom_resource(name, values, namespace):
+    return {"apiVersion": "example-operator.bundles.aicr.io/v1alpha1", "kind": "ExampleOperator", "metadata": {"name": name, "namespace": namespace},
             "spec": {"version": "0.1.0", "values": values}}
 
 
-def create_cr(cluster, name, values, timeout=10):
+def cr_path(namespace):
+    return "/apis/example-operator.bundles.aicr.io/v1alpha1/namespaces/%s/exampleoperators" % namespace
+
+
+def create_cr(cluster, name, values, namespace, timeout=30):
     """POST a custom resource; an updated schema is served shortly after the CRD update (422 retried meanwhile)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return cluster.request("POST", CR_PATH, body=custom_resource(name, values))
+            return cluster.request("POST", cr_path(namespace), body=custom_resource(name, values, namespace))
         except ClusterError as exc:
             if exc.status != 422 or time.monotonic() > deadline:
                 raise
@@ -67,15 +81,17 @@ def create_cr(cluster, name, values, timeout=10):
 
 
 def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, emulator, chart):
-    cluster = KubeCluster(build_api_client(emulator.kubeconfig))
+    cluster = KubeCluster(build_api_client(emulator.kubeconfig))  # the lab's admin: set-up and inspection
+    namespace = emulator.namespace
 
     # check mode on a cluster without the CRD: planned, nothing written
-    mark = emulator.control.audit_mark()
+    mark = emulator.audit_mark()
     planned = publish(run_playbook, installed_collection, emulator, chart, check=True, diff=True)
     assert planned.rc == 0, planned.stdout[-4000:]
     applied = planned.result("Apply the CRD and wait until it is Established")
     assert applied["changed"] is True and applied["action"] == "create" and applied["diff"]["before"] == {}
-    assert writes(emulator, mark) == [] and cluster.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"] == []
+    assert writes(emulator, mark) == [] and CRD_NAME not in [
+        c["metadata"]["name"] for c in cluster.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]]
 
     first = publish(run_playbook, installed_collection, emulator, chart)
     assert first.rc == 0, first.stdout[-4000:]
@@ -91,13 +107,13 @@ def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, 
     assert first.changed_tasks == ["Apply the CRD and wait until it is Established"]
 
     chart_values = yaml.safe_load((chart / "values.yaml").read_text())
-    created = create_cr(cluster, "defaults", chart_values)
+    created = create_cr(cluster, "defaults", chart_values, namespace)
     assert created["spec"]["values"] == chart_values
     with pytest.raises(ClusterError) as rejected:
-        cluster.request("POST", CR_PATH, body=custom_resource("bad", {"replicaCount": "two"}))
+        cluster.request("POST", cr_path(namespace), body=custom_resource("bad", {"replicaCount": "two"}, namespace))
     assert rejected.value.status == 422 and "spec.values.replicaCount" in rejected.value.msg
 
-    mark = emulator.control.audit_mark()
+    mark = emulator.audit_mark()
     second = publish(run_playbook, installed_collection, emulator, chart)
     assert second.rc == 0, second.stdout[-4000:]
     assert second.changed_tasks == []
@@ -110,7 +126,7 @@ def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, 
     text = (chart / "values.yaml").read_text()
     text = text.replace("# -- Log verbosity (0-5).\nlogLevel: 2\n", "").replace("replicaCount: 1", "replicaCount: \"1\"")
     (chart / "values.yaml").write_text(text)
-    mark = emulator.control.audit_mark()
+    mark = emulator.audit_mark()
     refused = publish(run_playbook, installed_collection, emulator, chart)
     assert refused.rc != 0
     assert refused.failed_tasks == ["Refuse breaking changes to the live CRD"]
@@ -136,9 +152,9 @@ def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, 
 
     new_values = yaml.safe_load(text)
     assert new_values["replicaCount"] == "1"
-    created = create_cr(cluster, "updated", new_values)
+    created = create_cr(cluster, "updated", new_values, namespace)
     assert created["spec"]["values"] == new_values
-    pruned = cluster.request("POST", CR_PATH, body=custom_resource("pruned", dict(new_values, logLevel=4)))
+    pruned = cluster.request("POST", cr_path(namespace), body=custom_resource("pruned", dict(new_values, logLevel=4), namespace))
     assert "logLevel" not in pruned["spec"]["values"]
 
     # the role removes what it published

@@ -30,7 +30,7 @@ import yaml
 from aicr_lab import pki
 from aicr_lab.controlplane.cluster import write_kubeconfig
 
-from conftest import dump, example_catalog
+from lab_support import dump, example_catalog
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"

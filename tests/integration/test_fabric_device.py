@@ -1,10 +1,15 @@
-"""fabric_device through ansible-playbook against the fabric simulator (and the Kubernetes emulator when present)."""
+"""fabric_device through ansible-playbook against the fabric simulator and, for the node-level tests, the lab's real
+control plane: the module and the composable_gpu role run as the least-privilege identity ``fabric`` (the shipped
+aicr-runtime:fabric and aicr-runtime:stack ClusterRoles), on fake nodes of the test's own whose providerIDs name the
+simulator's machines; the simulator patches their nvidia.com/gpu capacity as a device plugin would."""
 
 import json
 
 import pytest
 
 from aicr_lab.fabric.pytest_fixture import start_simulator
+
+from lab_support import grant_secret_read, wait_for_default_service_account
 
 TASK = "Converge fabric devices"
 
@@ -119,69 +124,70 @@ def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):
     assert len(sim.control.requests(op="attach")) == 1
 
 
-@pytest.fixture(scope="module")
-def wired(tmp_path_factory):
-    """A Kubernetes emulator whose nodes carry fsas-cdi:// providerIDs, and a simulator updating their GPU count."""
-    from aicr_emulators.kube.pytest_fixture import start_emulator  # pylint: disable=import-outside-toplevel
-    from aicr_lab.fabric.state import Fabric  # pylint: disable=import-outside-toplevel
+IDENTITY = "fabric"
+CREDENTIALS = "fti-credentials"
 
-    machines = list(Fabric(machines=2).machines)
-    nodes = [{"name": "node-%d" % i, "providerID": "fsas-cdi://%s" % m, "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110", "nvidia.com/gpu": "0"}}
-             for i, m in enumerate(machines)]
-    base = tmp_path_factory.mktemp("wired")
-    kube = start_emulator(base / "kube", nodes=nodes)
-    sim = start_simulator(base / "sim", machines=2, kubeconfig=kube.kubeconfig)
-    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
-    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
 
-    core = k8s_client.CoreV1Api(k8s_config.new_client_from_config(config_file=kube.kubeconfig))
-    core.create_namespaced_secret("default", {"metadata": {"name": "fti-credentials"}, "stringData": sim.credentials})
-    yield kube, sim
-    sim.stop()
-    kube.stop()
+@pytest.fixture
+def wired(kube, fabric_nodes, tmp_path):
+    """The fabric simulator over two fake nodes of this test's own, its credentials in a Secret of the test's namespace.
+
+    Reading that Secret is the one thing the module needs beyond the identity's cluster-wide roles: the shipped
+    aicr-runtime:fabric-credentials ClusterRole, bound by a RoleBinding in the Secret's namespace only."""
+    sim = fabric_nodes.simulator(tmp_path / "sim")
+    kube.rest.create("/api/v1/namespaces/%s/secrets" % kube.namespace,
+                     {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": CREDENTIALS}, "stringData": sim.credentials})
+    grant_secret_read(kube, IDENTITY, kube.namespace)
+    wait_for_default_service_account(kube, kube.namespace)
+    return kube, sim, fabric_nodes
 
 
 def _wired_options(sim, kube, **extra):
     state = sim.control.state()
     options = dict(provider="fti_fm", endpoint=sim.endpoint, tenant_id=state["tenant_id"], ca_path=sim.ca_path, timeout=5, poll_interval=0.1,
-                   kubeconfig=kube.kubeconfig, credentials_secret={"name": "fti-credentials", "namespace": "default"}, model="A100")
+                   kubeconfig=kube.kubeconfig_for(IDENTITY), credentials_secret={"name": CREDENTIALS, "namespace": kube.namespace}, model="A100")
     options.update(extra)
     return options
 
 
-def test_node_attach_verify_visible_and_drain_check(run_playbook, wired):
-    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
-    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
+def _pod(kube, name, node, gpus=1):
+    """A pod bound to ``node`` using GPUs (created as admin: set-up, not the code under test)."""
+    return kube.rest.create("/api/v1/namespaces/%s/pods" % kube.namespace, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "trainer",
+                                                                       "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}})
 
-    kube, sim = wired
-    sim.control.reset(machines=2)
-    api = k8s_config.new_client_from_config(config_file=kube.kubeconfig)
-    core = k8s_client.CoreV1Api(api)
+
+def _allocatable_gpus(kube, node):
+    return kube.rest.get("/api/v1/nodes/%s" % node)["status"]["allocatable"].get("nvidia.com/gpu")
+
+
+def test_node_attach_verify_visible_and_drain_check(run_playbook, wired):
+    kube, sim, nodes = wired
+    node0 = nodes.names[0]
     creds = sim.credentials
 
-    result = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=2, verify_visible=True))
+    result = _run(run_playbook, _wired_options(sim, kube, node=node0, count=2, verify_visible=True))
     assert result["changed"] is True and len(result["attached"]) == 2, dump(result)
-    assert all(d["node"] == "node-0" for d in result["devices"])
-    assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "2"
+    assert all(d["node"] == node0 for d in result["devices"])
+    assert _allocatable_gpus(kube, node0) == "2"
     assert creds["password"] not in dump(result)
 
-    core.create_namespaced_pod("default", {"metadata": {"name": "trainer"}, "spec": {"nodeName": "node-0", "containers": [
-        {"name": "c", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
-    refused = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=1), expect_failure=True)
-    assert "pods on node node-0 request nvidia.com/gpu: default/trainer" in refused["msg"], dump(refused)
-    assert len(sim.control.devices("node-0")) == 2
+    _pod(kube, "trainer", node0)
+    refused = _run(run_playbook, _wired_options(sim, kube, node=node0, count=1), expect_failure=True)
+    assert "pods on node %s request nvidia.com/gpu: %s/trainer" % (node0, kube.namespace) in refused["msg"], dump(refused)
+    assert len(sim.control.devices(node0)) == 2
 
-    forced = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=1, force_detach=True))
+    forced = _run(run_playbook, _wired_options(sim, kube, node=node0, count=1, force_detach=True))
     assert len(forced["detached"]) == 1
-    assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "1"
+    assert _allocatable_gpus(kube, node0) == "1"
 
     sim.control.clear_requests()
-    again = _run(run_playbook, _wired_options(sim, kube, node="node-0", count=1, verify_visible=True))
+    again = _run(run_playbook, _wired_options(sim, kube, node=node0, count=1, verify_visible=True))
     assert again["changed"] is False and sim.control.requests(mutating=True) == []
 
 
 def test_unknown_node_fails_with_the_reason(run_playbook, wired):
-    kube, sim = wired
+    kube, sim, _nodes = wired
     result = _run(run_playbook, _wired_options(sim, kube, node="ghost", count=1, credentials_secret=None, **sim.credentials), expect_failure=True)
     assert "node: ghost does not exist in the cluster" in result["msg"], dump(result)
 
@@ -189,11 +195,12 @@ def test_unknown_node_fails_with_the_reason(run_playbook, wired):
 ROLE_TASK = "Converge the fabric devices of every node"
 
 
-def _role(run_playbook, sim, kube, expect_failure=False, **variables):
+def _role(run_playbook, sim, kube, nodes, expect_failure=False, **variables):
     state = sim.control.state()
     extravars = {"composable_gpu_endpoint": sim.endpoint, "composable_gpu_tenant_id": state["tenant_id"], "composable_gpu_ca_path": sim.ca_path,
-                 "composable_gpu_kubeconfig": kube.kubeconfig, "composable_gpu_poll_interval": 1, "composable_gpu_nodes": ["node-0", "node-1"],
-                 "composable_gpu_credentials_secret": {"name": "fti-credentials", "namespace": "default"}}
+                 "composable_gpu_kubeconfig": kube.kubeconfig_for(IDENTITY), "composable_gpu_poll_interval": 1,
+                 "composable_gpu_nodes": list(nodes.names),
+                 "composable_gpu_credentials_secret": {"name": CREDENTIALS, "namespace": kube.namespace}}
     extravars.update(("composable_gpu_" + k, v) for k, v in variables.items())
     run = run_playbook("fabric_role.yml", extravars=extravars)
     if expect_failure:
@@ -208,33 +215,33 @@ def _models(sim, node):
 
 
 def test_role_spreads_requests_scales_down_and_detaches(run_playbook, wired):
-    kube, sim = wired
-    sim.control.reset(machines=2)
-    requests = [{"name": "train", "model": "A100", "size": 2, "allocation_policy": "samenode", "target_node": "node-1"},
+    kube, sim, nodes = wired
+    node0, node1 = nodes.names
+    requests = [{"name": "train", "model": "A100", "size": 2, "allocation_policy": "samenode", "target_node": node1},
                 {"name": "serve", "model": "H100", "size": 2, "allocation_policy": "differentnode"}]
-    run = _role(run_playbook, sim, kube, requests=requests)
+    run = _role(run_playbook, sim, kube, nodes, requests=requests)
     result = run.result(ROLE_TASK)
     assert result["changed"] is True and len(result["attached"]) == 4, dump(result)
-    assert _models(sim, "node-0") == ["H100"] and _models(sim, "node-1") == ["A100", "A100", "H100"]
+    assert _models(sim, node0) == ["H100"] and _models(sim, node1) == ["A100", "A100", "H100"]
 
     sim.control.clear_requests()
-    again = _role(run_playbook, sim, kube, requests=requests).result(ROLE_TASK)
+    again = _role(run_playbook, sim, kube, nodes, requests=requests).result(ROLE_TASK)
     assert again["changed"] is False and sim.control.requests(mutating=True) == []
 
     smaller = [dict(requests[0], size=1), dict(requests[1], size=1)]
-    down = _role(run_playbook, sim, kube, requests=smaller, force_detach=True).result(ROLE_TASK)
+    down = _role(run_playbook, sim, kube, nodes, requests=smaller, force_detach=True).result(ROLE_TASK)
     assert len(down["detached"]) == 2, dump(down)
-    assert _models(sim, "node-0") == ["H100"] and _models(sim, "node-1") == ["A100"]
+    assert _models(sim, node0) == ["H100"] and _models(sim, node1) == ["A100"]
 
-    gone = _role(run_playbook, sim, kube, requests=smaller, state="absent", force_detach=True).result(ROLE_TASK)
+    gone = _role(run_playbook, sim, kube, nodes, requests=smaller, state="absent", force_detach=True).result(ROLE_TASK)
     assert len(gone["detached"]) == 2
-    assert sim.control.devices("node-0") == [] and sim.control.devices("node-1") == []
+    assert sim.control.devices(node0) == [] and sim.control.devices(node1) == []
 
 
 def test_role_rejects_impossible_placement(run_playbook, wired):
-    kube, sim = wired
-    sim.control.reset(machines=2)
-    run = _role(run_playbook, sim, kube, expect_failure=True, requests=[{"name": "wide", "model": "A100", "size": 3, "allocation_policy": "differentnode"}])
+    kube, sim, nodes = wired
+    run = _role(run_playbook, sim, kube, nodes, expect_failure=True,
+                requests=[{"name": "wide", "model": "A100", "size": 3, "allocation_policy": "differentnode"}])
     assert "request wide: differentnode needs 3 nodes, 2 managed" in run.stdout, run.stdout[-3000:]
     assert sim.control.requests(mutating=True) == []
 
@@ -265,66 +272,62 @@ def test_check_mode_on_cluster_manager_plans_detach_by_id(run_playbook, sim, fab
 
 
 def test_role_prunes_devices_no_longer_requested_with_the_drain_check(run_playbook, wired):
-    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
-    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
-
-    kube, sim = wired
-    sim.control.reset(machines=2)
-    core = k8s_client.CoreV1Api(k8s_config.new_client_from_config(config_file=kube.kubeconfig))
-    requests = [{"name": "train", "model": "A100", "size": 2, "target_node": "node-1"}]
-    held = [{"node": "node-1", "type": "gpu", "model": "A100"}]
-    _role(run_playbook, sim, kube, requests=requests)
-    assert _models(sim, "node-1") == ["A100", "A100"]
+    kube, sim, nodes = wired
+    node1 = nodes.names[1]
+    requests = [{"name": "train", "model": "A100", "size": 2, "target_node": node1}]
+    held = [{"node": node1, "type": "gpu", "model": "A100"}]
+    _role(run_playbook, sim, kube, nodes, requests=requests)
+    assert _models(sim, node1) == ["A100", "A100"]
     # A held node/type/model that is still requested is left to the request.
     sim.control.clear_requests()
-    same = _role(run_playbook, sim, kube, requests=requests, prune=held).result(ROLE_TASK)
+    same = _role(run_playbook, sim, kube, nodes, requests=requests, prune=held).result(ROLE_TASK)
     assert same["changed"] is False and sim.control.requests(mutating=True) == []
 
     # No request any more: the held devices go to zero, but not while a pod uses GPUs on the node.
-    core.create_namespaced_pod("default", {"metadata": {"name": "prune-user"}, "spec": {"nodeName": "node-1", "containers": [
-        {"name": "c", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+    _pod(kube, "prune-user", node1)
     try:
-        refused = _role(run_playbook, sim, kube, expect_failure=True, requests=[], prune=held)
-        assert "pods on node node-1 request nvidia.com/gpu: default/prune-user" in refused.stdout, refused.stdout[-3000:]
-        assert len(sim.control.devices("node-1")) == 2
+        refused = _role(run_playbook, sim, kube, nodes, expect_failure=True, requests=[], prune=held)
+        assert "pods on node %s request nvidia.com/gpu: %s/prune-user" % (node1, kube.namespace) in refused.stdout, refused.stdout[-3000:]
+        assert len(sim.control.devices(node1)) == 2
     finally:
-        core.delete_namespaced_pod("prune-user", "default")
-    gone = _role(run_playbook, sim, kube, requests=[], prune=held).result(ROLE_TASK)
-    assert len(gone["detached"]) == 2 and sim.control.devices("node-1") == [], dump(gone)
-    assert [(m["node"], m["model"], m["count"]) for m in gone["invocation"]["module_args"]["machines"]] == [("node-1", "A100", 0)]
+        # gone at once (no kubelet to wait for): the next run must not see it
+        kube.rest.delete("/api/v1/namespaces/%s/pods/prune-user" % kube.namespace, gracePeriodSeconds=0)
+    gone = _role(run_playbook, sim, kube, nodes, requests=[], prune=held).result(ROLE_TASK)
+    assert len(gone["detached"]) == 2 and sim.control.devices(node1) == [], dump(gone)
+    assert [(m["node"], m["model"], m["count"]) for m in gone["invocation"]["module_args"]["machines"]] == [(node1, "A100", 0)]
 
-    bad = _role(run_playbook, sim, kube, expect_failure=True, requests=[], prune=[{"node": "node-1", "model": ""}])
+    bad = _role(run_playbook, sim, kube, nodes, expect_failure=True, requests=[], prune=[{"node": node1, "model": ""}])
     assert "composable_gpu_prune[0]: node and model are required" in bad.stdout, bad.stdout[-3000:]
 
 
 def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
-    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
-    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
-
-    kube, sim = wired
-    sim.control.reset(machines=2)
-    core = k8s_client.CoreV1Api(k8s_config.new_client_from_config(config_file=kube.kubeconfig))
-    core.create_namespaced_config_map("default", {"metadata": {"name": "aicr-stack-lab", "labels": {"runtime.aicr.io/stack": "lab"}},
-                                                  "data": {"spec": "{}", "status": json.dumps({"phase": "Attaching"}), "generation": "1"}})
+    kube, sim, nodes = wired
+    node1 = nodes.names[1]
+    configmaps = "/api/v1/namespaces/%s/configmaps" % kube.namespace
+    kube.rest.create(configmaps, {"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "aicr-stack-lab", "labels": {"runtime.aicr.io/stack": "lab"}},
+                                  "data": {"spec": "{}", "status": json.dumps({"phase": "Attaching"}), "generation": "1"}})
 
     def status():
-        return json.loads(core.read_namespaced_config_map("aicr-stack-lab", "default").data["status"])
+        return json.loads(kube.rest.get(configmaps + "/aicr-stack-lab")["data"]["status"])
 
-    live = {"status_stack": "lab", "status_backend": "configmap", "status_namespace": "default", "force_detach": True}
-    requests = [{"name": "train", "model": "A100", "size": 2, "target_node": "node-1"}]
-    up = _role(run_playbook, sim, kube, requests=requests, **live).result(ROLE_TASK)
+    live = {"status_stack": "lab", "status_backend": "configmap", "status_namespace": kube.namespace, "force_detach": True}
+    requests = [{"name": "train", "model": "A100", "size": 2, "target_node": node1}]
+    up = _role(run_playbook, sim, kube, nodes, requests=requests, **live).result(ROLE_TASK)
     assert up["live_status"]["transitions"] == 2 and up["live_status"]["backend"] == "configmap", dump(up)
     now = status()
-    assert sorted(d["resUUID"] for d in now["devices"]) == sorted(d["res_uuid"] for d in sim.control.devices("node-1"))
+    assert sorted(d["resUUID"] for d in now["devices"]) == sorted(d["res_uuid"] for d in sim.control.devices(node1))
     assert [h["type"] for h in now["history"]] == ["DeviceAttached", "DeviceAttached"] and now["phase"] == "Attaching"
 
     # Nothing to do: no transition, no write.
-    version = core.read_namespaced_config_map("aicr-stack-lab", "default").metadata.resource_version
-    again = _role(run_playbook, sim, kube, requests=requests, **live).result(ROLE_TASK)
+    version = kube.rest.get(configmaps + "/aicr-stack-lab")["metadata"]["resourceVersion"]
+    mark = kube.audit_mark()
+    again = _role(run_playbook, sim, kube, nodes, requests=requests, **live).result(ROLE_TASK)
     assert again["changed"] is False and again["live_status"]["transitions"] == again["live_status"]["writes"] == 0
-    assert core.read_namespaced_config_map("aicr-stack-lab", "default").metadata.resource_version == version
+    assert kube.rest.get(configmaps + "/aicr-stack-lab")["metadata"]["resourceVersion"] == version
+    assert kube.audit(since=mark, mutating=True, user=kube.user(IDENTITY)) == []
 
-    down = _role(run_playbook, sim, kube, requests=[dict(requests[0], size=0)], **live).result(ROLE_TASK)
+    down = _role(run_playbook, sim, kube, nodes, requests=[dict(requests[0], size=0)], **live).result(ROLE_TASK)
     assert down["live_status"]["transitions"] == 2
     now = status()
     assert now["devices"] == [] and [h["type"] for h in now["history"]][-2:] == ["DeviceDetached", "DeviceDetached"]
@@ -332,6 +335,6 @@ def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
     # A stack that does not exist: a warning, the fabric run itself goes on.
     ghost = dict(live)
     ghost["status_stack"] = "ghost"
-    other = _role(run_playbook, sim, kube, requests=requests, **ghost).result(ROLE_TASK)
+    other = _role(run_playbook, sim, kube, nodes, requests=requests, **ghost).result(ROLE_TASK)
     assert len(other["attached"]) == 2 and "live_status" not in other
     assert any("live status disabled" in w for w in other["fabric_warnings"]), dump(other)

@@ -1,6 +1,7 @@
 """values_schema module and lookup driven through ansible-playbook against the installed collection, and the
-acceptance on the Kubernetes API emulator: every corpus chart's CRD is accepted, and a custom resource whose
-.spec.values are the chart's values reads back unchanged (nothing pruned); compare reads a live CRD by name."""
+acceptance on the lab's real kube-apiserver: every corpus chart's CRD is accepted (structural schema validation,
+the real one), and a custom resource whose .spec.values are the chart's values reads back unchanged (nothing
+pruned); compare reads a live CRD by name, as the least-privilege identity crd-publisher."""
 
 import functools
 import http.server
@@ -17,6 +18,8 @@ import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
 from ansible_collections.aicr.runtime.plugins.module_utils.schema import crd, engine, infer
+
+from lab_support import wait_until
 
 
 def _run(run_playbook, shared_dir, tmp_path, check=False, diff=False):
@@ -97,22 +100,48 @@ def _drop(values, spec):
     return values
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
-    pytest_fixture = pytest.importorskip("aicr_emulators.kube.pytest_fixture")
-    handle = pytest_fixture.start_emulator(tmp_path_factory.mktemp("kube"), in_process=True)
-    yield handle
-    handle.stop()
+IDENTITY = "crd-publisher"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 
 
-def _wait_established(api, name, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+@pytest.fixture
+def emulator(kube):
+    """The session's cluster; the CRDs a test creates (cluster-scoped) are deleted afterwards (``kube.created_crds``)."""
+    created = []
+    kube.created_crds = created
+    yield kube
+    for name in created:
+        if kube.get(CRDS + name):
+            kube.rest.delete(CRDS + name)
+
+
+def _create_crd(emulator, ext, doc):
+    """Create a CRD (as admin: set-up), remembered for deletion; a leftover of an earlier run is replaced first."""
+    name = doc["metadata"]["name"]
+    if emulator.get(CRDS + name):
+        emulator.rest.delete(CRDS + name)
+        wait_until(lambda: emulator.get(CRDS + name) is None, 60, "CRD %s to be deleted" % name)
+    emulator.created_crds.append(name)
+    ext.create_custom_resource_definition(body=doc)
+
+
+def _wait_established(api, name, timeout=60):
+    def established():
         conditions = (api.read_custom_resource_definition(name).status.conditions or [])
-        if any(c.type == "Established" and c.status == "True" for c in conditions):
-            return
-        time.sleep(0.1)
-    raise AssertionError("CRD %s not Established" % name)
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+    wait_until(established, timeout, "CRD %s Established" % name)
+
+
+def _retry_until_served(create, timeout=60):
+    """A CRD just Established may not be served by every handler yet: a 404 on the first create is retried."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return create()
+        except kubernetes.client.exceptions.ApiException as exc:
+            if exc.status != 404 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def test_corpus_crds_accepted_and_values_round_trip(emulator, shared_dir):
@@ -126,14 +155,16 @@ def test_corpus_crds_accepted_and_values_round_trip(emulator, shared_dir):
         name = yaml.safe_load((chart / "Chart.yaml").read_text())["name"]
         # several corpus charts share a chart name: one kind per corpus entry
         doc, _dropped = crd.build_crd(infer.infer_text(text, chart.name), chart.name)
-        ext.create_custom_resource_definition(body=doc)
+        _create_crd(emulator, ext, doc)
         _wait_established(ext, doc["metadata"]["name"])
         values = infer.load_values(text)
         spec = doc["spec"]
         body = {"apiVersion": "%s/%s" % (spec["group"], spec["versions"][0]["name"]), "kind": spec["names"]["kind"],
                 "metadata": {"name": name[:50]}, "spec": {"version": "1.0.0", "values": values}}
-        objects.create_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], "default", spec["names"]["plural"], body)
-        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], "default", spec["names"]["plural"], name[:50])
+        create = functools.partial(objects.create_namespaced_custom_object, spec["group"], spec["versions"][0]["name"], emulator.namespace,
+                                   spec["names"]["plural"], body)
+        _retry_until_served(create)
+        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], emulator.namespace, spec["names"]["plural"], name[:50])
         expected = _drop(infer.load_values(text), PRUNED_BY_DESIGN.get(chart.name, {}))
         assert back["spec"]["values"] == expected, chart.name
 
@@ -145,12 +176,12 @@ def test_compare_with_live_crd_by_name(emulator, shared_dir, tmp_path):
     ext = kubernetes.client.ApiextensionsV1Api(client)
     live = engine.run({"values_files": [original], "output": "crd", "name": "juicepair"})[0]["crd"]
     missing, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                   "kubeconfig": emulator.kubeconfig})
+                                   "kubeconfig": emulator.kubeconfig_for(IDENTITY)})
     assert failure is None and missing["old_found"] is False and missing["findings"] == []
-    ext.create_custom_resource_definition(body=live)
+    _create_crd(emulator, ext, live)
     _wait_established(ext, live["metadata"]["name"])
     result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                  "kubeconfig": emulator.kubeconfig})
+                                  "kubeconfig": emulator.kubeconfig_for(IDENTITY)})
     assert result["old_found"] is True
     assert ("existingFieldRemoval", "^.spec.values.removedKey") in set((f["rule"], f["path"]) for f in result["findings"])
     assert failure.startswith("breaking changes from juicepairs.juicepair.bundles.aicr.io: 5 breaking change(s)")
@@ -162,10 +193,10 @@ def test_module_compares_with_live_crd(run_playbook, emulator, shared_dir):
     client = build_api_client(emulator.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
     live = engine.run({"values_files": [original], "output": "crd", "name": "juicelive"})[0]["crd"]
-    ext.create_custom_resource_definition(body=live)
+    _create_crd(emulator, ext, live)
     _wait_established(ext, live["metadata"]["name"])
     run = run_playbook("values_schema_live.yml", extravars={
-        "kubeconfig": emulator.kubeconfig, "crd_name": live["metadata"]["name"], "same": original, "changed": updated, "name": "juicelive"})
+        "kubeconfig": emulator.kubeconfig_for(IDENTITY), "crd_name": live["metadata"]["name"], "same": original, "changed": updated, "name": "juicelive"})
     assert "Traceback" not in run.stdout
     same = run.result("Compare an unchanged chart with the live CRD")
     assert same["findings"] == [] and same["old_found"] is True and same["changed"] is False

@@ -344,7 +344,9 @@ class HelmRunner(object):
             self._remember_version(identity, out.strip())
 
     def upgrade_argv(self, release, namespace, chart_ref, repo, version, values_file, labels, extra_flags=None, atomic=False, timeout=None):
-        argv = ["upgrade", release, chart_ref, "--install", "--namespace", namespace, "--create-namespace", "--values", values_file, "--output", "json"]
+        # no --create-namespace: the engine creates a missing namespace itself (helm 4 would server-side apply it, which
+        # needs `patch` on namespaces; a plain create is all the shipped RBAC grants)
+        argv = ["upgrade", release, chart_ref, "--install", "--namespace", namespace, "--values", values_file, "--output", "json"]
         if repo:
             argv += ["--repo", repo]
         if version and not chart_ref.startswith("/"):

@@ -72,7 +72,10 @@ class Rest:
                 response = self._conn.getresponse()
                 raw = response.read()
                 break
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest):
+            # a keep-alive connection the API server closed while idle (its IdleTimeout): over TLS that can surface
+            # as an EOF without close_notify (SSLEOFError) instead of RemoteDisconnected; reconnect once
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.CannotSendRequest,
+                    ssl.SSLEOFError, ssl.SSLZeroReturnError):
                 self.close()
                 if attempt:
                     raise

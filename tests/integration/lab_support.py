@@ -1,0 +1,138 @@
+"""Helpers of the integration suites for the lab's shared control plane (imported by the test modules).
+
+A module of its own rather than conftest.py: several conftest.py files exist in the tree and ``from conftest
+import ...`` gets whichever was imported first.
+"""
+
+import json
+import re
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+from aicr_lab.controlplane.cluster import node_object
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_CATALOG = REPO_ROOT / "examples" / "catalog"
+
+
+def dump(obj):
+    """Pretty JSON for assertion messages."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=str)[:6000]
+
+
+def example_catalog(directory, namespace):
+    """A copy of the example catalog (in ``directory``) whose components install into ``namespace``.
+
+    The example registry puts every component in ``aicr-demo``; on the shared cluster each test
+    deploys into a namespace of its own instead (what the catalog says, not an override, so the
+    overrides a test passes are exactly the ones it asserts on).
+    """
+    target = Path(directory) / "catalog"
+    if target.exists():
+        shutil.rmtree(str(target))
+    shutil.copytree(str(EXAMPLE_CATALOG), str(target))
+    for path in target.rglob("*.yaml"):
+        text = path.read_text()
+        changed = re.sub(r"^(\s*(?:defaultNamespace|namespace): )aicr-demo$", r"\g<1>" + namespace, text, flags=re.M)
+        if changed != text:
+            path.write_text(changed)
+    return target
+
+
+def audit_mutations(kube, since, identity):
+    """Mutating API calls ``identity`` made after ``since`` (an audit mark), server-side dry runs left out."""
+    return [e for e in kube.audit(since=since, mutating=True, user=kube.user(identity)) if "dryRun" not in (e.get("query") or "")]
+
+
+def grant_secret_read(kube, identity, namespace):
+    """What ``credentials_secret`` needs beyond the shipped cluster-wide roles: ``get`` on Secrets of that one namespace,
+    the shipped ClusterRole aicr-runtime:fabric-credentials bound by a RoleBinding there (deleted with the namespace)."""
+    kube.rest.create("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings" % namespace, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "%s-fabric-credentials" % identity},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aicr-runtime:fabric-credentials"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": kube.user(identity)}]})
+
+
+def wait_until(predicate, timeout, what, interval=0.1):
+    """Poll ``predicate`` until it returns something true (returned); fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def wait_for_default_service_account(kube, namespace):
+    """Pods need the namespace's ``default`` ServiceAccount (admission), which the controller creates shortly after it."""
+    wait_until(lambda: kube.get("/api/v1/namespaces/%s/serviceaccounts/default" % namespace), 60,
+               "the default ServiceAccount of %s" % namespace)
+
+
+def clear_pod_annotation(kube, namespace, annotation, label_selector=None):
+    """Remove ``annotation`` from the namespace's pods (as admin): the cause a kwok stage stood for is fixed in the
+    cluster, no spec or values change. Returns the pods changed."""
+    query = {"labelSelector": label_selector} if label_selector else {}
+    changed = []
+    for pod in kube.rest.get("/api/v1/namespaces/%s/pods" % namespace, **query)["items"]:
+        if annotation in (pod["metadata"].get("annotations") or {}):
+            kube.rest.request("PATCH", "/api/v1/namespaces/%s/pods/%s" % (namespace, pod["metadata"]["name"]),
+                              body={"metadata": {"annotations": {annotation: None}}}, content_type="application/merge-patch+json")
+            changed.append(pod["metadata"]["name"])
+    return changed
+
+
+class FabricNodes:
+    """Fake nodes of a test's own whose providerIDs name fabric machines (``fsas-cdi://<machine uuid>``).
+
+    The session's nodes carry ``kwok://`` providerIDs, and a providerID cannot be changed once set: a fabric test
+    adds nodes instead (unique names and machines, so nothing collides with another test), kwok keeps them Ready,
+    and they are deleted afterwards. ``simulator(directory)`` starts the fabric simulator over exactly these
+    machines, patching the nodes' ``nvidia.com/gpu`` as the device plugin would (with the admin kubeconfig).
+    """
+
+    def __init__(self, kube, count=2):
+        from aicr_lab.fabric.state import _uid  # pylint: disable=import-outside-toplevel
+
+        self.kube = kube
+        tag = uuid.uuid4().hex[:6]
+        self.prefix = "fab-%s-" % tag
+        self.machine_names = ["fab-%s-m%d" % (tag, i) for i in range(count)]
+        self.names = ["%s%d" % (self.prefix, i) for i in range(count)]
+        self.machine_ids = [_uid("machine", m) for m in self.machine_names]
+        for index, (name, machine) in enumerate(zip(self.names, self.machine_ids)):
+            spec = {"name": name, "providerID": "fsas-cdi://%s" % machine,
+                    "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "aicr-lab/fabric-test": tag},
+                    "capacity": {"cpu": "8", "memory": "8Gi", "pods": "110", "nvidia.com/gpu": "0"}}
+            kube.rest.create("/api/v1/nodes", node_object(spec, 100 + index))
+        wait_until(self._ready, 60, "nodes %s Ready" % ", ".join(self.names))
+        self.sims = []
+
+    def _ready(self):
+        for name in self.names:
+            node = self.kube.get("/api/v1/nodes/%s" % name) or {}
+            if not any(c["type"] == "Ready" and c["status"] == "True" for c in (node.get("status") or {}).get("conditions") or []):
+                return False
+        return True
+
+    def simulator(self, directory, **options):
+        from aicr_lab.fabric.pytest_fixture import start_simulator  # pylint: disable=import-outside-toplevel
+
+        sim = start_simulator(directory, machines=list(self.machine_names), node_prefix=self.prefix, kubeconfig=self.kube.kubeconfig, **options)
+        self.sims.append(sim)
+        return sim
+
+    def reset(self, sim):
+        """The simulator back to its seeded fabric over these machines (``control.reset``, machines kept)."""
+        return sim.control.reset(machines=list(self.machine_names), node_prefix=self.prefix)
+
+    def close(self):
+        for sim in self.sims:
+            sim.stop()
+        for name in self.names:
+            self.kube.rest.delete("/api/v1/nodes/%s" % name)
+
