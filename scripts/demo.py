@@ -42,8 +42,8 @@ def main():
     lab = aicr_lab.up(workdir / "lab", log=lambda line: print("aicr-lab: %s" % line, flush=True))
     try:
         plane = lab["controlplane"]
-        print("Kubernetes %s:     %s (started in %.1f s; kubeconfig %s)" % (plane["kubernetes_version"], lab["kube_url"],
-                                                                           plane["started_seconds"], lab["kubeconfigs"]["site"]))
+        print("Kubernetes %s:     %s (started in %.1f s; kubeconfig %s)" % (
+            plane["kubernetes_version"], lab["kube_url"], plane["started_seconds"], lab["kubeconfigs"]["site"]))
         print("Chart repository:        %s (mirrors %s)" % (lab["charts_url"], EXAMPLE_REPOSITORY))
         print("Fabric simulator:        %s" % lab["fabric_url"])
 

@@ -135,4 +135,3 @@ class FabricNodes:
             sim.stop()
         for name in self.names:
             self.kube.rest.delete("/api/v1/nodes/%s" % name)
-

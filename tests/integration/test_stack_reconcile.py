@@ -285,7 +285,8 @@ def test_blocked_rollout_is_degraded_then_fixed(run_playbook, kube, stack, examp
     status = obj["status"]
     assert status["phase"] == "Degraded" and status["observedGeneration"] == 1
     comps = dict((c["name"], c) for c in status["components"])
-    assert comps["example-operator"]["phase"] == "Failed" and "Deployment %s/example-operator not ready" % kube.namespace in comps["example-operator"]["message"]
+    assert comps["example-operator"]["phase"] == "Failed"
+    assert "Deployment %s/example-operator not ready" % kube.namespace in comps["example-operator"]["message"]
     assert comps["example-agent"]["phase"] == "Blocked" and comps["example-agent"]["blockedBy"] == ["example-operator"]
     assert comps["example-crds"]["ready"] is True
     conds = conditions(obj)

@@ -160,7 +160,7 @@ def cluster_scoped_cleanup(kube):
             # list its custom resources first: kube-apiserver v1.37 left a CRD deleted while the storage of its
             # resources was still being set up (nobody had listed them yet) Terminating for good
             # (InstanceDeletionFailed: "storage is (re)initializing"), and the next install of the chart failed on it
-            version = next(v["name"] for v in crd["spec"]["versions"] if v.get("storage"))
+            version = [v["name"] for v in crd["spec"]["versions"] if v.get("storage")][0]
             instances = "/apis/%s/%s/%s" % (crd["spec"]["group"], version, crd["spec"]["names"]["plural"])
             wait_until(lambda path=instances: _lists(kube, path), 60, "%s to be listable" % instances)
     for path in CLUSTER_SCOPED:

@@ -15,7 +15,6 @@ from kubernetes.client.rest import ApiException
 pytestmark = pytest.mark.helm
 
 
-
 @pytest.fixture
 def core(api_client):
     return client.CoreV1Api(api_client)

@@ -229,7 +229,7 @@ def _read_headers(reader):
         line = reader.readline(65537)
         if line in (b"\r\n", b"\n", b""):
             return headers
-        name, _, value = line.decode("latin-1").partition(":")
+        name, _colon, value = line.decode("latin-1").partition(":")
         headers.append((name.strip(), value.strip()))
 
 

@@ -8,7 +8,7 @@ on the pod (or its workload's pod template):
 | ``lab.aicr.io/ready-after: "1s"`` | the pod becomes Ready that long after it started (a Go duration; default 0) |
 | ``lab.aicr.io/never-ready: "true"`` | the pod runs but never becomes Ready |
 | ``lab.aicr.io/fail: "true"`` | a Job's pod fails (phase Failed, exit 1); any other pod crash-loops (never Ready) |
-| ``lab.aicr.io/complete-after: "1s"`` | a pod that runs to completion (restartPolicy Never/OnFailure, as every Job's) succeeds that long after it is Ready (default 0) |
+| ``lab.aicr.io/complete-after: "1s"`` | a pod that runs to completion (a Job's) succeeds that long after it is Ready (default 0) |
 
 Everything else is the real control plane: the scheduler binds pods to the fake nodes (honouring
 selectors, taints and extended resources such as ``nvidia.com/gpu``), the controllers turn pod
@@ -159,7 +159,8 @@ spec:
             reason: ContainerCreating
       {{ end }}
       hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      {{ $ip := PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      podIP: {{ $ip | Quote }}
       phase: Pending
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1

@@ -137,7 +137,8 @@ def test_never_ready_and_fail_annotations(kube):
     kube.rest.create("/apis/apps/v1/namespaces/%s/deployments" % ns, _deployment("never", ns, {stages.NEVER_READY: "true"}))
     kube.rest.create("/apis/batch/v1/namespaces/%s/jobs" % ns, _job("failing", ns, {stages.FAIL: "true"}))
     kube.rest.create("/apis/batch/v1/namespaces/%s/jobs" % ns, _job("fine", ns))
-    failed = _watch_until(kube.rest, "/apis/batch/v1/namespaces/%s/jobs" % ns, lambda j: j["metadata"]["name"] == "failing" and _condition(j, "Failed") == "True")
+    failed = _watch_until(kube.rest, "/apis/batch/v1/namespaces/%s/jobs" % ns,
+                          lambda j: j["metadata"]["name"] == "failing" and _condition(j, "Failed") == "True")
     assert failed["status"].get("failed") == 1
     _watch_until(kube.rest, "/apis/batch/v1/namespaces/%s/jobs" % ns, lambda j: j["metadata"]["name"] == "fine" and _condition(j, "Complete") == "True")
     pods = [p for p in kube.rest.get("/api/v1/namespaces/%s/pods" % ns)["items"] if p["metadata"]["name"].startswith("never-")]

@@ -49,7 +49,7 @@ def test_cli_status_without_a_lab_fails_cleanly(tmp_path):
 def test_build_reuses_binaries_whose_stamp_matches(monkeypatch):
     calls = []
     real_run = subprocess.run
-    monkeypatch.setattr(build.subprocess, "run", lambda argv, **kw: calls.append(argv) or real_run(argv, **kw))
+    monkeypatch.setattr(build.subprocess, "run", lambda argv, **kw: calls.append(argv) or real_run(argv, **kw))  # pylint: disable=subprocess-run-check
     paths = build.ensure_binaries(log=lambda line: None)
     assert set(paths) == {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok"}
     assert all(os.access(p, os.X_OK) for p in paths.values())
