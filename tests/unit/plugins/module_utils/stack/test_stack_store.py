@@ -1,4 +1,5 @@
-"""Status stores against the lab's real kube-apiserver, as the least-privilege identities: CRD install, CRD subresource, ConfigMap backend, 409 retry, the transition hook."""
+"""Status stores against the lab's real kube-apiserver, as the least-privilege identities: CRD install,
+CRD subresource, ConfigMap backend, 409 retry, the transition hook."""
 
 import pytest
 
