@@ -7,14 +7,21 @@ only place a version is written):
     etcd/        etcd (go.etcd.io/etcd/server/v3)
     kwok/        kwok (sigs.k8s.io/kwok): fake nodes and pod status
 
+Target groups: ``controlplane`` (the three modules above, what the lab runs; the default) and
+``peers`` (``tests/peers``: the tools the benchmarks compare the collection with, built only when a
+bench asks for them with ``ensure_binaries(groups=["peers"])``):
+
+    peers/helmfile/  helmfile (github.com/helmfile/helmfile), run with the venv's real helm binary
+
 Binaries go to ``$AICR_CACHE_DIR`` (default ``~/.cache/aicr-runtime``)
-``/controlplane/<module>-<version>/``, next to a stamp holding the digest of the module's
+``/<group>/<module>-<version>/``, next to a stamp holding the digest of the module's
 ``go.mod`` + ``go.sum`` and the Go version: a later run with the same stamp reuses them, so only a
 fresh machine (or a version change) builds. Module downloads and Go's build cache stay in Go's own
 caches (``GOMODCACHE``, ``GOCACHE``), also outside the clone. A file lock serialises concurrent
 builds (``make unit`` and ``make demo`` started together build once).
 
     python -m aicr_lab.controlplane.build            # build what is missing, print the binaries (JSON)
+    python -m aicr_lab.controlplane.build peers      # the same for another group (or several)
 """
 
 import fcntl
@@ -29,6 +36,7 @@ import time
 from pathlib import Path
 
 MODULES_DIR = Path(__file__).resolve().parents[3] / "controlplane"
+PEERS_DIR = Path(__file__).resolve().parents[3] / "peers"
 
 # module directory -> (the Go module whose version names the cache, {binary: package})
 TARGETS = {
@@ -41,6 +49,16 @@ TARGETS = {
     "etcd": ("go.etcd.io/etcd/server/v3", {"etcd": "."}),
     "kwok": ("sigs.k8s.io/kwok", {"kwok": "sigs.k8s.io/kwok/cmd/kwok"}),
 }
+# the peers group: tests/peers/<module directory>, same shape as TARGETS
+PEER_TARGETS = {
+    "helmfile": ("github.com/helmfile/helmfile", {"helmfile": "github.com/helmfile/helmfile"}),
+}
+# group -> (directory of its Go modules, its targets); "controlplane" is what the lab runs
+GROUPS = {
+    "controlplane": (MODULES_DIR, TARGETS),
+    "peers": (PEERS_DIR, PEER_TARGETS),
+}
+DEFAULT_GROUPS = ("controlplane",)
 PROGRESS_SECONDS = 30
 
 
@@ -48,18 +66,30 @@ class BuildError(RuntimeError):
     """Go is missing, or a module did not build."""
 
 
-def cache_root():
+def _group(group):
+    if group not in GROUPS:
+        raise BuildError("unknown build group %r (known: %s)" % (group, ", ".join(sorted(GROUPS))))
+    return GROUPS[group]
+
+
+def cache_root(group="controlplane"):
+    _group(group)
     configured = os.environ.get("AICR_CACHE_DIR")
     base = Path(configured) if configured else Path(os.path.expanduser("~")) / ".cache" / "aicr-runtime"
-    return base / "controlplane"
+    return base / group
 
 
-def module_version(module_dir, module_path):
-    """The version ``go.mod`` in ``module_dir`` requires of ``module_path``."""
-    text = (MODULES_DIR / module_dir / "go.mod").read_text(encoding="utf-8")
+def _module_dir_path(module_dir, group):
+    return _group(group)[0] / module_dir
+
+
+def module_version(module_dir, module_path, group="controlplane"):
+    """The version ``go.mod`` in ``module_dir`` (of ``group``) requires of ``module_path``."""
+    path = _module_dir_path(module_dir, group)
+    text = (path / "go.mod").read_text(encoding="utf-8")
     match = re.search(r"^\s*(?:require\s+)?%s\s+(v\S+)" % re.escape(module_path), text, re.MULTILINE)
     if not match:
-        raise BuildError("tests/controlplane/%s/go.mod does not require %s" % (module_dir, module_path))
+        raise BuildError("tests/%s/%s/go.mod does not require %s" % (path.parent.name, module_dir, module_path))
     return match.group(1)
 
 
@@ -67,9 +97,12 @@ def kubernetes_version():
     return module_version("kubernetes", "k8s.io/kubernetes")
 
 
-def _ldflags(module_dir):
+def _ldflags(module_dir, group="controlplane"):
     flags = ["-s", "-w"]
-    if module_dir == "kubernetes":
+    if group == "peers" and module_dir == "helmfile":
+        # `helmfile version` answers what go.szostok.io/version was told at link time (helmfile's own Makefile)
+        flags.append("-X go.szostok.io/version.version=%s" % module_version("helmfile", "github.com/helmfile/helmfile", group))
+    if group == "controlplane" and module_dir == "kubernetes":
         # /version answers what component-base was told at link time; helm and kubectl compare it
         # with charts' kubeVersion constraints, so it must be the real release.
         version = kubernetes_version()
@@ -92,18 +125,18 @@ def _go():
     raise BuildError("Go is needed to build the control plane (go 1.26 or newer on PATH, or $GO)")
 
 
-def _stamp(module_dir, go_version):
+def _stamp(module_dir, go_version, group="controlplane"):
     digest = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
-        digest.update((MODULES_DIR / module_dir / name).read_bytes())
+        digest.update((_module_dir_path(module_dir, group) / name).read_bytes())
     digest.update(go_version.encode())
-    digest.update(_ldflags(module_dir).encode())
+    digest.update(_ldflags(module_dir, group).encode())
     return digest.hexdigest()
 
 
-def binary_dir(module_dir):
-    module_path, _binaries = TARGETS[module_dir]
-    return cache_root() / ("%s-%s" % (module_dir, module_version(module_dir, module_path)))
+def binary_dir(module_dir, group="controlplane"):
+    module_path, _binaries = _group(group)[1][module_dir]
+    return cache_root(group) / ("%s-%s" % (module_dir, module_version(module_dir, module_path, group)))
 
 
 def _heartbeat(label, done, log):
@@ -112,11 +145,13 @@ def _heartbeat(label, done, log):
         log("  … still building %s (%d s)" % (label, time.monotonic() - started))
 
 
-def _build_module(module_dir, go, go_version, log):
-    target = binary_dir(module_dir)
+def _build_module(module_dir, go, go_version, log, group="controlplane"):
+    target = binary_dir(module_dir, group)
     stamp_file = target / ".stamp"
-    _module_path, binaries = TARGETS[module_dir]
-    stamp = _stamp(module_dir, go_version)
+    _module_path, binaries = _group(group)[1][module_dir]
+    source = _module_dir_path(module_dir, group)
+    where = "tests/%s/%s" % (source.parent.name, module_dir)
+    stamp = _stamp(module_dir, go_version, group)
     if stamp_file.is_file() and stamp_file.read_text(encoding="utf-8") == stamp and all((target / b).is_file() for b in binaries):
         return target, False
     target.mkdir(parents=True, exist_ok=True)
@@ -128,13 +163,13 @@ def _build_module(module_dir, go, go_version, log):
     beat = threading.Thread(target=_heartbeat, args=(label, done, log), daemon=True)
     beat.start()
     try:
-        argv = [go, "build", "-ldflags", _ldflags(module_dir), "-o", str(target) + os.sep] + list(binaries.values())
-        result = subprocess.run(argv, cwd=str(MODULES_DIR / module_dir), env=env, capture_output=True, text=True, check=False)
+        argv = [go, "build", "-ldflags", _ldflags(module_dir, group), "-o", str(target) + os.sep] + list(binaries.values())
+        result = subprocess.run(argv, cwd=str(source), env=env, capture_output=True, text=True, check=False)
     finally:
         done.set()
     if result.returncode != 0:
-        raise BuildError("go build in tests/controlplane/%s failed:\n%s" % (module_dir, (result.stderr or result.stdout)[-4000:]))
-    if module_dir == "etcd":
+        raise BuildError("go build in %s failed:\n%s" % (where, (result.stderr or result.stdout)[-4000:]))
+    if group == "controlplane" and module_dir == "etcd":
         # `go build .` names the binary after the module's last path element
         built = target / "etcd"
         if not built.is_file():
@@ -144,20 +179,23 @@ def _build_module(module_dir, go, go_version, log):
     return target, True
 
 
-def ensure_binaries(log=None):
-    """Build whatever is missing or stale; return ``{binary name: absolute path}``."""
+def ensure_binaries(log=None, groups=DEFAULT_GROUPS):
+    """Build whatever is missing or stale in ``groups`` (default: the control plane); return ``{binary name: absolute path}``."""
     log = log or (lambda line: sys.stderr.write(line + "\n"))
+    for group in groups:
+        _group(group)
     go, go_version = _go()
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w", encoding="utf-8") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        paths = {}
-        for module_dir, (_module_path, binaries) in TARGETS.items():
-            target, _built = _build_module(module_dir, go, go_version, log)
-            for name in binaries:
-                paths[name] = str(target / name)
-        return paths
+    paths = {}
+    for group in groups:
+        root = cache_root(group)
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / ".lock", "w", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            for module_dir, (_module_path, binaries) in _group(group)[1].items():
+                target, _built = _build_module(module_dir, go, go_version, log, group)
+                for name in binaries:
+                    paths[name] = str(target / name)
+    return paths
 
 
 def link(binaries, directory, names):
@@ -176,18 +214,22 @@ def link(binaries, directory, names):
     return links
 
 
-def versions():
-    """``{"kubernetes": "v1.37.2", "etcd": ..., "kwok": ...}`` as pinned by the go.mod files."""
-    return {module_dir: module_version(module_dir, module_path) for module_dir, (module_path, _b) in TARGETS.items()}
+def versions(group="controlplane"):
+    """``{"kubernetes": "v1.37.2", "etcd": ..., "kwok": ...}`` as pinned by the go.mod files (``peers``: ``{"helmfile": ...}``)."""
+    return {module_dir: module_version(module_dir, module_path, group) for module_dir, (module_path, _b) in _group(group)[1].items()}
 
 
-def main():
+def main(argv=None):
+    groups = tuple((sys.argv[1:] if argv is None else argv) or DEFAULT_GROUPS)
     try:
-        paths = ensure_binaries()
+        paths = ensure_binaries(groups=groups)
+        pinned = {}
+        for group in groups:
+            pinned.update(versions(group))
     except BuildError as exc:
         sys.stderr.write("aicr-lab build: %s\n" % exc)
         return 1
-    print(json.dumps({"versions": versions(), "binaries": paths}, indent=2, sort_keys=True))
+    print(json.dumps({"versions": pinned, "binaries": paths}, indent=2, sort_keys=True))
     return 0
 
 
