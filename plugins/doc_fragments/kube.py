@@ -8,7 +8,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    """Cluster connection options (``module_utils/kube.py`` ``KUBE_ARG_SPEC``) and readiness wait options."""
+    """Cluster connection options (``module_utils/_kube/connection.py`` ``KUBE_ARG_SPEC``) and readiness wait options."""
 
     DOCUMENTATION = r"""
 options:

@@ -90,8 +90,8 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.recipe import resolve as resolve_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 
 _DIMENSIONS = ("service", "accelerator", "intent", "os", "platform", "nodes")
 

@@ -146,8 +146,8 @@ import os
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
 _PASSED = ("output", "chart_version", "repository", "helm_binary", "plain_http", "values", "set", "schema", "draft", "name", "group", "kind", "plural",
            "domain", "api_version", "scope", "versions", "preserve_unknown_fields", "old_crd", "new_crd", "severities", "fail_on_error",

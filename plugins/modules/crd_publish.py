@@ -178,13 +178,11 @@ crd:
   type: dict
 """
 
-import traceback
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
-from ansible_collections.aicr.runtime.plugins.module_utils.schema.publish import publish
+from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._schema.publish import publish
 
 
 def argument_spec():
@@ -206,14 +204,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, mutually_exclusive=[("definition", "src")],
                            required_one_of=[("definition", "src")])
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
-    try:
-        result = publish(module.params, check_mode=module.check_mode)
-    except AicrError as exc:
-        module.fail_json(**exc.to_result())
-    except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg="crd_publish: unexpected %s: %s" % (exc.__class__.__name__, exc), exception=traceback.format_exc())
+    result = call_engine(module, "crd_publish", lambda: publish(module.params, check_mode=module.check_mode), requires=["kubernetes"])
     if not module._diff:
         result.pop("diff", None)
     module.exit_json(**result)

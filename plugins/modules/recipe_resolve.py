@@ -252,21 +252,17 @@ graph:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
-from ansible_collections.aicr.runtime.plugins.module_utils.recipe.options import RESOLVE_SPEC, resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, resolve_from_options
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(RESOLVE_SPEC, cache_dir=dict(type="path")), supports_check_mode=True)
-    if not catalog_mod.HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=catalog_mod.YAML_IMPORT_ERROR)
-    try:
-        result = resolve_from_options(module.params, cache_dir=module.params["cache_dir"], check_mode=module.check_mode)
-    except AicrError as exc:
-        module.fail_json(**exc.to_result())
+    result = call_engine(module, "recipe_resolve",
+                         lambda: resolve_from_options(module.params, cache_dir=module.params["cache_dir"], check_mode=module.check_mode),
+                         requires=["PyYAML"])
     module.exit_json(changed=False, **result)
 
 

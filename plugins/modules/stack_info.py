@@ -109,14 +109,12 @@ converge:
   elements: str
 """
 
-import traceback
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
-from ansible_collections.aicr.runtime.plugins.module_utils.stack.engine import info
-from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import STACK_STORE_ARG_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import info
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import STACK_STORE_ARG_SPEC
 
 
 def argument_spec():
@@ -132,15 +130,7 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
-    try:
-        result = info(module.params)
-    except AicrError as exc:
-        module.fail_json(**exc.to_result())
-    except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg="stack_info: unexpected %s: %s" % (exc.__class__.__name__, exc), exception=traceback.format_exc())
-    module.exit_json(**result)
+    module.exit_json(**call_engine(module, "stack_info", lambda: info(module.params), requires=["kubernetes"]))
 
 
 if __name__ == "__main__":

@@ -185,15 +185,13 @@ backend:
   type: str
 """
 
-import traceback
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.kube import HAS_KUBERNETES, KUBE_ARG_SPEC, KUBERNETES_IMPORT_ERROR
-from ansible_collections.aicr.runtime.plugins.module_utils.stack.engine import update_status
-from ansible_collections.aicr.runtime.plugins.module_utils.stack.model import PHASES
-from ansible_collections.aicr.runtime.plugins.module_utils.stack.options import STACK_STORE_ARG_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import update_status
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_PHASES
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import STACK_STORE_ARG_SPEC
 
 
 def argument_spec():
@@ -201,7 +199,7 @@ def argument_spec():
         name=dict(type="str"),
         install_crd=dict(type="bool", default=False),
         spec=dict(type="dict"),
-        phase=dict(type="str", choices=list(PHASES)),
+        phase=dict(type="str", choices=list(STACK_PHASES)),
         phase_message=dict(type="str"),
         conditions=dict(type="list", elements="dict"),
         components=dict(type="list", elements="dict"),
@@ -220,15 +218,8 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
-    try:
-        result = update_status(module.params, check_mode=module.check_mode, diff=module._diff)
-    except AicrError as exc:
-        module.fail_json(**exc.to_result())
-    except Exception as exc:  # pylint: disable=broad-except
-        module.fail_json(msg="stack_status: unexpected %s: %s" % (exc.__class__.__name__, exc), exception=traceback.format_exc())
-    module.exit_json(**result)
+    module.exit_json(**call_engine(module, "stack_status", lambda: update_status(module.params, check_mode=module.check_mode, diff=module._diff),
+                                   requires=["kubernetes"]))
 
 
 if __name__ == "__main__":

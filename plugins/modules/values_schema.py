@@ -252,12 +252,10 @@ actions:
   elements: str
 """
 
-import traceback
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils.schema import engine, infer, validate
+from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
 ARGUMENT_SPEC = dict(
     output=dict(type="str", default="json_schema", choices=["json_schema", "crd", "validate", "compare"]),
@@ -299,18 +297,8 @@ def main():
         supports_check_mode=True,
         required_if=[("output", "compare", ["old_crd"])],
     )
-    if not infer.HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=infer.YAML_IMPORT_ERROR)
-    if module.params["output"] == "validate" and not validate.HAS_JSONSCHEMA:
-        module.fail_json(msg=missing_required_lib("jsonschema"), exception=validate.JSONSCHEMA_IMPORT_ERROR)
-    params = dict(module.params)
-    try:
-        result, failure = engine.run(params, check_mode=module.check_mode)
-    except AicrError as exc:
-        module.fail_json(**exc.to_result())
-    except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user
-        module.fail_json(msg="values_schema: unexpected %s: %s" % (exc.__class__.__name__, str(exc).splitlines()[0] if str(exc) else ""),
-                         exception=traceback.format_exc())
+    requires = ["PyYAML", "jsonschema"] if module.params["output"] == "validate" else ["PyYAML"]
+    result, failure = call_engine(module, "values_schema", lambda: engine.run(dict(module.params), check_mode=module.check_mode), requires=requires)
     if not module._diff:  # pylint: disable=protected-access
         result.pop("diff", None)
     if failure:

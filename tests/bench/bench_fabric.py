@@ -39,8 +39,9 @@ def _expose_collection():
 
 def _one_run(sim, workers, state="present"):
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils.fabric.factory import build_backend
-    from ansible_collections.aicr.runtime.plugins.module_utils.fabric.service import FabricService, Target
+    from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend
+    from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service import FabricService
+    from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
     state_view = sim.control.state()
     backend = build_backend("fti_fm", sim.endpoint, sim.credentials, tenant_id=state_view["tenant_id"], ca_path=sim.ca_path, timeout=10)

@@ -36,9 +36,9 @@ _COLD = r"""
 import sys, time, json
 began = time.perf_counter()
 sys.path.insert(0, %(dev)r)
-from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
-from ansible_collections.aicr.runtime.plugins.module_utils.recipe import criteria as crit
-from ansible_collections.aicr.runtime.plugins.module_utils.recipe import resolve as resolve_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 imported = time.perf_counter()
 cat = catalog_mod.load_catalog(%(catalog)r, cache_dir=%(cache)r, persist=%(persist)r)
 loaded = time.perf_counter()
@@ -109,7 +109,7 @@ def warm_figures():
     _ensure_dev_path()
     if str(DEV_PATH) not in sys.path:
         sys.path.insert(0, str(DEV_PATH))
-    from ansible_collections.aicr.runtime.plugins.module_utils.recipe import resolve as resolve_mod
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
     query = {"service": "eks", "accelerator": "h100", "os": "ubuntu", "intent": "training"}
     resolve_mod.resolve(str(CATALOG), query, persist_cache=False)
     samples = []

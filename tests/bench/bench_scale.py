@@ -1,31 +1,37 @@
 #!/usr/bin/env python
-"""Scale: one control node converging 10 inventory hosts with forks=10, against one host (issue #8).
+"""Scale: one control node converging 1, 2, 5 and 10 inventory hosts with forks=10 (issues #8, #18).
 
-Every host is a cluster to Ansible — its own kubeconfig (the least-privilege identity ``site``),
-its own stack, Lease and namespace — on one real control plane of the lab (a fleet of real API
-servers would not fit a 2-core machine beside the control node; the API server is not what this
-measures). All hosts take the example recipe (6 components) from one chart repository. The figure is
-the wall time of ``ansible-playbook playbooks/site.yml`` for 10 hosts divided by that for 1 (target
-<= 2.5). Both runs start from nothing installed, so both do the full rollout.
+Every host is a cluster to Ansible - its own kubeconfig **context** (all in one kubeconfig file, each
+the least-privilege identity ``site`` with the host's namespace), its own stack, Lease and namespace -
+on one real control plane of the lab (a fleet of real API servers would not fit a 2-core machine
+beside the control node; the API server is not what this measures). All hosts take the example
+recipe (6 components) from one chart repository. The headline is the wall time of
+``ansible-playbook playbooks/site.yml`` for 10 hosts divided by that for 1 (target <= 2.5), and the
+curve for 1, 2, 5, 10 hosts; every run starts from nothing installed, so each does the full rollout.
+Each host count is run ``$AICR_BENCH_REPEAT`` (default 3) times: medians with min/max, the ratio
+taken within each repeat. After each run its namespaces are deleted (and waited for), so every run
+finds the same cluster.
 
 The ratio depends on how long the cluster takes: while components become Ready the control node
 is idle, and 10 hosts wait in parallel; the CPU work (Ansible, one module process per host, one helm
 process per component, and here also the control plane and kwok) adds up. So it is measured at two
 pod readiness delays (kwok's ``lab.aicr.io/ready-after`` on every component's pods):
 
-* ``readiness_1s`` (the headline): pods Ready 1 s after they start — still far quicker than real
-  pods (image pulls, start-up);
-* ``readiness_0.2s`` (stress): the control node's CPU is the bottleneck on a 2-core machine.
+* ``readiness_1s`` (the headline): pods Ready 1 s after they start - still far quicker than real
+  pods (image pulls, start-up); 1, 2, 5 and 10 hosts;
+* ``readiness_0.2s`` (stress): the control node's CPU is the bottleneck on a 2-core machine; 1 and 10 hosts.
 
-For each, the CPU seconds per host (the ansible-playbook process tree: Ansible, modules, helm; plus
-the control plane's processes, which on a real fleet run elsewhere) and the floor that CPU puts on the
-10-host wall time (CPU / cores) are reported, so the ratio can be read against what the machine allows.
+For each, the CPU seconds per host on the controller (the ansible-playbook process tree: Ansible,
+modules, helm - what sizes an AWX execution node) and of the control plane's processes (which on a
+real fleet run elsewhere), and the floor that CPU puts on the wall time (CPU / cores) are reported,
+so the ratio can be read against what the machine allows.
 """
 
 import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +50,9 @@ from aicr_lab.kube import Kube  # noqa: E402  pylint: disable=wrong-import-posit
 EXAMPLE_REPOSITORY = "https://charts.aicr.example/examples"
 TARGET_RATIO = 2.5
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+HOST_COUNTS = (1, 2, 5, 10)
+STRESS_HOST_COUNTS = (1, 10)
+NAMESPACE_GONE_TIMEOUT = 300
 
 
 def _catalog(workdir, namespace, ready_after):
@@ -70,7 +79,18 @@ def _merge(base, extra):
     return base
 
 
-def _inventory(kube, hosts, charts_url):
+def _kubeconfig(kube, path, hosts):
+    """One kubeconfig file with a context per host: the identity ``site``, the host's namespace as the context's default."""
+    with open(kube.kubeconfig_for("site"), encoding="utf-8") as handle:
+        config = yaml.safe_load(handle)
+    current = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+    config["contexts"] = [{"name": name, "context": dict(current, namespace=namespace)} for name, _catalog, namespace in hosts]
+    config["current-context"] = hosts[0][0]
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _inventory(kubeconfig, hosts, charts_url):
     inventory = {}
     for name, catalog, namespace in hosts:
         inventory[name] = {
@@ -78,7 +98,8 @@ def _inventory(kube, hosts, charts_url):
             "ansible_python_interpreter": sys.executable,
             "aicr_catalog": str(catalog),
             "aicr_criteria": {"service": "kind", "accelerator": "h100", "intent": "training"},
-            "aicr_kubeconfig": kube.kubeconfig_for("site"),
+            "aicr_kubeconfig": str(kubeconfig),
+            "aicr_context": name,
             "aicr_repository_mirrors": {EXAMPLE_REPOSITORY: charts_url},
             "cluster_runtime_helm_binary": str(BIN / "helm"),
             "cluster_runtime_stack": namespace,
@@ -99,15 +120,27 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def _converge(kube, workdir, count, charts_url, ready_after):
-    tag = "%d-%s" % (count, str(ready_after).replace(".", "-"))
+def _delete_namespaces(kube, namespaces):
+    """Delete the run's namespaces and wait until they are gone (a deadline; not a sleep)."""
+    for namespace in namespaces:
+        kube.rest.delete("/api/v1/namespaces/%s" % namespace, propagationPolicy="Background")
+    deadline = time.monotonic() + NAMESPACE_GONE_TIMEOUT
+    while any(kube.get("/api/v1/namespaces/%s" % namespace) is not None for namespace in namespaces):
+        if time.monotonic() > deadline:
+            raise RuntimeError("namespaces %s not deleted within %d s" % (", ".join(namespaces), NAMESPACE_GONE_TIMEOUT))
+        time.sleep(0.2)
+
+
+def _converge(kube, workdir, count, charts_url, ready_after, repeat):
+    tag = "%d-%s-r%d" % (count, str(ready_after).replace(".", "-"), repeat)
     hosts = []
     for index in range(count):
         namespace = "scale-%s-%d" % (tag, index)
         kube.rest.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         hosts.append(("cluster-%02d" % index, _catalog(workdir, namespace, ready_after), namespace))
+    kubeconfig = _kubeconfig(kube, workdir / ("kubeconfig-%s" % tag), hosts)
     inventory = workdir / ("inventory-%s.json" % tag)
-    inventory.write_text(json.dumps(_inventory(kube, hosts, charts_url)), encoding="utf-8")
+    inventory.write_text(json.dumps(_inventory(kubeconfig, hosts, charts_url)), encoding="utf-8")
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build" / "collections"), PATH="%s:%s" % (BIN, os.environ.get("PATH", "")))
     plane_before = sum(_process_cpu(pid) for pid in kube.plane.pids.values())
     cpu_before = _children_cpu()
@@ -121,40 +154,68 @@ def _converge(kube, workdir, count, charts_url, ready_after):
     plane_cpu = sum(_process_cpu(pid) for pid in kube.plane.pids.values()) - plane_before
     if result.returncode != 0:
         raise RuntimeError("site.yml failed for %d hosts:\n%s" % (count, result.stdout[-3000:]))
-    return elapsed, playbook_cpu, plane_cpu
+    # every host converged its own stack through its own context: the stack's release Secrets are in its namespace
+    for name, _catalog_dir, namespace in hosts:
+        deployed = kube.rest.get("/api/v1/namespaces/%s/secrets" % namespace, labelSelector="owner=helm,status=deployed")["items"]
+        if not deployed:
+            raise RuntimeError("host %s: no deployed release in its namespace %s" % (name, namespace))
+    _delete_namespaces(kube, [namespace for _name, _catalog_dir, namespace in hosts])
+    return {"wall_s": elapsed, "controller_cpu_s": playbook_cpu, "control_plane_cpu_s": plane_cpu}
 
 
-def _measure(kube, workdir, charts_url, ready_after):
-    one, _cpu_one, _plane_one = _converge(kube, workdir, 1, charts_url, ready_after)
-    ten, playbook_cpu, plane_cpu = _converge(kube, workdir, 10, charts_url, ready_after)
+def _stats(values):
+    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3),
+            "runs": [round(v, 3) for v in values]}
+
+
+def _measure(kube, workdir, charts_url, ready_after, counts, repeats):
     cores = os.cpu_count() or 1
+    runs = []
+    for repeat in range(repeats):
+        runs.append({count: _converge(kube, workdir, count, charts_url, ready_after, repeat) for count in counts})
+    curve = {}
+    for count in counts:
+        rows = [r[count] for r in runs]
+        curve["%02d" % count] = {
+            "wall_s": _stats([row["wall_s"] for row in rows]),
+            "ratio_to_one_host": _stats([r[count]["wall_s"] / r[1]["wall_s"] for r in runs]),
+            "controller_cpu_seconds_per_host": _stats([row["controller_cpu_s"] / count for row in rows]),
+            "control_plane_cpu_seconds_per_host": _stats([row["control_plane_cpu_s"] / count for row in rows]),
+            "cpu_floor_seconds": _stats([(row["controller_cpu_s"] + row["control_plane_cpu_s"]) / cores for row in rows]),
+        }
+    top = "%02d" % max(counts)
+    ratio = curve[top]["ratio_to_one_host"]["median"]
     return {
         "workload_ready_after_s": ready_after,
-        "one_cluster_seconds": round(one, 2),
-        "ten_clusters_forks10_seconds": round(ten, 2),
-        "ratio": round(ten / one, 2),
-        "within_target": ten / one <= TARGET_RATIO,
-        "ten_clusters_cpu_seconds": {"ansible_modules_helm": round(playbook_cpu, 2), "control_plane": round(plane_cpu, 2)},
-        "cpu_seconds_per_cluster": round((playbook_cpu + plane_cpu) / 10, 2),
-        "controller_cpu_seconds_per_cluster": round(playbook_cpu / 10, 2),
-        "ten_clusters_cpu_floor_seconds": round((playbook_cpu + plane_cpu) / cores, 2),
+        "repeats": repeats,
+        "hosts": curve,
+        "one_cluster_seconds": curve["01"]["wall_s"]["median"],
+        "ten_clusters_forks10_seconds": curve[top]["wall_s"]["median"],
+        "ratio": ratio,
+        "within_target": ratio <= TARGET_RATIO,
+        "controller_cpu_seconds_per_cluster": curve[top]["controller_cpu_seconds_per_host"]["median"],
+        "cpu_seconds_per_cluster": round(curve[top]["controller_cpu_seconds_per_host"]["median"]
+                                         + curve[top]["control_plane_cpu_seconds_per_host"]["median"], 3),
+        "ten_clusters_cpu_floor_seconds": curve[top]["cpu_floor_seconds"]["median"],
     }
 
 
-def run():
+def run(repeats=None):
+    repeats = repeats or int(os.environ.get("AICR_BENCH_REPEAT", "3"))
     workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     charts = start_chart_repo(workdir)
     kube = Kube.start(workdir / "controlplane")
     try:
-        headline = _measure(kube, workdir, charts.url, 1.0)
-        stress = _measure(kube, workdir, charts.url, 0.2)
+        headline = _measure(kube, workdir, charts.url, 1.0, HOST_COUNTS, repeats)
+        stress = _measure(kube, workdir, charts.url, 0.2, STRESS_HOST_COUNTS, repeats)
     finally:
         kube.stop()
         charts.stop()
         shutil.rmtree(str(workdir), ignore_errors=True)
     return {
         "cores": os.cpu_count(),
-        "cluster": "one lab control plane, a namespace, stack and Lease per inventory host, identity site",
+        "cluster": "one lab control plane; per inventory host a kubeconfig context (one file), namespace, stack and Lease; identity site",
+        "forks": 10,
         "target_ratio": TARGET_RATIO,
         "readiness_1s": headline,
         "readiness_0.2s": stress,
@@ -164,4 +225,4 @@ def run():
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(), indent=2))
+    print(json.dumps(run(int(sys.argv[1]) if len(sys.argv) > 1 else None), indent=2))

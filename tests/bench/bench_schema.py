@@ -33,7 +33,7 @@ def _expose_collection():
 
 _expose_collection()
 
-from ansible_collections.aicr.runtime.plugins.module_utils.schema import crd, infer, jsonschema, structural  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd, infer, jsonschema, structural  # noqa: E402  pylint: disable=wrong-import-position
 
 SHARED = Path(os.environ.get("AICR_SHARED") or REPO_ROOT.parent / "shared")
 CORPUS = SHARED / "values-corpus"

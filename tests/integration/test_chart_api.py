@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
-from ansible_collections.aicr.runtime.plugins.module_utils.release.cluster import ClusterError, KubeCluster
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import build_api_client
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import KubeClient as KubeCluster
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 
 from lab_support import wait_until
 

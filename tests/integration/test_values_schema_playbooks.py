@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
-from ansible_collections.aicr.runtime.plugins.module_utils.schema import crd, engine, infer
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import build_api_client
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd, engine, infer
 
 from lab_support import wait_until
 

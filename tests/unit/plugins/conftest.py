@@ -1,21 +1,51 @@
-"""Fixtures for the tests that keep ClusterStacks on the lab's shared control plane.
+"""The collection tests' one fixture plugin (the lab's cluster fixtures come from ``aicr_lab.pytest_plugin``).
 
-- ``clusterstack_crd`` (module): the ClusterStack CRD is installed (set-up, as admin) while a test
-  module runs; if this fixture installed it, it deletes it afterwards and waits until it is gone,
-  so the next module finds the cluster as it was. Tests that need the CRD *absent* use
-  ``private_kube`` instead: they never delete it from the shared cluster.
-- ``stacks`` (per test): unique ClusterStack names (ClusterStacks are cluster-scoped, the cluster
-  is shared) and their removal after the test.
+Cluster access:
+
+- ``client`` (per test): ``client(identity)`` is the collection's own client (``_kube.client.KubeClient``) for
+  one of the lab's least-privilege identities (``release``, ``stack``, ``fabric``, ``crd-publisher``,
+  ``reconciler``...; ``admin`` for test set-up and inspection only), on the test's ``kube``;
+- ``stack_client``: ``client("stack")`` with the ClusterStack CRD installed;
+- ``clusterstack_crd`` (module): the ClusterStack CRD is installed (set-up, as admin) while a test module runs; if
+  this fixture installed it, it deletes it afterwards and waits until it is gone, so the next module finds the
+  cluster as it was. Tests that need the CRD *absent* use ``private_kube`` instead;
+- ``stacks`` (per test): unique ClusterStack names (ClusterStacks are cluster-scoped, the cluster is shared) and
+  their removal after the test.
+
+Doubles (``doubles.py``, the only ones besides the real control plane): ``fakes`` (the classes), ``fake_cluster``.
+Fabric: ``fabric_sim`` (one simulator per session), ``fab`` (reset per test), ``present`` (a Target maker).
+Recipes: ``aicr_catalog_dir``, ``aicr_conformance_dir``, ``aicr_catalog`` (the real AICR catalog from ../shared).
+
+Helper modules next to this file (``doubles``, ``recipe_helpers``, ``schema_helpers``, ``modules_testlib``) are
+importable from every test directory.
 """
 
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
-from ansible_collections.aicr.runtime.plugins.module_utils.stack import crd, store
+HERE = str(Path(__file__).resolve().parent)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from aicr_lab.fabric.pytest_fixture import start_simulator  # noqa: E402  pylint: disable=wrong-import-position
+from aicr_lab.fabric.state import DEFAULT_POOL  # noqa: E402  pylint: disable=wrong-import-position
+
+from doubles import FakeCluster, Fakes  # noqa: E402  pylint: disable=wrong-import-position,import-error
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service import FabricService  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd, store  # noqa: E402  pylint: disable=wrong-import-position
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+FABRIC_REQUEST_TIMEOUT = 1.0  # seconds; the "long latency" faults use 2.0
 
 
 def wait_for(predicate, timeout, what):
@@ -24,6 +54,14 @@ def wait_for(predicate, timeout, what):
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
         time.sleep(0.05)
+
+
+# -- cluster access ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def client(kube):
+    """``client(identity)``: the collection's KubeClient as that lab identity (the shipped RBAC) on the test's cluster."""
+    return lambda identity: client_for(kube.kubeconfig_for(identity))
 
 
 def established(kube, name):
@@ -58,6 +96,12 @@ def clusterstack_crd(lab_kube):
         delete_crd(lab_kube, store.CRD_NAME)
 
 
+@pytest.fixture
+def stack_client(client, clusterstack_crd):  # pylint: disable=unused-argument,redefined-outer-name
+    """stack_status/stack_info's identity (``stack``) on the shared cluster, where the ClusterStack CRD is installed."""
+    return client("stack")
+
+
 class Stacks:
     """Unique ClusterStack names for one test, created through ``create`` or just named, deleted afterwards."""
 
@@ -71,11 +115,11 @@ class Stacks:
         self.names.append(name)
         return name
 
-    def create(self, api, base, spec=None):
-        """Create a ClusterStack through ``api`` (a ``store.Api``: the identity the test runs as); returns its name."""
+    def create(self, as_client, base, spec=None):
+        """Create a ClusterStack as ``as_client`` (a KubeClient: the identity the test runs as); returns its name."""
         name = self.name(base)
-        api.request("POST", store.stack_path(), body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": name},
-                                                      "spec": spec or {"catalog": {"source": "/catalogs"}}})
+        as_client.request("POST", store.stack_path(), body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack",
+                                                            "metadata": {"name": name}, "spec": spec or {"catalog": {"source": "/catalogs"}}})
         return name
 
     def cleanup(self):
@@ -87,7 +131,101 @@ class Stacks:
 
 
 @pytest.fixture
-def stacks(kube, clusterstack_crd):  # pylint: disable=unused-argument
+def stacks(kube, clusterstack_crd):  # pylint: disable=unused-argument,redefined-outer-name
     handle = Stacks(kube)
     yield handle
     handle.cleanup()
+
+
+# -- doubles ----------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def fake_cluster():
+    return FakeCluster()
+
+
+@pytest.fixture
+def fakes():
+    """The doubles' classes and helpers, for tests that build several instances."""
+    return Fakes
+
+
+# -- fabric -----------------------------------------------------------------------------------------------------
+
+class Fabric:
+    """One test's view of the fabric simulator plus helpers to run the service against it."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.control = sim.control
+        state = self.control.state()
+        self.tenant_id = state["tenant_id"]
+        self.cluster_id = state["cluster_id"]
+        self.machines = sorted(state["machines"], key=lambda m: state["machines"][m]["name"])
+        self.nodes = dict((state["machines"][m]["node"], m) for m in self.machines)
+
+    def backend(self, provider="fti_fm", timeout=FABRIC_REQUEST_TIMEOUT, **credentials):
+        creds = dict(self.sim.credentials)
+        creds.update(credentials)
+        return build_backend(provider, self.sim.endpoint, creds, tenant_id=self.tenant_id, cluster_id=self.cluster_id,
+                             ca_path=self.sim.ca_path, timeout=timeout, read_retries=1)
+
+    def service(self, provider="fti_fm", cluster=None, backend=None, **options):
+        settings = dict(poll_interval=0.02, settle_timeout=3.0, wait_timeout=10, force_detach=True)
+        settings.update(options)
+        return FabricService(backend or self.backend(provider), cluster=cluster, **settings)
+
+    def run(self, targets, provider="fti_fm", **options):
+        """(result, None) or (None, AicrError)."""
+        try:
+            return self.service(provider, **options).run(targets), None
+        except AicrError as exc:
+            return None, exc
+
+    def devices(self, index=0):
+        return self.control.devices(self.machines[index])
+
+    def models(self, index=0):
+        return sorted(d["model"] for d in self.devices(index))
+
+    def mutations(self, op=None):
+        entries = self.control.requests(mutating=True)
+        return [e for e in entries if op is None or e["op"] == op]
+
+
+@pytest.fixture(scope="session")
+def fabric_sim(tmp_path_factory):
+    handle = start_simulator(tmp_path_factory.mktemp("fabric-sim"), machines=4, cm_polls=1)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+def fab(fabric_sim):  # pylint: disable=redefined-outer-name
+    fabric_sim.control.reset(machines=4, pool=DEFAULT_POOL, cm_polls=1, latency=0.0, read_latency=0.0, token_ttl=3600)
+    return Fabric(fabric_sim)
+
+
+@pytest.fixture
+def present():
+    def make(machine_id=None, count=2, model="A100", **kw):
+        return Target(machine_id=machine_id, model=model, count=count, **kw)
+
+    return make
+
+
+# -- recipes ----------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def aicr_catalog_dir(shared_dir):
+    return shared_dir / "aicr" / "catalog"
+
+
+@pytest.fixture(scope="session")
+def aicr_conformance_dir(shared_dir):
+    return shared_dir / "aicr" / "conformance"
+
+
+@pytest.fixture(scope="session")
+def aicr_catalog(aicr_catalog_dir):  # pylint: disable=redefined-outer-name
+    return catalog_mod.load_catalog(str(aicr_catalog_dir), persist=False)

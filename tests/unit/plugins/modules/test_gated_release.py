@@ -10,7 +10,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.aicr.runtime.plugins.module_utils.common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.modules import gated_release
 
 RECIPE = {"recipe_name": "demo", "components": [{"name": "a", "chart": "a", "repository": "https://x", "version": "1", "namespace": "n", "values": {}}]}

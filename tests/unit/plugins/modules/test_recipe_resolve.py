@@ -77,7 +77,7 @@ def test_overrides_and_skip(capsys, catalog_dir, tmp_path):
 
 
 def test_check_mode_does_not_write_the_cache(capsys, catalog_dir, tmp_path):
-    from ansible_collections.aicr.runtime.plugins.module_utils.recipe import catalog as catalog_mod
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
     catalog_mod.clear_process_cache()
     code, _result = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path / "c"), "_ansible_check_mode": True,
                                         "criteria": {"service": "eks", "intent": "training"}})

@@ -3,8 +3,8 @@ selection, operator defaults, no CRD."""
 
 from modules_testlib import run_main
 
-from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
-from ansible_collections.aicr.runtime.plugins.module_utils.stack import store
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import status, store
 from ansible_collections.aicr.runtime.plugins.modules import stack_info
 
 
@@ -20,7 +20,7 @@ def test_without_the_crd_the_list_is_empty(capsys, private_kube):
 
 def test_decisions_and_catalog_selection(capsys, kube, stacks, tmp_path):
     kubeconfig = kube.kubeconfig_for("stack")
-    api = store.Api(build_api_client(kubeconfig))
+    api = client_for(kubeconfig)
     releases = tmp_path / "releases"
     releases.mkdir()
     for version in ("1.0.0", "1.1.0"):
@@ -31,7 +31,7 @@ def test_decisions_and_catalog_selection(capsys, kube, stacks, tmp_path):
     done = stacks.create(api, "done", {"catalog": {"source": str(releases)}, "autoUpdate": False})
     badpin = stacks.create(api, "badpin", {"catalog": {"source": str(releases), "version": "9.0.0"}})
     ours = [badpin, done, fresh, paused]
-    writer = store.StatusWriter(store.CrdStore(api), done)
+    writer = status.StatusWriter(store.CrdStore(api), done)
     writer.apply({"phase": "Ready", "observed_generation": 1, "recipe": {"name": "r", "catalogVersion": "1.0.0"},
                   "reconcile": {"lastReconcileTime": "2999-01-01T00:00:00Z"}})
 

@@ -8,8 +8,8 @@ import yaml
 
 from modules_testlib import run_main
 
-from ansible_collections.aicr.runtime.plugins.module_utils.kube import build_api_client
-from ansible_collections.aicr.runtime.plugins.module_utils.stack import store
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import store
 from ansible_collections.aicr.runtime.plugins.modules import stack_status
 
 
@@ -28,7 +28,7 @@ def test_install_crd_then_update_status(capsys, private_kube):
     assert code == 0 and not out["changed"]
 
     kubeconfig = private_kube.kubeconfig_for("stack")
-    api = store.Api(build_api_client(kubeconfig))
+    api = client_for(kubeconfig)
     api.request("POST", store.stack_path(), body={"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": "gpu"},
                                                   "spec": {"catalog": {"source": "/c"}}})
     args = {"name": "gpu", "kubeconfig": kubeconfig, "phase": "Ready", "observed_generation": 1,
@@ -77,7 +77,7 @@ def test_errors_are_one_line(capsys, kube, stacks, args, message):
     # "absent" a name no other test uses
     kubeconfig = kube.kubeconfig_for("stack")
     if args.get("name") == "gpu":
-        args = dict(args, name=stacks.create(store.Api(build_api_client(kubeconfig)), "gpu", {"catalog": {"source": "/c"}}))
+        args = dict(args, name=stacks.create(client_for(kubeconfig), "gpu", {"catalog": {"source": "/c"}}))
     elif args.get("name") == "absent":
         args = dict(args, name=stacks.name("absent"))
         message = message.replace("'absent'", "'%s'" % args["name"])

@@ -1,0 +1,203 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The component: one type from recipe_resolve to gated_release, the manifest renderer and the status writers.
+
+recipe_resolve builds a :class:`Component` from each enabled AICR componentRef and returns :meth:`Component.to_dict`
+(the ``components[]`` of its result); gated_release reads that dict back with :meth:`Component.from_dict` (the
+same keys, no aliases); the manifest renderer takes the same dict; a rollout's component result and a
+ClusterStack status entry are made from a Component's fields.
+
+The rules every reader of a component shares live here once:
+
+- *manifest-only*: a component without a chart deploys only its manifest files (no helm release);
+- *chart reference*: an OCI repository's chart is ``<repository>/<chart>``; any other chart is its name, with the
+  repository given to helm separately (:func:`chart_reference`);
+- *release digest*: sha256 of chart, upstream repository, version and values (:func:`release_digest`);
+- *overrides*: the keys a ``component_overrides`` entry may set and their types (:func:`override_problems`), and how
+  they apply (:meth:`Component.overridden`; ``values`` are merged, ``null`` deletes).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_deletes
+
+OVERRIDE_KEYS = ("chart", "repository", "version", "namespace", "values", "enabled")
+# recipe_resolve applies these while resolving (chart and repository are the deployer's: gated_release)
+RESOLVE_OVERRIDE_KEYS = ("version", "namespace", "values", "enabled")
+_STRING_OVERRIDES = ("chart", "repository", "version", "namespace")
+
+
+def is_oci(repository):
+    return isinstance(repository, str) and repository.startswith("oci://")
+
+
+def chart_reference(chart, repository):
+    """What helm installs: ``<repository>/<chart>`` for an OCI repository, else the chart name (``""`` without a chart)."""
+    if not chart:
+        return ""
+    if is_oci(repository):
+        return repository.rstrip("/") + "/" + chart
+    return chart
+
+
+def release_digest(chart, repository, version, values):
+    """A stable digest of what defines a release; label-safe (48 hex chars)."""
+    canonical = json.dumps({"chart": chart, "repository": repository or "", "version": str(version or ""), "values": values or {}},
+                           sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:48]
+
+
+def override_problems(overrides, names, allowed=OVERRIDE_KEYS):
+    """What is wrong with ``component_overrides`` for a recipe of components ``names``, in order.
+
+    A list of ``(kind, name, key, value)``: ``not-a-mapping`` (the whole option), ``unknown-component``,
+    ``entry-not-a-mapping``, ``unknown-key``, ``not-a-string`` (chart, repository, version, namespace: a non-empty
+    string or number), ``values-not-a-mapping``, ``enabled-not-a-boolean``. Each module words them as it documents.
+    """
+    if not isinstance(overrides, dict):
+        return [("not-a-mapping", None, None, overrides)]
+    problems = []
+    known = set(names)
+    for name, spec in overrides.items():
+        if name not in known:
+            problems.append(("unknown-component", name, None, None))
+            continue
+        if not isinstance(spec, dict):
+            problems.append(("entry-not-a-mapping", name, None, spec))
+            continue
+        for key in spec:
+            if key not in allowed:
+                problems.append(("unknown-key", name, key, spec[key]))
+        for key in _STRING_OVERRIDES:
+            value = spec.get(key)
+            if key in allowed and value is not None and (not isinstance(value, (str, int, float)) or isinstance(value, bool) or str(value) == ""):
+                problems.append(("not-a-string", name, key, value))
+        if spec.get("values") is not None and not isinstance(spec["values"], dict):
+            problems.append(("values-not-a-mapping", name, "values", spec["values"]))
+        if spec.get("enabled") is not None and not isinstance(spec["enabled"], bool):
+            problems.append(("enabled-not-a-boolean", name, "enabled", spec["enabled"]))
+    return problems
+
+
+def _file_list(value, field, name, base_dir):
+    """Manifest files as absolute paths: strings, relative ones joined to ``base_dir``."""
+    paths = []
+    for path in value or []:
+        if not path or not isinstance(path, str):
+            raise AicrError("components: %s of %s has an entry %r that is not a file path" % (field, name, path), component=name, field=field)
+        if not os.path.isabs(path):
+            if not base_dir:
+                raise AicrError("components: %s of %s lists the relative path %s; give absolute paths or the catalog option" % (field, name, path),
+                                component=name, field=field)
+            path = os.path.join(base_dir, path)
+        paths.append(path)
+    return paths
+
+
+class Component(object):
+    """One component of a recipe: what to deploy, where, and what it waits for."""
+
+    __slots__ = ("name", "type", "chart", "repository", "version", "namespace", "values", "values_files", "dependencies",
+                 "external_dependencies", "pre_manifest_files", "pre_manifest_paths", "manifest_files", "manifest_paths",
+                 "manifest_only", "cleanup", "order", "gate")
+
+    def __init__(self, name, type="Helm", chart="", repository="", version="", namespace="", values=None,  # pylint: disable=redefined-builtin
+                 values_files=None, dependencies=None, external_dependencies=None, pre_manifest_files=None, pre_manifest_paths=None,
+                 manifest_files=None, manifest_paths=None, cleanup=False, order=None, manifest_only=None):
+        self.name = name
+        self.type = type
+        self.chart = chart or ""
+        self.repository = repository or ""
+        self.version = str(version) if version not in (None, "") else ""
+        self.namespace = namespace or ""
+        self.values = values if values is not None else {}
+        self.values_files = list(values_files or [])
+        self.dependencies = list(dependencies or [])
+        self.external_dependencies = list(external_dependencies or [])
+        self.pre_manifest_files = list(pre_manifest_files or [])
+        self.pre_manifest_paths = list(pre_manifest_paths or [])
+        self.manifest_files = list(manifest_files or [])
+        self.manifest_paths = list(manifest_paths or [])
+        # the one rule: no chart, no release (a component known only from an inventory says so itself)
+        self.manifest_only = (not self.chart) if manifest_only is None else bool(manifest_only)
+        self.cleanup = bool(cleanup)
+        self.order = order
+        self.gate = []  # the managed dependencies a rollout waits for (set by the rollout plan)
+
+    @property
+    def chart_ref(self):
+        return chart_reference(self.chart, self.repository)
+
+    @property
+    def oci(self):
+        return is_oci(self.repository)
+
+    @property
+    def kind(self):
+        """``release`` (a helm chart) or ``objects`` (manifest files only)."""
+        return "objects" if self.manifest_only else "release"
+
+    def digest(self):
+        return release_digest(self.chart, self.repository, self.version, self.values)
+
+    def to_dict(self):
+        """The component as recipe_resolve returns it (and gated_release, the renderer and the status read it)."""
+        out = {
+            "name": self.name, "type": self.type, "chart": self.chart, "chart_ref": self.chart_ref, "repository": self.repository,
+            "oci": self.oci, "version": self.version, "namespace": self.namespace, "values": self.values,
+            "values_files": list(self.values_files), "dependencies": list(self.dependencies),
+            "external_dependencies": list(self.external_dependencies), "pre_manifest_files": list(self.pre_manifest_files),
+            "pre_manifest_paths": list(self.pre_manifest_paths), "manifest_files": list(self.manifest_files),
+            "manifest_paths": list(self.manifest_paths), "manifest_only": self.manifest_only, "enabled": True, "cleanup": self.cleanup,
+        }
+        if self.order is not None:
+            out["order"] = self.order
+        return out
+
+    @classmethod
+    def from_dict(cls, raw, base_dir=None):
+        """A component of recipe_resolve's ``components`` (or one written the same way by hand).
+
+        Manifest files are ``pre_manifest_paths``/``manifest_paths`` (absolute), else the catalog-relative
+        ``pre_manifest_files``/``manifest_files`` joined to ``base_dir``. ``manifest_only: true`` means no chart.
+        """
+        name = raw["name"]
+        pre = _file_list(raw["pre_manifest_paths"] if "pre_manifest_paths" in raw else raw.get("pre_manifest_files"), "pre_manifest_files", name,
+                         base_dir)
+        post = _file_list(raw["manifest_paths"] if "manifest_paths" in raw else raw.get("manifest_files"), "manifest_files", name, base_dir)
+        return cls(name, type=raw.get("type") or "Helm", chart="" if raw.get("manifest_only") else raw.get("chart"),
+                   repository=raw.get("repository"), version=raw.get("version"), namespace=raw.get("namespace") or "default",
+                   values=deep_copy(raw.get("values") or {}), values_files=raw.get("values_files"), dependencies=raw.get("dependencies"),
+                   external_dependencies=raw.get("external_dependencies"), pre_manifest_files=raw.get("pre_manifest_files"),
+                   pre_manifest_paths=pre, manifest_files=raw.get("manifest_files"), manifest_paths=post, cleanup=raw.get("cleanup"),
+                   order=raw.get("order"))
+
+    @classmethod
+    def leftover(cls, name, entry):
+        """A component a stack deployed earlier, known only from its inventory entry or release labels (to remove it)."""
+        return cls(name, namespace=entry.get("namespace") or "default", dependencies=entry.get("dependencies"),
+                   manifest_only=not entry.get("release"))
+
+    def overridden(self, override):
+        """This component with a ``component_overrides`` entry applied (chart, repository, version, namespace; values merged,
+        null deletes): a copy, or the component itself when the entry changes nothing."""
+        if not override:
+            return self
+        copy = Component.from_dict(self.to_dict())
+        copy.gate = list(self.gate)
+        for key in _STRING_OVERRIDES:
+            if override.get(key) is not None:
+                setattr(copy, key, str(override[key]))
+        if "chart" in override:
+            copy.manifest_only = not copy.chart
+        if override.get("values") is not None:
+            copy.values = merge_null_deletes(self.values, override["values"])
+        return copy

@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""PyYAML, guarded once (the HAS_X pattern), the one YAML loader, and where the other third-party packages are guarded.
+
+Each third-party package is imported in one place only, with its ``HAS_X``/``X_IMPORT_ERROR`` guard next to the
+one code that needs it, so a module never pays for a package it does not use:
+
+- PyYAML: here (nearly every engine reads YAML);
+- kubernetes: ``_kube.connection`` (the one way to reach a cluster);
+- jsonschema: ``_common.validation`` (the one JSON-Schema validation);
+- requests: ``_fabric.transport`` (the fabric's HTTPS transport).
+
+:func:`guard` finds any of them by name (``_common.module.call_engine`` fails a module with ``missing_required_lib``);
+engines call :func:`require` where a package is needed at run time.
+
+:class:`Loader` is the only YAML loader: PyYAML's safe loader (libyaml's ``CSafeLoader`` when available) that reads
+timestamps as strings (as Helm's YAML to JSON does) and the YAML 1.1 ``=`` (value) key some CRD schemas carry as a
+string. Catalogs, values files, charts, manifests and CRDs are all read with it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+
+try:
+    import yaml
+
+    HAS_YAML = True
+    YAML_IMPORT_ERROR = None
+except ImportError:
+    yaml = None
+    HAS_YAML = False
+    YAML_IMPORT_ERROR = traceback.format_exc()
+
+if HAS_YAML:
+    BaseLoader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader  # SafeLoader when PyYAML lacks libyaml
+
+    class Loader(BaseLoader):  # pylint: disable=too-many-ancestors
+        """Safe loader: timestamps and the YAML 1.1 ``=`` (value) key stay strings."""
+
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node))
+    Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
+    Dumper = getattr(yaml, "CSafeDumper", None) or yaml.SafeDumper
+else:  # pragma: no cover - the modules refuse to run without PyYAML
+    BaseLoader = Loader = Dumper = None
+
+_GUARDED_IN = {
+    "kubernetes": ("_kube.connection", "KUBERNETES"),
+    "jsonschema": ("_common.validation", "JSONSCHEMA"),
+    "requests": ("_fabric.transport", "REQUESTS"),
+}
+
+
+def guard(package):
+    """``(HAS_X, X_IMPORT_ERROR)`` of ``package`` (PyYAML, kubernetes, jsonschema, requests), from the module that guards it."""
+    if package == "PyYAML":
+        return HAS_YAML, YAML_IMPORT_ERROR
+    import importlib  # pylint: disable=import-outside-toplevel
+    where, prefix = _GUARDED_IN[package]
+    guarded = importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils." + where)
+    return getattr(guarded, "HAS_" + prefix), getattr(guarded, prefix + "_IMPORT_ERROR")
+
+
+def require(package, why, field=None):
+    """Raise ``AicrError("the Python package '<package>' is required <why>")`` when ``package`` cannot be imported."""
+    present, error = guard(package)
+    if not present:
+        details = {"missing_library": package, "exception": error}
+        if field:
+            details["field"] = field
+        raise AicrError("the Python package '%s' is required %s" % (package, why), **details)
+
+
+def load(text):
+    """One YAML document with :class:`Loader`."""
+    return yaml.load(text, Loader=Loader)  # nosec B506 - a safe loader
+
+
+def load_all(text):
+    """Every YAML document of ``text`` with :class:`Loader`."""
+    return yaml.load_all(text, Loader=Loader)  # nosec B506 - a safe loader

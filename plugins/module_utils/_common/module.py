@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The module side of an engine call, written once: missing libraries, engine errors, unexpected failures.
+
+A module builds its ``AnsibleModule`` and calls :func:`call_engine`; it gets the engine's result or the task
+fails with one line - ``missing_required_lib`` for a missing package, the ``AicrError``'s ``msg`` and details,
+or ``<module>: unexpected <Exception>: <first line>`` (the traceback only in ``exception``, shown with ``-vvv``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import traceback
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
+
+
+def require_libraries(module, packages):
+    """``fail_json(missing_required_lib(...))`` for the first of ``packages`` that cannot be imported."""
+    from ansible.module_utils.basic import missing_required_lib  # pylint: disable=import-outside-toplevel
+    for package in packages:
+        present, error = deps.guard(package)
+        if not present:
+            module.fail_json(msg=missing_required_lib(package), exception=error)
+
+
+def call_engine(module, name, engine, requires=()):
+    """``engine()``'s result; the task fails in one line when a library is missing or the engine raises."""
+    require_libraries(module, requires)
+    try:
+        return engine()
+    except AicrError as exc:
+        module.fail_json(**exc.to_result())
+    except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user
+        module.fail_json(msg="%s: unexpected %s: %s" % (name, exc.__class__.__name__, first_line(exc)), exception=traceback.format_exc())
+    return None  # pragma: no cover - fail_json exits

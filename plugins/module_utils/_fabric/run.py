@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What the fabric_device module does, as one function over its parameters (the module only validates and reports).
+
+1. the targets (one per machine, module-level defaults under each ``machines`` entry);
+2. Kubernetes access when a node, ``credentials_secret`` or ``verify_visible`` needs it (the shared client, as the
+   kubeconfig's identity);
+3. credentials: the Secret's keys, then the options (the options win); every value is a secret;
+4. the backend for ``provider`` (``factory``), live status to ``status_stack`` (devices), the service's run.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import CREDENTIAL_KEYS, KubernetesClusterView
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service import FabricService
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
+
+LIVE_STATUS_INTERVAL = 0.5
+TARGET_KEYS = ("type", "model", "count", "devices", "state")
+
+
+def targets_from(params):
+    defaults = dict((key, params[key]) for key in TARGET_KEYS)
+    items = params["machines"] or [{"node": params["node"], "machine_id": params["machine_id"]}]
+    targets = []
+    for item in items:
+        merged = dict(defaults)
+        merged.update(dict((k, v) for k, v in item.items() if v is not None and k in TARGET_KEYS))
+        targets.append(Target(machine_id=item.get("machine_id"), node=item.get("node"), dtype=merged["type"], model=merged["model"],
+                              count=merged["count"], devices=merged["devices"], state=merged["state"]))
+    return targets
+
+
+def needs_cluster(params, targets):
+    return bool(params["credentials_secret"] or params["verify_visible"] or any(t.node for t in targets))
+
+
+def needs_kubernetes(params, check_mode=False):
+    """Whether the run talks to the cluster: node checks and credentials (:func:`needs_cluster`) or live status."""
+    return needs_cluster(params, targets_from(params)) or bool(params["status_stack"] and not check_mode)
+
+
+def _client(params):
+    deps.require("kubernetes", "for node, pod and visibility checks")
+    return client_for(params["kubeconfig"], params["context"])
+
+
+def run(params, check_mode=False, secret=None):
+    """Converge the fabric as ``params`` (fabric_device's options) ask; ``secret(value)`` is told every credential read
+    from ``credentials_secret`` (the module hides them). Returns the result; raises AicrError."""
+    targets = targets_from(params)
+    client = _client(params) if needs_kubernetes(params, check_mode) else None
+    cluster = KubernetesClusterView(client) if needs_cluster(params, targets) else None
+    credentials = {}
+    if params["credentials_secret"]:
+        ref = params["credentials_secret"]
+        credentials.update(cluster.read_secret(ref["namespace"], ref["name"]))
+        for value in credentials.values():
+            if secret is not None:
+                secret(value)
+    for key in CREDENTIAL_KEYS:
+        if params[key]:
+            credentials[key] = params[key]
+    backend = build_backend(params["provider"], params["endpoint"], credentials, tenant_id=params["tenant_id"], cluster_id=params["cluster_id"],
+                            ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"])
+    settle = params["settle_timeout"] if params["settle_timeout"] is not None else 2 * params["timeout"]
+    live, live_warning = None, None
+    if params["status_stack"] and not check_mode:
+        live, live_warning = live_status(client, params["status_stack"], params["status_backend"], params["status_namespace"],
+                                         interval=LIVE_STATUS_INTERVAL, devices=True)
+
+    def converge(on_transition):
+        service = FabricService(backend, cluster=cluster, check_mode=check_mode, force_detach=params["force_detach"],
+                                operator_coexistence=params["operator_coexistence"], wait=params["wait"], wait_timeout=params["wait_timeout"],
+                                verify_visible=params["verify_visible"], poll_interval=params["poll_interval"], settle_timeout=settle,
+                                max_workers=params["max_workers"], on_transition=on_transition)
+        return service.run(targets)
+
+    try:
+        return run_with_live_status(live, live_warning, converge)
+    finally:
+        backend.transport.close()

@@ -1,0 +1,389 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Plan and converge composable devices on fabric machines.
+
+Rules (see docs/modules/fabric_device.md):
+
+- Always read the machine first; attach only the deficit, one device per request; detach only
+  devices named by their fabric id (surplus is chosen by id, never "remove N").
+- After an ambiguous outcome (timeout, reset, 5xx) or any error answer, re-read the machine: a new
+  matching device is adopted; a device that is gone counts as detached. Only when the re-read (after
+  letting the fabric settle) shows no effect is a mutation sent again, at most ``mutation_retries``
+  times. An attach whose device ends failed, critical or with an unknown status is rolled back
+  (it is ours and unused).
+- Unless ``force_detach``, a GPU is not detached while pods on its node request ``nvidia.com/gpu``
+  or a DRA claim names it.
+- Machines are handled concurrently (bounded thread pool); devices on one machine sequentially.
+- ``check_mode`` reads everything and reports the plan without mutating.
+- ``on_transition(record)``, when given, is called after every attach and detach that took effect (never in
+  check mode) with the device result tagged with ``machine``, ``node`` and ``event`` (``attached`` or
+  ``detached``), from the machine threads; calls are serialised and an exception from the callback becomes a
+  warning, never a failure.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
+    READY, PENDING, REMOVING, FAILED, OK, WARNING, CRITICAL, UNKNOWN,
+)
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.checks import ClusterChecks
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import MachineRun
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import AmbiguousOutcome, FabricHTTPError
+
+CRO_WARNING = ("the composable-resource-operator (cro.hpsys.ibm.ie.com) runs on this cluster: it detaches any fabric device that no "
+               "ComposableResource claims after about 10 minutes")
+
+
+class FabricService(ClusterChecks):
+    def __init__(self, backend, cluster=None, check_mode=False, force_detach=False, operator_coexistence="refuse", wait=True,
+                 wait_timeout=300.0, verify_visible=False, poll_interval=2.0, settle_timeout=60.0, max_workers=8,
+                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None):
+        self.backend = backend
+        self.cluster = cluster
+        self.check_mode = check_mode
+        self.force_detach = force_detach
+        self.operator_coexistence = operator_coexistence
+        self.wait = wait
+        self.wait_timeout = float(wait_timeout)
+        self.verify_visible = verify_visible
+        self.poll_interval = float(poll_interval)
+        self.settle_timeout = float(settle_timeout)
+        self.max_workers = max(1, int(max_workers))
+        self.mutation_retries = max(0, int(mutation_retries))
+        self.clock = clock
+        self.sleep = sleep
+        self._lock = threading.Lock()
+        self._usage = {}
+        self.on_transition = on_transition
+        self._transition_lock = threading.Lock()
+        self.transition_warnings = []
+
+    # --- entry point ------------------------------------------------------------------
+
+    def run(self, targets):
+        for index, target in enumerate(targets):
+            target.validate(index if len(targets) > 1 else None)
+        warnings = []
+        self._resolve(targets)
+        needs_cluster = any(t.node for t in targets)
+        if needs_cluster and self.cluster is not None and self.cluster.operator_present():
+            if self.operator_coexistence != "allow":
+                raise AicrError("operator_coexistence: refuse; %s. Set operator_coexistence=allow to manage devices beside it, "
+                                "or declare them as ComposabilityRequests instead" % CRO_WARNING, field="operator_coexistence")
+            warnings.append(CRO_WARNING)
+        groups = {}
+        order = []
+        for target in targets:
+            if target.machine_id not in groups:
+                groups[target.machine_id] = []
+                order.append(target.machine_id)
+            groups[target.machine_id].append(target)
+        runs = [MachineRun(machine_id, next((t.node for t in groups[machine_id] if t.node), None)) for machine_id in order]
+        workers = min(self.max_workers, len(runs))
+        if workers <= 1:
+            for run in runs:
+                self._machine(run, groups[run.machine_id])
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(lambda r: self._machine(r, groups[r.machine_id]), runs))
+        return self._result(runs, warnings)
+
+    def _transition(self, run, event, device):
+        """Tell ``on_transition`` that ``device`` was attached or detached (serialised; a failing callback is a warning)."""
+        if self.on_transition is None:
+            return
+        record = run.tag(device.to_result())
+        record["event"] = event
+        with self._transition_lock:
+            try:
+                self.on_transition(record)
+            except Exception as exc:  # pylint: disable=broad-except  # status reporting never breaks the fabric run
+                text = "on_transition: the status callback failed for %s %s: %s: %s" % (event, device.res_uuid, exc.__class__.__name__, str(exc)[:300])
+                if text not in self.transition_warnings and len(self.transition_warnings) < 5:
+                    self.transition_warnings.append(text)
+
+    def _resolve(self, targets):
+        for target in targets:
+            if target.node and not target.machine_id:
+                if self.cluster is None:
+                    raise AicrError("node: %s given but no Kubernetes access is configured to resolve it; give machine_id or kubeconfig" % target.node,
+                                    field="node")
+                target.machine_id = self.cluster.machine_for_node(target.node)
+
+    def _result(self, runs, warnings):
+        result = {"changed": False, "devices": [], "attached": [], "detached": [], "actions": [], "warnings": list(warnings) + list(self.transition_warnings),
+                  "machines": [], "diff": {"before": {"machines": {}}, "after": {"machines": {}}}}
+        errors = []
+        failed = []
+        for run in runs:
+            result["devices"].extend(run.tag(d) for d in run.after)
+            result["attached"].extend(run.attached)
+            result["detached"].extend(run.detached)
+            result["actions"].extend(run.actions)
+            result["warnings"].extend(run.warnings)
+            result["machines"].append(run.summary())
+            result["diff"]["before"]["machines"][run.machine_id] = run.before
+            result["diff"]["after"]["machines"][run.machine_id] = run.after
+            if run.error:
+                named = run.machine_id in run.error or (run.node and run.node in run.error)
+                errors.append(run.error if named else "%s: %s" % (run.node or run.machine_id, run.error))
+                failed.append(run)
+        result["changed"] = bool(result["actions"])
+        result["token_requests"] = self.backend.token_requests
+        result["fabric_requests"] = dict(self.backend.transport.counts)
+        if errors:
+            msg = errors[0] if len(runs) == 1 else "%d of %d machines failed: %s" % (len(errors), len(runs), "; ".join(errors))
+            details = dict(result)
+            if len(failed) == 1:
+                details.update((k, v) for k, v in failed[0].error_details.items() if k not in details and k != "msg")
+            raise AicrError(msg, **details)
+        return result
+
+    # --- one machine --------------------------------------------------------------------
+
+    def _machine(self, run, targets):
+        devices = None
+        try:
+            devices = self.backend.read_machine(run.machine_id)
+            run.before = [d.to_result() for d in devices]
+            if self.verify_visible and run.node and self.cluster is not None and not self.check_mode:
+                run.baseline = self.cluster.gpu_allocatable(run.node)  # before any change: local GPUs count too
+            for target in targets:
+                if target.state == "present":
+                    devices = self._present(run, target, devices)
+                else:
+                    devices = self._absent(run, target, devices)
+            if self.verify_visible and run.attached and not self.check_mode:
+                self._verify_visible(run, devices)
+        except AicrError as exc:
+            run.error = exc.msg
+            run.error_details = dict(exc.details)
+        except Exception as exc:  # pylint: disable=broad-except
+            # Never let a traceback reach the user; name the machine and the failure.
+            run.error = "machine %s: unexpected %s: %s" % (run.machine_id, exc.__class__.__name__, exc)
+        if run.error and devices is not None and run.actions:
+            try:
+                devices = self.backend.read_machine(run.machine_id)
+            except Exception:  # pylint: disable=broad-except
+                pass
+        run.devices = devices or []
+        run.after = [d.to_result() for d in run.devices] if devices is not None else []
+        if self.check_mode:
+            run.after = self._planned_after(run)
+
+    def _planned_after(self, run):
+        gone = set(a.get("res_uuid") for a in run.actions if a["action"] == "detach")
+        after = [d for d in run.before if d["res_uuid"] not in gone]
+        for action in run.actions:
+            if action["action"] == "attach":
+                after.append({"res_uuid": None, "serial": None, "type": action["type"], "model": action["model"], "status": "planned", "warnings": []})
+        return after
+
+    def _action(self, run, action, target, device=None, **extra):
+        record = {"action": action, "machine": run.machine_id, "node": run.node, "type": target.type, "model": target.model,
+                  "res_uuid": device.res_uuid if device else None, "serial": device.serial if device else None}
+        if device is not None:
+            record["model"] = device.model or target.model
+        record.update(extra)
+        run.actions.append(record)
+
+    # --- present: attach the deficit, detach the surplus ---------------------------------
+
+    def _present(self, run, target, devices):
+        where = target.label
+        if self.backend.asynchronous and self.wait and not self.check_mode:
+            def settled(current):
+                return not [d for d in current if d.matches(target.type, target.model) and d.phase in (PENDING, REMOVING)]
+
+            devices = self._settle(run, target, devices, settled,
+                                   "%s: devices still in progress" % where)
+        matching = [d for d in devices if d.matches(target.type, target.model)]
+        for device in matching:
+            if device.phase == FAILED:
+                raise AicrError("%s: device %s (%s) is in a failed state on the fabric (%s); detach it with state=absent devices=[%s]"
+                                % (where, device.res_uuid, device.model, device.raw_status, device.res_uuid), device=device.to_result())
+            if device.health == UNKNOWN:
+                raise AicrError(device.warnings[-1] if device.warnings else "%s: device %s has an unknown status" % (where, device.res_uuid),
+                                device=device.to_result())
+            if device.health == CRITICAL:
+                raise AicrError("%s: device %s (%s) is critical (res_op_status %s); detach it with state=absent devices=[%s]"
+                                % (where, device.res_uuid, device.model, device.raw_status, device.res_uuid), device=device.to_result())
+            if device.health == WARNING:
+                run.warnings.extend(w for w in device.warnings if w not in run.warnings)
+        have = len([d for d in matching if d.phase in (READY, PENDING)])
+        if have < target.count:
+            deficit = target.count - have
+            free = self.backend.free_count(run.machine_id, target.type, target.model)
+            if free is not None and free < deficit:
+                raise AicrError("%s: the fabric pool has %d free %s %s, %d needed to reach count %d; nothing attached"
+                                % (where, free, target.type, target.model or "(any model)", deficit, target.count),
+                                free=free, needed=deficit)
+            for _index in range(deficit):
+                if self.check_mode:
+                    self._action(run, "attach", target)
+                    continue
+                devices = self._attach_one(run, target, devices)
+        elif have > target.count:
+            ranked = sorted(enumerate(matching), key=lambda item: (item[1].health == OK and item[1].phase == READY, -item[0]))
+            for _index, device in ranked[:have - target.count]:
+                devices = self._detach_one(run, target, device, devices)
+        return devices
+
+    def _absent(self, run, target, devices):
+        if target.devices:
+            wanted = set(target.devices)
+            victims = [d for d in devices if d.res_uuid in wanted or (d.serial and d.serial in wanted)]
+        else:
+            victims = [d for d in devices if d.matches(target.type, target.model)]
+        for device in victims:
+            if device.phase == REMOVING and not self.wait:
+                continue
+            devices = self._detach_one(run, target, device, devices)
+        return devices
+
+    # --- reads that wait ------------------------------------------------------------------
+
+    def _settle(self, run, target, devices, done, what, timeout=None):
+        deadline = self.clock() + (self.wait_timeout if timeout is None else timeout)
+        while not done(devices):
+            if self.clock() >= deadline:
+                raise AicrError("%s after %.0fs (wait_timeout)" % (what, self.wait_timeout), machine=run.machine_id)
+            self.sleep(self.poll_interval)
+            devices = self.backend.read_machine(run.machine_id)
+        return devices
+
+    def _reread(self, run, found, error, timeout):
+        """Re-read until ``found(devices)`` is truthy; once only when the fabric has finished answering."""
+        deadline = self.clock() + timeout
+        while True:
+            devices = self.backend.read_machine(run.machine_id)
+            hit = found(devices)
+            if hit:
+                return hit, devices
+            once = isinstance(error, FabricHTTPError) or (isinstance(error, AmbiguousOutcome) and error.kind == "response")
+            if once or self.clock() >= deadline:
+                return None, devices
+            self.sleep(self.poll_interval)
+
+    # --- attach -------------------------------------------------------------------------
+
+    def _attach_one(self, run, target, devices):
+        where = target.label
+        known = set(d.res_uuid for d in devices)
+
+        def new_device(current):
+            fresh = [d for d in current if d.res_uuid not in known and d.matches(target.type, target.model)]
+            return fresh[0] if fresh else None
+
+        attempts = 0
+        adopted = False
+        while True:
+            attempts += 1
+            error = None
+            try:
+                self.backend.attach(run.machine_id, target.type, target.model, devices)
+            except (AmbiguousOutcome, FabricHTTPError) as exc:
+                error = exc
+            device, devices = self._reread(run, new_device, error, self.settle_timeout)
+            if device is not None:
+                if error is not None:
+                    adopted = True
+                    run.warnings.append("%s: attach answered '%s' but device %s appeared; adopted it (not attached twice)"
+                                        % (where, error.msg, device.res_uuid))
+                break
+            if error is None:
+                raise AicrError("%s: the fabric accepted the attach but no new %s device appeared within %.0fs; re-run to converge (nothing re-sent)"
+                                % (where, target.type, self.settle_timeout), machine=run.machine_id)
+            if isinstance(error, AmbiguousOutcome) and attempts <= self.mutation_retries:
+                run.warnings.append("%s: attach outcome unknown (%s); re-read shows no new device, sending it once more" % (where, error.msg))
+                continue
+            raise error
+        if self.backend.asynchronous and self.wait:
+            def settled(current):
+                mine = [d for d in current if d.res_uuid == device.res_uuid]
+                return mine[0] if mine and mine[0].phase != PENDING else None
+
+            hit, devices = self._reread(run, settled, None, self.wait_timeout)
+            if hit is None:
+                raise AicrError("%s: device %s still being added after %.0fs (wait_timeout)" % (where, device.res_uuid, self.wait_timeout),
+                                device=device.to_result())
+            device = hit
+        if device.phase == FAILED or device.health in (CRITICAL, UNKNOWN):
+            reason = device.warnings[-1] if device.warnings else "status %s" % device.raw_status
+            self._action(run, "attach", target, device)
+            devices = self._rollback(run, target, device, devices)
+            raise AicrError("%s: attached device %s is not usable (%s); it was detached again (rolled back)" % (where, device.res_uuid, reason),
+                            device=device.to_result())
+        self._action(run, "attach", target, device, adopted=adopted)
+        run.attached.append(run.tag(device.to_result()))
+        self._transition(run, "attached", device)
+        run.warnings.extend(device.warnings)
+        return devices
+
+    def _rollback(self, run, target, device, devices):
+        try:
+            devices = self._detach_one(run, target, device, devices, safety=False)
+        except AicrError as exc:
+            raise AicrError("%s: attached device %s failed and rolling it back failed too: %s" % (target.label, device.res_uuid, exc.msg),
+                            device=device.to_result())
+        return devices
+
+    # --- detach -------------------------------------------------------------------------
+
+    def _detach_one(self, run, target, device, devices, safety=True):
+        where = target.label
+        if safety:
+            self._check_detach(run, target, device)
+        if self.check_mode:
+            self._action(run, "detach", target, device)
+            return [d for d in devices if d.res_uuid != device.res_uuid]
+
+        def accepted(current):
+            mine = [d for d in current if d.res_uuid == device.res_uuid]
+            if not mine:
+                return "gone"
+            return "removing" if mine[0].phase == REMOVING else None
+
+        def gone(current):
+            return "gone" if not [d for d in current if d.res_uuid == device.res_uuid] else None
+
+        attempts = 0
+        while True:
+            attempts += 1
+            error = None
+            try:
+                self.backend.detach(run.machine_id, device, devices)
+            except (AmbiguousOutcome, FabricHTTPError) as exc:
+                error = exc
+            outcome, devices = self._reread(run, accepted, error, self.settle_timeout)
+            if outcome == "removing" and self.wait:
+                outcome, devices = self._reread(run, gone, None, self.wait_timeout)
+                if outcome is None:
+                    raise AicrError("%s: %s is still being removed after %.0fs (wait_timeout)" % (where, device.res_uuid, self.wait_timeout),
+                                    device=device.to_result())
+            if outcome:
+                if error is not None:
+                    run.warnings.append("%s: detach of %s answered '%s' but the device is gone; counted as detached" % (where, device.res_uuid, error.msg))
+                break
+            still = [d for d in devices if d.res_uuid == device.res_uuid]
+            if still and still[0].phase == FAILED:
+                raise AicrError("%s: detach of %s failed on the fabric (%s)" % (where, device.res_uuid, still[0].raw_status), device=still[0].to_result())
+            if error is None:
+                raise AicrError("%s: the fabric accepted the detach of %s but it is still attached after %.0fs" % (where, device.res_uuid, self.settle_timeout),
+                                device=device.to_result())
+            if isinstance(error, AmbiguousOutcome) and attempts <= self.mutation_retries:
+                run.warnings.append("%s: detach outcome unknown (%s); %s still attached, sending it once more" % (where, error.msg, device.res_uuid))
+                continue
+            raise error
+        self._action(run, "detach", target, device)
+        run.detached.append(run.tag(device.to_result()))
+        self._transition(run, "detached", device)
+        return devices

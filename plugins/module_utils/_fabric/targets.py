@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What the fabric service is asked for (:class:`Target`, one desired state per machine) and what it did on one
+machine (:class:`MachineRun`)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import DEVICE_TYPES
+
+
+class Target:
+    """One desired state: ``count`` devices of type/model on a machine, or named/all devices absent."""
+
+    def __init__(self, machine_id=None, node=None, dtype="gpu", model=None, count=None, devices=None, state="present"):
+        self.machine_id = machine_id
+        self.node = node
+        self.type = dtype
+        self.model = model
+        self.count = count
+        self.devices = list(devices or [])
+        self.state = state
+
+    @property
+    def label(self):
+        return "node %s (machine %s)" % (self.node, self.machine_id) if self.node else "machine %s" % self.machine_id
+
+    def validate(self, index):
+        where = "machines[%d]" % index if index is not None else "options"
+        if not self.machine_id and not self.node:
+            raise AicrError("%s: node or machine_id is required" % where, field="node")
+        if self.type not in DEVICE_TYPES:
+            raise AicrError("%s: type %r is not one of %s" % (where, self.type, ", ".join(DEVICE_TYPES)), field="type")
+        if self.state not in ("present", "absent"):
+            raise AicrError("%s: state %r is not present or absent" % (where, self.state), field="state")
+        if self.state == "present":
+            if self.devices:
+                raise AicrError("%s: devices names fabric ids to detach and needs state=absent; use count with state=present" % where, field="devices")
+            if self.count is None or not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 0:
+                raise AicrError("%s: count %r must be an integer >= 0 with state=present" % (where, self.count), field="count")
+        elif self.count is not None:
+            raise AicrError("%s: count is for state=present; with state=absent give devices (or nothing to detach every %s)" % (where, self.type),
+                            field="count")
+
+
+class MachineRun:
+    """What happened on one machine."""
+
+    def __init__(self, machine_id, node):
+        self.machine_id = machine_id
+        self.node = node
+        self.before = []
+        self.after = []
+        self.attached = []
+        self.detached = []
+        self.actions = []
+        self.warnings = []
+        self.error = None
+        self.error_details = {}
+        self.devices = []
+        self.baseline = None
+
+    def tag(self, record):
+        record = dict(record)
+        record["machine"] = self.machine_id
+        record["node"] = self.node
+        return record
+
+    def summary(self):
+        return {"machine": self.machine_id, "node": self.node, "attached": len(self.attached), "detached": len(self.detached),
+                "error": self.error, "warnings": list(self.warnings)}

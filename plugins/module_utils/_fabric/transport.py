@@ -1,0 +1,255 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""HTTPS transport shared by the fabric backends.
+
+- TLS is verified by default (``ca_path`` names the CA bundle; ``validate_certs=False`` opts out).
+- Every request has a timeout. Reads (GET) are retried on timeouts, resets and 5xx; mutations never
+  are: a mutation that times out, is reset or answered 5xx raises ``AmbiguousOutcome`` and the caller
+  re-reads the machine before deciding anything.
+- A 401 invalidates the token and the request is sent once more with a fresh one (a 401 means the
+  request was refused, so re-sending a mutation is safe); a second 401 is an error.
+- Error bodies may be FTI JSON, Redfish JSON, HTML, plain text or empty; the message says which.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import json
+import os
+import re
+import threading
+import time
+import traceback
+import warnings
+
+try:
+    import requests
+
+    HAS_REQUESTS = True
+    REQUESTS_IMPORT_ERROR = None
+except ImportError:
+    HAS_REQUESTS = False
+    REQUESTS_IMPORT_ERROR = traceback.format_exc()
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
+
+MUTATING = ("POST", "PATCH", "PUT", "DELETE")
+
+
+class FabricHTTPError(AicrError):
+    """The fabric answered with an error status (the request was definitely processed or refused)."""
+
+    def __init__(self, msg, status=None, code=None, **details):
+        super(FabricHTTPError, self).__init__(msg, status=status, code=code, **details)
+        self.status = status
+        self.code = code
+
+
+class AmbiguousOutcome(AicrError):
+    """A mutation whose effect is unknown: timeout, connection reset, or a 5xx answer.
+
+    ``kind`` is ``transport`` (no answer: the fabric may still be working on it) or ``response``
+    (answered 5xx: the fabric is done, one re-read tells the truth).
+    """
+
+    def __init__(self, msg, kind, status=None, **details):
+        super(AmbiguousOutcome, self).__init__(msg, kind=kind, status=status, **details)
+        self.kind = kind
+        self.status = status
+
+
+def describe_body(text, content_type=""):
+    """A one-line description of an error body: FTI/Redfish JSON, HTML, plain text or empty."""
+    text = (text or "").strip()
+    if not text:
+        return "empty body"
+    if text.startswith("{") or "json" in (content_type or ""):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            detail = data.get("detail")
+            if isinstance(detail, dict) and (detail.get("message") or detail.get("code")):
+                return "%s: %s" % (detail.get("code") or "error", detail.get("message") or "")
+            error = data.get("error")
+            if isinstance(error, dict):
+                return "%s: %s" % (error.get("code") or "error", error.get("message") or "")
+            if isinstance(error, str):
+                return "%s: %s" % (error, data.get("error_description") or "")
+            if isinstance(detail, str):
+                return detail[:200]
+    if "<html" in text[:200].lower() or "<!doctype" in text[:200].lower():
+        match = re.search(r"<title>(.*?)</title>", text, re.I | re.S)
+        inner = match.group(1) if match else re.sub(r"<[^>]+>", " ", text)
+        return "HTML page: %s" % " ".join(inner.split())[:160]
+    return " ".join(text.splitlines()[0].split())[:200]
+
+
+class Response:
+    def __init__(self, status, text, content_type):
+        self.status = status
+        self.text = text
+        self.content_type = content_type
+
+    def json(self, what):
+        """The parsed JSON body; AicrError naming ``what`` when it is not JSON."""
+        try:
+            return json.loads(self.text) if self.text else None
+        except ValueError:
+            raise AicrError("%s: response is not JSON (%s)" % (what, describe_body(self.text, self.content_type)), status=self.status)
+
+
+class BearerAuth:
+    """Authorization from a shared TokenCache."""
+
+    def __init__(self, tokens):
+        self.tokens = tokens
+
+    def header(self):
+        token = self.tokens.get()
+        return "Bearer " + token, token
+
+    def invalidate(self, token):
+        self.tokens.invalidate(token)
+
+
+class BasicAuth:
+    """HTTP basic authorization (Redfish services)."""
+
+    can_refresh = False
+
+    def __init__(self, username, password):
+        raw = ("%s:%s" % (username or "", password or "")).encode("utf-8")
+        self._value = "Basic " + base64.b64encode(raw).decode("ascii")
+
+    def header(self):
+        return self._value, None
+
+    def invalidate(self, token):
+        return None
+
+
+class Transport:
+    """Thread-safe HTTPS client (one requests.Session per thread) with the retry rules above."""
+
+    def __init__(self, endpoint, ca_path=None, validate_certs=True, timeout=30.0, read_retries=2, retry_backoff=0.25, auth=None, sleep=time.sleep):
+        if not HAS_REQUESTS:
+            raise AicrError("the Python package 'requests' is required for fabric_device", exception=REQUESTS_IMPORT_ERROR)
+        if not endpoint or not isinstance(endpoint, str):
+            raise AicrError("endpoint: %r is not a host[:port] or https:// URL" % (endpoint,), field="endpoint")
+        endpoint = endpoint.strip().rstrip("/")
+        if "://" not in endpoint:
+            endpoint = "https://" + endpoint
+        if not endpoint.startswith(("https://", "http://")):
+            raise AicrError("endpoint: %s has an unsupported scheme; https:// is required" % endpoint, field="endpoint")
+        self.base_url = endpoint
+        if ca_path and not os.path.isfile(ca_path):
+            raise AicrError("ca_path: file %s does not exist" % ca_path, field="ca_path")
+        self.verify = (ca_path or True) if validate_certs else False
+        if not validate_certs:
+            # The user opted out explicitly; urllib3 would otherwise warn on every request.
+            try:
+                from urllib3.exceptions import InsecureRequestWarning  # pylint: disable=import-outside-toplevel
+
+                warnings.simplefilter("ignore", InsecureRequestWarning)
+            except ImportError:
+                pass
+        self.timeout = float(timeout)
+        self.read_retries = int(read_retries)
+        self.retry_backoff = float(retry_backoff)
+        self.auth = auth
+        self._sleep = sleep
+        self._local = threading.local()
+        self._sessions = []
+        self._lock = threading.Lock()
+        self.counts = {}
+
+    def _session(self):
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.trust_env = False  # REQUESTS_CA_BUNDLE would override ca_path; proxies are not wanted for a local fabric
+            self._local.session = session
+            with self._lock:
+                self._sessions.append(session)
+        return session
+
+    def _count(self, method):
+        with self._lock:
+            self.counts[method] = self.counts.get(method, 0) + 1
+
+    def request(self, method, path, params=None, json_body=None, form=None, authenticate=True, what=None):
+        """Send one request; returns a Response with status < 400 or raises (see module docstring)."""
+        method = method.upper()
+        mutating = method in MUTATING and authenticate
+        what = what or "%s %s" % (method, path)
+        url = self.base_url + path
+        attempt = 0
+        refreshed = False
+        while True:
+            attempt += 1
+            headers = {"Accept": "application/json"}
+            token = None
+            if authenticate and self.auth is not None:
+                headers["Authorization"], token = self.auth.header()
+            self._count(method)
+            try:
+                raw = self._session().request(method, url, params=params, json=json_body, data=form, headers=headers,
+                                              timeout=self.timeout, verify=self.verify, allow_redirects=False)
+            except requests.exceptions.SSLError as exc:
+                raise AicrError("endpoint %s: TLS verification failed (%s); give ca_path with the fabric's CA or set validate_certs=false"
+                                % (self.base_url, _first_line(exc)), field="ca_path")
+            except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
+                kind = "timed out after %.1fs" % self.timeout if isinstance(exc, requests.exceptions.Timeout) else "connection failed (%s)" % _first_line(exc)
+                if mutating:
+                    raise AmbiguousOutcome("%s: %s; the fabric may or may not have applied it" % (what, kind), kind="transport")
+                if attempt <= self.read_retries:
+                    self._sleep(self.retry_backoff * attempt)
+                    continue
+                raise AicrError("%s: %s (after %d attempts)" % (what, kind, attempt), field="endpoint", endpoint=self.base_url)
+            response = Response(raw.status_code, raw.text, raw.headers.get("Content-Type", ""))
+            if response.status == 401 and authenticate and not refreshed and token is not None:
+                self.auth.invalidate(token)
+                refreshed = True
+                continue
+            if response.status == 401 and authenticate:
+                reason = describe_body(response.text, response.content_type)
+                raise FabricHTTPError("%s: authentication rejected (HTTP 401: %s); check the credentials" % (what, reason),
+                                      status=401)
+            if response.status >= 500:
+                description = "HTTP %d: %s" % (response.status, describe_body(response.text, response.content_type))
+                if mutating:
+                    raise AmbiguousOutcome("%s: %s; the fabric may or may not have applied it" % (what, description), kind="response", status=response.status)
+                if attempt <= self.read_retries:
+                    self._sleep(self.retry_backoff * attempt)
+                    continue
+                raise FabricHTTPError("%s: %s (after %d attempts)" % (what, description, attempt), status=response.status)
+            if response.status >= 400:
+                code = None
+                try:
+                    data = json.loads(response.text) if response.text else None
+                    if isinstance(data, dict) and isinstance(data.get("detail"), dict):
+                        code = data["detail"].get("code")
+                    elif isinstance(data, dict) and isinstance(data.get("error"), dict):
+                        code = data["error"].get("code")
+                except ValueError:
+                    code = None
+                raise FabricHTTPError("%s: HTTP %d: %s" % (what, response.status, describe_body(response.text, response.content_type)),
+                                      status=response.status, code=code)
+            return response
+
+    def close(self):
+        """Close the sessions of every thread that used this transport."""
+        with self._lock:
+            sessions, self._sessions = self._sessions, []
+        for session in sessions:
+            session.close()
+        self._local = threading.local()
+
+
+def _first_line(exc):
+    return first_line(exc)[:200] or exc.__class__.__name__

@@ -1,0 +1,292 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The collection's one Kubernetes client: a small, dynamic REST client every engine uses.
+
+It speaks plain JSON REST over ``kubernetes.client.ApiClient`` (auth, TLS, proxies and the identity come
+from :func:`~.connection.resolve`) and finds resources by discovering only the group/version it is asked
+about (``/api/v1``, ``/apis/<group>/<version>``), so a CRD installed by one component is usable by the next
+without a full re-discovery. A resource whose path is known (the ClusterStack CRD's) is registered (:meth:`KubeClient.register`)
+instead of discovered.
+
+Reads and server-side applies are retried on 429, 5xx and connection errors; other writes never are.
+Every failure is a :class:`~.errors.ClusterError` (``NotServed`` for a kind the server does not serve).
+
+The object interface (``get``, ``list``, ``apply``, ``delete``, ``create``, ``replace``, ``is_namespaced``) is
+also implemented by the unit tests' in-memory double. ``watch_until`` (a watch on one object) is optional:
+``wait`` polls a client without it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import threading
+import time
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed, status_message, transport_error
+
+try:
+    from urllib.parse import quote, urlencode
+except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
+    from urllib import quote, urlencode  # type: ignore
+
+USER_AGENT = "aicr-runtime/gated_release"
+# Fields the server owns; never part of "did the object change?".
+_VOLATILE_META = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
+
+
+def api_path(api_version):
+    if "/" in api_version:
+        return "/apis/%s" % api_version
+    return "/api/%s" % api_version
+
+
+def comparable(obj):
+    """The object without server-owned metadata and status, for equality checks (live object vs dry-run apply)."""
+    if obj is None:
+        return None
+    result = copy.deepcopy(obj)
+    meta = result.get("metadata") or {}
+    for key in _VOLATILE_META:
+        meta.pop(key, None)
+    annotations = meta.get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if not annotations:
+        meta.pop("annotations", None)
+    result.pop("status", None)
+    return result
+
+
+class KubeClient(object):
+    """REST access to one cluster through a ``kubernetes.client.ApiClient``."""
+
+    def __init__(self, api_client, request_timeout=30, retries=4):
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+        self.retries = retries
+        self._resources = {}
+        self._lock = threading.Lock()
+
+    # -- transport -------------------------------------------------------
+    RETRY_STATUS = (0, 429, 500, 502, 503, 504)
+
+    def request(self, method, path, query=None, body=None, content_type="application/json", attempts=None):
+        """Like :meth:`request_once`; reads and server-side applies (idempotent) are retried on 429/5xx/connection errors."""
+        idempotent = method == "GET" or (method == "PATCH" and content_type == "application/apply-patch+yaml")
+        attempts = attempts or (self.retries + 1 if idempotent else 1)
+        for attempt in range(attempts):
+            try:
+                return self.request_once(method, path, query, body, content_type)
+            except ClusterError as exc:
+                if exc.status not in self.RETRY_STATUS or attempt == attempts - 1:
+                    raise
+                time.sleep(min(2.0, 0.1 * (2 ** attempt)))
+        raise ClusterError("cluster: %s %s failed" % (method, path))  # pragma: no cover - loop always returns or raises
+
+    def _headers(self):
+        """JSON, our user agent, and the client's credentials (bearer token, refreshed by the kubernetes client)."""
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        for setting in self.api_client.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def request_once(self, method, path, query=None, body=None, content_type="application/json"):
+        """Return the decoded JSON body; raise ClusterError on non-2xx."""
+        headers = self._headers()
+        payload = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            payload = json.dumps(body) if not isinstance(body, str) else body
+        url = self.api_client.configuration.host + path
+        if query:
+            url += "?" + urlencode(query)
+        try:
+            response = self.api_client.rest_client.pool_manager.request(
+                method, url, body=payload, headers=headers, timeout=self.request_timeout, preload_content=True, retries=False
+            )
+        except Exception as exc:  # urllib3 errors: connection refused, TLS, timeouts
+            reason = transport_error(exc)
+            raise ClusterError("cluster: %s %s%s failed: %s" % (method, self.api_client.configuration.host, path, reason), status=0,
+                               reason=reason, error=str(exc)[:300])
+        text = response.data.decode("utf-8") if response.data else ""
+        if response.status < 200 or response.status > 299:
+            reason = status_message(response.status, text)
+            raise ClusterError("cluster: %s %s returned %s: %s" % (method, path, response.status, reason), status=response.status, reason=reason)
+        if not text:
+            return {}
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ClusterError("cluster: %s %s returned a body that is not JSON" % (method, path), status=response.status)
+
+    # -- discovery ---------------------------------------------------------
+    def _resource(self, api_version, kind):
+        key = (api_version, kind)
+        with self._lock:
+            if key in self._resources:
+                return self._resources[key]
+        try:
+            listing = self.request("GET", api_path(api_version))
+        except ClusterError as exc:
+            if exc.status == 404:
+                raise NotServed("apiVersion %s is not served by the cluster (kind %s)" % (api_version, kind), status=404)
+            raise
+        found = {}
+        for res in listing.get("resources") or []:
+            if "/" in res.get("name", ""):
+                continue
+            found[(api_version, res.get("kind"))] = (res["name"], bool(res.get("namespaced")))
+        with self._lock:
+            self._resources.update(found)
+            if key not in self._resources:
+                raise NotServed("kind %s is not served by the cluster in apiVersion %s" % (kind, api_version), status=404)
+            return self._resources[key]
+
+    def register(self, api_version, kind, plural, namespaced):
+        """Make a resource known without discovery (a CRD whose names the caller defines)."""
+        with self._lock:
+            self._resources[(api_version, kind)] = (plural, bool(namespaced))
+
+    def is_namespaced(self, api_version, kind):
+        return self._resource(api_version, kind)[1]
+
+    def is_served(self, api_version, kind):
+        """Whether the API server serves this apiVersion/kind now."""
+        try:
+            self._resource(api_version, kind)
+        except NotServed:
+            return False
+        return True
+
+    def forget(self, api_version, kind):
+        with self._lock:
+            self._resources.pop((api_version, kind), None)
+
+    def _path(self, api_version, kind, namespace=None, name=None):
+        plural, namespaced = self._resource(api_version, kind)
+        path = api_path(api_version)
+        if namespaced and namespace:
+            path += "/namespaces/%s" % quote(namespace, safe="")
+        path += "/" + plural
+        if name:
+            path += "/" + quote(name, safe=":@")
+        return path, namespaced
+
+    # -- verbs -------------------------------------------------------------
+    def get_path(self, path):
+        """The JSON at ``path``, or None on 404."""
+        try:
+            return self.request("GET", path)
+        except ClusterError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def get(self, api_version, kind, name, namespace=None):
+        """The live object, or None when it does not exist (or its kind is not served)."""
+        try:
+            path = self._path(api_version, kind, namespace, name)[0]
+            return self.request("GET", path)
+        except NotServed:
+            return None
+        except ClusterError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
+        try:
+            path = self._path(api_version, kind, namespace)[0]
+        except NotServed:
+            return []
+        query = dict((k, v) for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v) or None
+        items = self.request("GET", path, query=query).get("items") or []
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return items
+
+    def apply(self, obj, dry_run=False, field_manager=FIELD_MANAGER):
+        """Server-side apply (force conflicts), optionally as a dry run; returns the result."""
+        meta = obj.get("metadata") or {}
+        path = self._path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta.get("name"))[0]
+        query = {"fieldManager": field_manager, "force": "true"}
+        if dry_run:
+            query["dryRun"] = "All"
+        return self.request("PATCH", path, query=query, body=obj, content_type="application/apply-patch+yaml")
+
+    def delete(self, api_version, kind, name, namespace=None):
+        """Delete (background propagation); True if something was deleted."""
+        try:
+            path = self._path(api_version, kind, namespace, name)[0]
+            self.request("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+            return True
+        except NotServed:
+            return False
+        except ClusterError as exc:
+            if exc.status == 404:
+                return False
+            raise
+
+    def watch_until(self, api_version, kind, name, namespace, resource_version, timeout, done):
+        """Watch one object from ``resource_version`` until ``done(obj)`` holds for an event, it is deleted, or ``timeout`` passes.
+
+        Returns True when the watch was served (whatever ended it), False when it could not be opened
+        (kind not served, an error status, a network error): the caller then polls. The caller reads
+        the object again with :meth:`get` afterwards, so a watch that ends early (the server closes
+        it, 410 Gone, a dropped connection) costs one more GET, never a wrong answer.
+        """
+        try:
+            path = self._path(api_version, kind, namespace)[0]
+        except ClusterError:
+            return False
+        query = {"watch": "true", "fieldSelector": "metadata.name=%s" % name, "resourceVersion": resource_version or "",
+                 "allowWatchBookmarks": "true", "timeoutSeconds": str(max(1, int(timeout + 0.999)))}
+        headers = self._headers()
+        url = self.api_client.configuration.host + path + "?" + urlencode(query)
+        deadline = time.monotonic() + timeout
+        response = None
+        try:
+            response = self.api_client.rest_client.pool_manager.request(
+                "GET", url, headers=headers, timeout=timeout + 5, preload_content=False, retries=False)
+            if response.status != 200:
+                return False
+            buffered = b""
+            # as the official client's watch does: with chunked transfer each chunk arrives as it is sent
+            for chunk in response.stream(None, decode_content=False):
+                buffered += chunk
+                while b"\n" in buffered:
+                    line, buffered = buffered.split(b"\n", 1)
+                    if not line.strip():
+                        continue
+                    event = json.loads(line.decode("utf-8"))
+                    if event.get("type") in ("DELETED", "ERROR"):
+                        return True
+                    if event.get("type") in ("ADDED", "MODIFIED") and done(event.get("object") or {}):
+                        return True
+                if time.monotonic() >= deadline:
+                    return True
+            return True
+        except Exception:  # pylint: disable=broad-except  # any failure mid-watch: the caller reads the object again
+            return response is not None and response.status == 200
+        finally:
+            if response is not None:
+                # an unfinished watch stream cannot go back to the pool: close the connection
+                response.close()
+                response.release_conn()
+
+    def create(self, obj):
+        meta = obj.get("metadata") or {}
+        path = self._path(obj["apiVersion"], obj["kind"], meta.get("namespace"))[0]
+        return self.request("POST", path, body=obj)
+
+    def replace(self, obj, subresource=None):
+        """PUT the object (``subresource``: e.g. ``status``); optimistic concurrency through its ``resourceVersion``."""
+        meta = obj.get("metadata") or {}
+        path = self._path(obj["apiVersion"], obj["kind"], meta.get("namespace"), meta.get("name"))[0]
+        return self.request("PUT", path + ("/" + subresource if subresource else ""), body=obj)

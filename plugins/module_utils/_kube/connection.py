@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""One way to reach a cluster, shared by every engine and by helm.
+
+The collection only ever knows a kubeconfig (a path, or its parsed content) and an optional
+context. Without a kubeconfig, ``$KUBECONFIG``, then ``~/.kube/config``, then the in-cluster
+service account are tried, as kubectl and kubernetes.core do. :func:`resolve` decides that once;
+the Python client (:meth:`Connection.api_client`) and helm (:meth:`Connection.helm_kubeconfig`)
+are then given the same cluster and the same identity
+(:meth:`Connection.client` wraps the Python client in the collection's :class:`~.client.KubeClient`):
+
+- a kubeconfig file or dict: helm gets that file (a dict is written to a private 0600 file) and
+  the same context, so it runs the same exec credential plugin or presents the same certificate;
+- in-cluster: helm gets a kubeconfig naming the same API server, CA file and service-account
+  token file (client-go re-reads the token file, as the Python client does).
+
+An exec credential plugin that fails is an error naming the plugin, never a silent fallback to
+anonymous requests (the Python client logs the failure and goes on without credentials).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import traceback
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import first_line as _first_line
+
+# The collection's one import of the kubernetes package (every request goes through _kube.client).
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+    class ConfigException(Exception):
+        pass
+
+# Options every module that talks to a cluster accepts (see doc fragment aicr.runtime.kube).
+KUBE_ARG_SPEC = dict(
+    kubeconfig=dict(type="raw", no_log=True),
+    context=dict(type="str"),
+)
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+class Connection(object):
+    """Where the cluster is and who the collection is there, resolved once."""
+
+    def __init__(self, configuration, source, kubeconfig=None, context=None, incluster=None):
+        self.configuration = configuration
+        self.source = source  # "kubeconfig" (path), "kubeconfig-dict", "env" ($KUBECONFIG / ~/.kube/config), "in-cluster"
+        self.kubeconfig = kubeconfig
+        self.context = context
+        self.incluster = incluster or {}
+
+    @property
+    def server(self):
+        return self.configuration.host
+
+    def api_client(self):
+        return k8s_client.ApiClient(self.configuration)
+
+    def client(self, **options):
+        """The collection's :class:`~.client.KubeClient` for this cluster and identity."""
+        from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import KubeClient  # pylint: disable=import-outside-toplevel
+        return KubeClient(self.api_client(), **options)
+
+    def helm_kubeconfig(self, directory):
+        """(kubeconfig path or None, context or None) that make helm reach the same cluster as the same identity.
+
+        ``directory`` is private to the run (files written there are 0600).
+        """
+        if self.source == "kubeconfig":
+            return os.path.expanduser(str(self.kubeconfig)), self.context
+        if self.source == "kubeconfig-dict":
+            return _write_private(os.path.join(directory, "kubeconfig"), json.dumps(self.kubeconfig)), self.context
+        if self.source == "in-cluster":
+            config = {
+                "apiVersion": "v1", "kind": "Config", "current-context": "in-cluster",
+                "clusters": [{"name": "in-cluster", "cluster": {"server": self.incluster["server"],
+                                                                "certificate-authority": self.incluster["ca_file"]}}],
+                "users": [{"name": "in-cluster", "user": {"tokenFile": self.incluster["token_file"]}}],
+                "contexts": [{"name": "in-cluster", "context": {"cluster": "in-cluster", "user": "in-cluster"}}],
+            }
+            return _write_private(os.path.join(directory, "kubeconfig-in-cluster"), json.dumps(config)), None
+        # $KUBECONFIG or ~/.kube/config: helm reads the same environment the same way
+        return None, self.context
+
+
+def _write_private(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    return path
+
+
+def _exec_plugin(kubeconfig, context):
+    """The exec block of the user the kubeconfig/context selects (None without one), and the loader."""
+    try:
+        from kubernetes.config.kube_config import _get_kube_config_loader  # pylint: disable=import-outside-toplevel
+        if isinstance(kubeconfig, dict):
+            loader = _get_kube_config_loader(config_dict=kubeconfig, active_context=context)
+        else:
+            loader = _get_kube_config_loader(filename=kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"),
+                                             active_context=context)
+        user = loader._user  # pylint: disable=protected-access
+        return (user["exec"] if user is not None and "exec" in user else None), loader
+    except Exception:  # pylint: disable=broad-except  # a private API of the client: without it, no extra check
+        return None, None
+
+
+def _check_exec_credentials(configuration, kubeconfig, context):
+    """Fail, naming the plugin, when the kubeconfig's exec credential plugin gave no credentials."""
+    if any(configuration.api_key.values()) or configuration.cert_file:
+        return
+    exec_config, loader = _exec_plugin(kubeconfig, context)
+    if not exec_config:
+        return
+    command = exec_config.safe_get("command") if hasattr(exec_config, "safe_get") else exec_config.get("command")
+    command = command or "?"
+    reason = "it printed no token or client certificate"
+    try:
+        from kubernetes.config.exec_provider import ExecProvider  # pylint: disable=import-outside-toplevel
+        base = os.path.dirname(loader._cluster.path) if getattr(loader._cluster, "path", None) else ""  # pylint: disable=protected-access
+        ExecProvider(exec_config, base, loader._cluster).run()  # pylint: disable=protected-access
+    except Exception as exc:  # pylint: disable=broad-except  # the plugin's own failure is the message
+        reason = _first_line(exc) or exc.__class__.__name__
+    raise AicrError("kubeconfig: exec credential plugin %s failed: %s" % (command, reason[:300]), field="kubeconfig",
+                    plugin=command, context=context)
+
+
+def resolve(kubeconfig=None, context=None):
+    """The :class:`Connection` for a kubeconfig (path, dict or None) and context."""
+    if not HAS_KUBERNETES:
+        raise AicrError("the Python package 'kubernetes' is required to talk to a cluster", exception=KUBERNETES_IMPORT_ERROR)
+    configuration = k8s_client.Configuration()
+    incluster = None
+    try:
+        if isinstance(kubeconfig, dict):
+            source = "kubeconfig-dict"
+            k8s_config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=configuration)
+        elif kubeconfig:
+            source = "kubeconfig"
+            path = os.path.expanduser(str(kubeconfig))
+            if not os.path.isfile(path):
+                raise AicrError("kubeconfig: file %s does not exist" % path, field="kubeconfig")
+            kubeconfig = path
+            k8s_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
+        elif os.environ.get("KUBECONFIG") or os.path.isfile(os.path.expanduser("~/.kube/config")):
+            source = "env"
+            k8s_config.load_kube_config(context=context, client_configuration=configuration)
+        else:
+            source = "in-cluster"
+            k8s_config.load_incluster_config(client_configuration=configuration)
+            incluster = {"server": configuration.host, "ca_file": os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
+                         "token_file": os.path.join(SERVICE_ACCOUNT_DIR, "token")}
+    except ConfigException as exc:
+        # The exception text can quote kubeconfig content; keep only its first line.
+        reason = _first_line(exc) or exc.__class__.__name__
+        raise AicrError("kubeconfig/context: cannot load cluster configuration (%s)" % reason, field="kubeconfig", context=context)
+    if source != "in-cluster":
+        _check_exec_credentials(configuration, kubeconfig if source != "env" else None, context)
+    return Connection(configuration, source, kubeconfig=kubeconfig, context=context, incluster=incluster)
+
+
+def build_api_client(kubeconfig=None, context=None):
+    """Return a ``kubernetes.client.ApiClient`` for the given kubeconfig/context (see :func:`resolve`)."""
+    return resolve(kubeconfig, context).api_client()
+
+
+def client_for(kubeconfig=None, context=None, **options):
+    """The collection's :class:`~.client.KubeClient` for a kubeconfig (path, dict or None) and context."""
+    return resolve(kubeconfig, context).client(**options)

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What went wrong talking to the API server, in one line each.
+
+:class:`ClusterError` is every failed request (``status`` the HTTP status, 0 when there was no answer;
+``reason`` the API server's own explanation or the transport failure); :class:`NotServed` a kind the
+server does not serve (yet). :func:`describe` is ``<status> <reason>`` (or the transport failure), the
+form every engine quotes after its own context (``read node x: Kubernetes API answered 403 User ...``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
+
+
+class ClusterError(AicrError):
+    """An API call failed; ``status`` is the HTTP status (0 when unreachable), ``reason`` why."""
+
+    def __init__(self, msg, status=0, reason="", **details):
+        super(ClusterError, self).__init__(msg, status=status, **details)
+        self.status = status
+        self.reason = reason or msg
+
+
+class NotServed(ClusterError):
+    """The API server does not serve this apiVersion/kind (yet)."""
+
+
+def describe(exc):
+    """``<status> <the API server's reason>``, or the transport failure when there was no answer."""
+    if not getattr(exc, "status", 0):
+        return getattr(exc, "reason", None) or first_line(exc)
+    return "%s %s" % (exc.status, exc.reason)
+
+
+def transport_error(exc):
+    """One line for a request that got no HTTP answer: TLS, refused, timed out, name resolution."""
+    seen = set()
+    current = exc
+    text = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        name = current.__class__.__name__
+        message = first_line(current)
+        if "SSL" in name or "CERTIFICATE" in message.upper() or "SSL" in message:
+            for marker in ("certificate verify failed", "certificate has expired", "self-signed certificate", "unable to get local issuer",
+                           "hostname mismatch", "sslv3 alert", "tlsv1 alert"):
+                if marker in message.lower():
+                    return "TLS: %s" % message[message.lower().index(marker):][:200].rstrip(")")
+            text = text or "TLS: %s" % message[:200]
+        elif "Refused" in name or "refused" in message.lower():
+            text = text or "connection refused"
+        elif "Timeout" in name or "timed out" in message.lower():
+            text = text or "timed out"
+        elif "NameResolution" in name or "Name or service not known" in message:
+            text = text or "host name not resolved"
+        current = getattr(current, "reason", None) if isinstance(getattr(current, "reason", None), BaseException) else (
+            current.__cause__ or current.__context__)
+    return text or (first_line(exc)[:200] or exc.__class__.__name__)
+
+
+def status_message(status, body):
+    """The API server's own explanation of a non-2xx answer (a Status' ``message``), one line.
+
+    For 401 and 403 it names who was refused and what: ``User "x" cannot list resource "nodes" …``.
+    """
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    message = text
+    try:
+        decoded = json.loads(text)
+        if isinstance(decoded, dict):
+            message = decoded.get("message") or text
+    except ValueError:
+        pass
+    message = first_line(message).strip()
+    if status == 401 and not message.strip(" {}"):
+        message = "Unauthorized"
+    if status == 401:
+        message += " (the API server refused the credentials: expired or unknown client certificate or token?)"
+    return message[:400]

@@ -1,0 +1,318 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Resolve a recipe: criteria -> AICR RecipeResult -> the managed components, in order.
+
+Pipeline (AICR v0.19.0 ``BuildRecipeResultWithProfile`` + Builder):
+match overlays -> "specify an OS" guard -> find the profile declaration -> merge
+base and every matched chain -> merge mixins -> coverage post-condition -> apply
+the profile -> validate dependencies -> deployment order -> registry defaults and
+health checks -> Slurm accounting default. Then this collection's own inputs:
+``skip_components`` and ``component_overrides``, and the ``components`` view.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as _OVERRIDE_KEYS
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component, override_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_kept
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import match
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import merge
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import values as values_mod
+
+API_VERSION = "aicr.run/v1alpha2"
+API_VERSION_CONFIGURED = "aicr.run/v1alpha3"
+RESULT_KIND = "RecipeResult"
+
+_SLURM_ACCOUNTING_COMPONENTS = ("mariadb-operator-crds", "mariadb-operator", "slurm-accounting-mariadb")
+
+
+def _canonical_type(value):
+    if isinstance(value, str):
+        if value.lower() == "helm":
+            return "Helm"
+        if value.lower() == "kustomize":
+            return "Kustomize"
+    return value
+
+
+def apply_registry_defaults(catalog, refs):
+    """Fill type/source/version/namespace/chart/manifestFiles from registry.yaml; hydrate health checks."""
+    for ref in refs:
+        if ref.get("type"):
+            ref["type"] = _canonical_type(ref["type"])
+        config = catalog.registry.get(ref["name"])
+        if config is None:
+            continue
+        kustomize = config.get("kustomize") or {}
+        helm = config.get("helm") or {}
+        if not ref.get("type"):
+            ref["type"] = "Kustomize" if kustomize.get("defaultSource") else "Helm"
+        if ref["type"] == "Helm":
+            for field, key in (("source", "defaultRepository"), ("version", "defaultVersion"), ("namespace", "defaultNamespace")):
+                if not ref.get(field) and helm.get(key):
+                    ref[field] = str(helm[key])
+            if not ref.get("chart") and helm.get("defaultChart"):
+                ref["chart"] = str(helm["defaultChart"]).rsplit("/", 1)[-1]
+        elif ref["type"] == "Kustomize":
+            for field, key in (("source", "defaultSource"), ("tag", "defaultTag"), ("path", "defaultPath")):
+                if not ref.get(field) and kustomize.get(key):
+                    ref[field] = str(kustomize[key])
+        if not ref.get("manifestFiles") and config.get("manifestFiles"):
+            ref["manifestFiles"] = list(config["manifestFiles"])
+        assert_file = (config.get("healthCheck") or {}).get("assertFile")
+        if assert_file and not ref.get("healthCheckSkip") and not ref.get("healthCheckAsserts"):
+            ref["healthCheckAsserts"] = catalog.read_text(assert_file, field="registry %s healthCheck.assertFile" % ref["name"])
+
+
+def coherence_problem(ref):
+    """Why an enabled, defaulted componentRef cannot be deployed as declared ("" when coherent).
+
+    AICR's ``coherenceProblem``: the deployment-shape fields of a ref must agree with its type.
+    """
+    name = ref["name"]
+    if ref.get("patches"):
+        return "component %r declares patches, but no deployer applies patch files; remove `patches`" % name
+    rtype = ref.get("type") or ""
+    tag, path = ref.get("tag") or "", ref.get("path") or ""
+    if rtype == "Helm":
+        if tag or path:
+            return "component %r is Helm but carries Kustomize field(s) (tag=%r, path=%r); remove the tag/path" % (name, tag, path)
+        for field in ("chart", "source", "version"):
+            value = ref.get(field) or ""
+            if value != value.strip():
+                return "Helm component %r has a %s with surrounding whitespace (%r)" % (name, field, value)
+        version = ref.get("version") or ""
+        if version and not version.strip().lstrip("v"):
+            return "Helm component %r has chart version %r; set a full chart version" % (name, version)
+        if ref.get("source"):
+            if not version:
+                return "Helm component %r has no chart version; set version: on the componentRef or helm.defaultVersion in the registry" % name
+        elif ref.get("chart"):
+            return "Helm component %r has a chart name (%r) but no source repository; set source:, or remove the chart for a manifest-only component" % (
+                name, ref["chart"])
+        elif not ref.get("manifestFiles"):
+            return "Helm component %r has no deployable primary (no source, no chart, and no primary manifestFiles)" % name
+        return ""
+    if rtype == "Kustomize":
+        if not path:
+            return "component %r is Kustomize but has no path; a path is required to build from" % name
+        if tag and not ref.get("source"):
+            return "component %r is Kustomize with tag %r but no source; a tag is only meaningful with a git source" % (name, tag)
+        if ref.get("manifestFiles"):
+            return "component %r is Kustomize but also declares manifestFiles; declare either Kustomize (tag/path) or manifest files" % name
+        return ""
+    return "component %r has unsupported type %r; expected 'Helm' or 'Kustomize'" % (name, rtype)
+
+
+def validate_coherence(refs):
+    problems = sorted(p for p in (coherence_problem(ref) for ref in refs if order.is_enabled(ref)) if p)
+    if problems:
+        raise AicrError("recipe has incoherent component ref(s): " + "; ".join(problems), problems=problems)
+
+
+def _set_override(refs, name, override):
+    for ref in refs:
+        if ref["name"] == name:
+            ref["overrides"] = merge_null_kept(ref.get("overrides"), override)
+            return
+    raise AicrError("Slurm recipe is missing required accounting component %r" % name, component=name)
+
+
+def apply_slurm_accounting_default(result):
+    """Builder default for ``platform: slurm``: accounting mode ``disabled``."""
+    refs = result["componentRefs"]
+    result["configuration"] = {"slurm": {"accounting": {"mode": "disabled"}}}
+    result["apiVersion"] = API_VERSION_CONFIGURED
+    _set_override(refs, "slinky-slurm", {"accounting": {"enabled": False}})
+    for name in _SLURM_ACCOUNTING_COMPONENTS:
+        _set_override(refs, name, {"install": False})
+    result["deploymentOrder"] = order.deployment_order(refs)
+
+
+def _omit_empty_phase_fields(validation):
+    """Drop empty/unset fields inside validation phases, as AICR's omitempty serialisation does."""
+    out = {}
+    for phase, body in validation.items():
+        if isinstance(body, dict):
+            out[phase] = dict((k, v) for k, v in body.items() if v not in (None, "", [], {}))
+        elif body is not None:
+            out[phase] = body
+    return out
+
+
+def build_recipe(catalog, query, profile=None):
+    """The AICR RecipeResult (a plain dict with AICR's field names) for a parsed query."""
+    matched = match.find_matching(catalog, query)
+    match.require_os_if_needed(catalog, query, matched)
+    effective_profile = merge.find_profile(catalog, matched)
+
+    spec = merge.initial_spec(catalog.base["spec"])
+    applied = ["base"]
+    processed = set()
+    for overlay in matched:
+        for doc in catalog.chain(overlay["metadata"]["name"]):
+            name = doc["metadata"]["name"]
+            if name in processed:
+                continue
+            processed.add(name)
+            merge.merge_spec(spec, doc["spec"])
+            applied.append(name)
+    merge.merge_mixins(catalog, spec)
+    match.verify_coverage(catalog, query, applied)
+    selected = merge.apply_profile(spec, effective_profile, profile)
+
+    refs = spec["componentRefs"]
+    order.validate_dependencies(refs, where="merged recipe componentRefs")
+    deployment = order.deployment_order(refs)
+    apply_registry_defaults(catalog, refs)
+    seen = set()
+    for ref in refs:
+        if ref["name"] in seen:
+            raise AicrError("recipe has duplicate component ref name %r" % ref["name"], component=ref["name"])
+        seen.add(ref["name"])
+    validate_coherence(refs)
+
+    criteria_out = dict((dim, query[dim]) for dim in crit.DIMENSIONS)
+    if query.get("nodes"):
+        criteria_out["nodes"] = query["nodes"]
+    result = {
+        "kind": RESULT_KIND,
+        "apiVersion": API_VERSION,
+        "metadata": {"appliedOverlays": applied},
+        "criteria": criteria_out,
+        "constraints": spec["constraints"],
+        "componentRefs": refs,
+        "deploymentOrder": deployment,
+    }
+    for ref in refs:  # AICR always serialises these two (no omitempty)
+        ref.setdefault("type", "")
+        ref.setdefault("source", "")
+    if spec.get("validation") is not None:
+        result["validation"] = _omit_empty_phase_fields(spec["validation"])
+    if selected is not None:
+        result["apiVersion"] = API_VERSION_CONFIGURED
+        result["metadata"]["selectedProfile"] = selected
+    if query.get("platform") == "slurm":
+        apply_slurm_accounting_default(result)
+    return result
+
+
+def _check_user_inputs(result, skip_components, component_overrides):
+    names = [ref["name"] for ref in result["componentRefs"]]
+    skip = list(skip_components or [])
+    for name in skip:
+        if name not in names:
+            raise AicrError("skip_components: component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
+                            field="skip_components", value=name, allowed=sorted(names))
+    overrides = component_overrides or {}
+    for kind, name, key, value in override_problems(overrides, names, _OVERRIDE_KEYS):
+        _raise_override_problem(kind, name, key, value, names)
+    return skip, overrides
+
+
+def _raise_override_problem(kind, name, key, value, names):
+    """recipe_resolve's wording of a ``component.override_problems`` entry (one field at a time)."""
+    where = "component_overrides.%s" % name
+    if kind == "not-a-mapping":
+        raise AicrError("component_overrides: expected a mapping of component name to {version, namespace, values, enabled}", field="component_overrides")
+    if kind == "unknown-component":
+        raise AicrError("component_overrides: component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
+                        field="component_overrides", value=name, allowed=sorted(names))
+    if kind == "entry-not-a-mapping":
+        raise AicrError("component_overrides.%s: expected a mapping with keys %s" % (name, ", ".join(_OVERRIDE_KEYS)), field=where)
+    if kind == "unknown-key":
+        raise AicrError("component_overrides.%s: unknown key %r (allowed: %s)" % (name, key, ", ".join(_OVERRIDE_KEYS)),
+                        field="%s.%s" % (where, key), allowed=list(_OVERRIDE_KEYS))
+    if kind == "not-a-string":
+        raise AicrError("component_overrides.%s.%s: expected a non-empty string, got %r" % (name, key, value), field="%s.%s" % (where, key))
+    if kind == "values-not-a-mapping":
+        raise AicrError("component_overrides.%s.values: expected a mapping of Helm values, got %s" % (name, type(value).__name__),
+                        field="%s.values" % where)
+    raise AicrError("component_overrides.%s.enabled: expected a boolean, got %r" % (name, value), field="%s.enabled" % where)
+
+
+def apply_user_inputs(result, skip_components=None, component_overrides=None):
+    """Pin versions/namespaces and disable components as the user asked; recompute the order."""
+    skip, overrides = _check_user_inputs(result, skip_components, component_overrides)
+    changed = False
+    for ref in result["componentRefs"]:
+        spec = overrides.get(ref["name"]) or {}
+        if spec.get("version") is not None:
+            ref["version"] = str(spec["version"])
+        if spec.get("namespace") is not None:
+            ref["namespace"] = str(spec["namespace"])
+        enabled = spec.get("enabled")
+        if ref["name"] in skip:
+            enabled = False
+        if enabled is not None and enabled != order.is_enabled(ref):
+            gates = deep_copy(ref.get("overrides") or {})
+            gates["enabled"] = enabled
+            if enabled and gates.get("install") is False:
+                gates["install"] = True
+            ref["overrides"] = gates
+            changed = True
+    if changed:
+        result["deploymentOrder"] = order.deployment_order(result["componentRefs"])
+    return overrides
+
+
+def component_of(catalog, ref, user_values=None):
+    """The :class:`Component` of one enabled componentRef: everything a Helm-based deployer needs.
+
+    A Helm ref without chart and source but with manifest files deploys only those (no chart); any other ref's
+    chart defaults to its name.
+    """
+    source = ref.get("source") or ""
+    manifest_only = ref.get("type") == "Helm" and not ref.get("chart") and not source and bool(ref.get("manifestFiles"))
+    vals, files = values_mod.component_values(catalog, ref, user_values)
+    for key in ("manifestFiles", "preManifestFiles"):
+        for rel in ref.get(key) or []:
+            if not catalog.has_file(rel):
+                raise AicrError("component %s %s: file %s not found in catalog %s" % (ref["name"], key, rel, catalog.source),
+                                component=ref["name"], file=rel)
+    return Component(
+        ref["name"], type=ref.get("type") or "", chart=ref.get("chart") or ("" if manifest_only else ref["name"]), repository=source,
+        version=ref.get("version") or "", namespace=ref.get("namespace") or "", values=vals, values_files=files,
+        pre_manifest_files=ref.get("preManifestFiles"), pre_manifest_paths=[catalog.abspath(p) for p in ref.get("preManifestFiles") or []],
+        manifest_files=ref.get("manifestFiles"), manifest_paths=[catalog.abspath(p) for p in ref.get("manifestFiles") or []],
+        cleanup=ref.get("cleanup"), manifest_only=manifest_only)
+
+
+def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True,
+            write_cache=True):
+    """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md)."""
+    cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache, write_cache=write_cache)
+    return resolve_loaded(cat, criteria, profile, skip_components, component_overrides)
+
+
+def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, component_overrides=None):
+    """:func:`resolve` on an already loaded :class:`~.catalog.Catalog` (no file-system check)."""
+    query = crit.parse_criteria(criteria, cat.registered)
+    result = build_recipe(cat, query, profile)
+    overrides = apply_user_inputs(result, skip_components, component_overrides)
+
+    refs = dict((ref["name"], ref) for ref in result["componentRefs"])
+    enabled = set(result["deploymentOrder"])
+    components = []
+    for index, name in enumerate(result["deploymentOrder"]):
+        ref = refs[name]
+        comp = component_of(cat, ref, (overrides.get(name) or {}).get("values"))
+        comp.order = index
+        for dep in ref.get("dependencyRefs") or []:
+            (comp.dependencies if dep in enabled else comp.external_dependencies).append(dep)
+        components.append(comp.to_dict())
+    return {
+        "recipe": result,
+        "components": components,
+        "recipe_name": crit.recipe_name(query),
+        "catalog_digest": cat.digest,
+        "catalog_root": cat.root,
+        "graph": order.mermaid(result["componentRefs"], result["deploymentOrder"]),
+    }

@@ -1,0 +1,202 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Deploying one component once its gate opens, and checking values against the chart's own schema.
+
+pre objects -> wait Ready -> ``helm upgrade --install`` (only if the digest differs; the chart pulled and its
+values checked first when asked) -> wait for every resource of the release -> post objects -> wait Ready ->
+prune the objects it no longer renders. Readiness is always observed from the cluster (``_kube.wait``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeutil, validation
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
+    COMPONENT_LABEL, DEPLOYING, DIGEST_LABEL, FAILED, READY, STACK_LABEL, UNCHANGED, label_value,
+)
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
+from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
+from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
+
+
+def release_refs(cluster, manifest, namespace):
+    """``(apiVersion, kind, name, namespace)`` of every object of a release manifest (cluster-scoped ones without namespace)."""
+    refs = []
+    for doc in deps.load_all(manifest or ""):
+        if not isinstance(doc, dict) or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
+            continue
+        ns = (doc.get("metadata") or {}).get("namespace")
+        try:
+            namespaced = cluster.is_namespaced(doc["apiVersion"], doc["kind"])
+        except NotServed:
+            namespaced = True
+        refs.append((doc["apiVersion"], doc["kind"], doc["metadata"]["name"], (ns or namespace) if namespaced else None))
+    return refs
+
+
+class Deploy(object):
+    """The deploy section of :class:`~.engine.GatedRelease` (a mixin)."""
+
+    def wait_ready(self, comp, refs, deadline, what):
+        """Wait until every object of ``refs`` is current (kstatus rules), observing the cluster."""
+        wait.until_current(self.cluster, refs, deadline, "component %s" % comp.name, what, poll_interval=self.opts.poll_interval,
+                           clock=self.clock, sleep=self.sleep, details={"component": comp.name})
+
+    def _labels(self, comp):
+        return {STACK_LABEL: label_value(self.opts.stack), COMPONENT_LABEL: label_value(comp.name), DIGEST_LABEL: comp.digest()}
+
+    def _ensure_namespace(self, namespace):
+        """Create the component's namespace when it is missing: a plain create, the one write RBAC needs on namespaces
+        (helm gets no --create-namespace, which helm 4 does as a server-side apply: ``patch`` on every namespace)."""
+        if self.cluster.get("v1", "Namespace", namespace) is None:
+            try:
+                self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+            except ClusterError as exc:
+                if exc.status != 409:
+                    raise
+                return False  # another component of the same namespace created it meanwhile
+            self._action("create namespace %s" % namespace)
+            return True
+        return False
+
+    def _objects_wave(self, st, wave, deadline):
+        comp = st.comp
+        entries = st.objects[wave]
+        if not entries:
+            return
+        if any(a != "unchanged" for (_o, a, _r) in entries):
+            if self._ensure_namespace(comp.namespace):
+                st.changed = True
+        for mobj, action, _reason in entries:
+            if action == "unchanged":
+                continue
+            apply_object(self.cluster, mobj, comp.namespace)
+            st.changed = True
+            self._action("apply %s (%s %s/%s: %s)" % (mobj.identity, mobj.kind, mobj.namespace or "-", mobj.name, action))
+        refs = [(m.api_version, m.kind, m.name, m.namespace) for (m, _a, _r) in entries]
+        self.wait_ready(comp, refs, deadline, "its %s-manifest objects" % wave)
+
+    def _clear_interrupted(self, comp, deployed):
+        """Remove the record of a helm operation that was interrupted (pending-install/-upgrade/-rollback), so helm can proceed.
+
+        helm refuses to touch a release whose latest revision is pending ("another operation is in progress"), and
+        nothing ever finishes a revision whose helm process was killed. This stack's Lease rules out a run of ours; a
+        revision pending for longer than ``timeout`` is taken as interrupted (a helm operation of ours would have been
+        stopped by then). Younger ones may belong to someone running helm by hand: the component fails instead.
+        """
+        age = deployed.age_seconds(self.wall())
+        if age is None or age < self.opts.timeout:
+            raise AicrError("component %s: release %s/%s revision %s is %s since %s: another helm operation may still be running; "
+                            "it is taken as interrupted once older than timeout (%ds)"
+                            % (comp.name, comp.namespace, comp.name, deployed.revision, deployed.status, deployed.created, int(self.opts.timeout)),
+                            component=comp.name, release_status=deployed.status)
+        self.cluster.delete("v1", "Secret", deployed.secret_name, comp.namespace)
+        self._action("clear the interrupted helm operation on %s (revision %s, %s since %s)"
+                     % (comp.name, deployed.revision, deployed.status, deployed.created))
+
+    def _pull_and_validate(self, comp, chart_ref, repo, flags):
+        """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
+        archive = self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name), extra_flags=flags)
+        schema, defaults_text = chart_schema_and_defaults(archive)
+        if schema:
+            defaults = deps.load(defaults_text) if defaults_text.strip() else {}
+            problems = validation.value_problems(schema, merge_null_deletes(defaults if isinstance(defaults, dict) else {}, comp.values))
+            if problems:
+                raise AicrError("values: component %s: %d value(s) violate the chart's values.schema.json; first: %s" % (comp.name, len(problems), problems[0]),
+                                component=comp.name, problems=problems[:50])
+        return archive
+
+    def _check_chart_values(self):
+        """Check mode: the values of every release that would be installed or upgraded against its chart's own schema.
+
+        The real run validates at gate-open and fails the component; the plan says so beforehand. Charts are pulled
+        into the run's scratch directory (nothing is written to the cluster); a component whose chart cannot be
+        pulled or whose values fail is reported Failed with the same message the real run would give.
+        """
+        to_check = [st for st in self.states.values() if not st.comp.manifest_only and st.action != "unchanged" and st.comp.chart]
+
+        def check(st):
+            try:
+                chart_ref, repo, flags, _where = chart_source(st.comp.chart, st.comp.repository, self.opts.mirrors)
+                self._pull_and_validate(st.comp, chart_ref, repo, flags)
+            except AicrError as exc:
+                st.phase, st.message = FAILED, exc.msg
+
+        with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
+            list(pool.map(check, to_check))
+
+    def _install(self, st, deadline):
+        """``helm upgrade --install`` of a component whose release must change; returns the release helm reports (read back
+        from its Secret only when helm's answer cannot be read)."""
+        comp, deployed = st.comp, st.deployed
+        if deployed is not None and deployed.pending:
+            self._clear_interrupted(comp, deployed)
+        chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
+        if self.opts.validate_chart_schema:
+            # pull once, validate the values against the chart's own schema, install from the archive
+            chart_ref = self._pull_and_validate(comp, chart_ref, repo, flags)
+            repo = None
+        self._ensure_namespace(comp.namespace)
+        remaining = max(1, deadline - self.clock())
+        revision = self.helm.upgrade(comp.name, comp.namespace, chart_ref, repo, comp.version, comp.values, self._labels(comp),
+                                     extra_flags=flags, atomic=self.opts.atomic, timeout=remaining, workdir=self.workdir)
+        st.changed = True
+        self._action("%s %s (chart %s %s into namespace %s: %s)" % (st.action, comp.name, comp.chart, comp.version, comp.namespace, st.reason))
+        answer = getattr(revision, "release", None) or {}
+        installed = DeployedRelease(None, answer) if answer.get("version") and "manifest" in answer else None
+        if installed is None:  # helm's answer could not be read: the release it stored tells
+            installed = read_release(self.cluster, comp.name, comp.namespace)
+        if installed is None:
+            raise AicrError("component %s: helm reported success but release %s/%s is not stored in the cluster" % (comp.name, comp.namespace, comp.name))
+        st.revision = installed.revision
+        return installed
+
+    def _deploy(self, name, overall_deadline):
+        st = self.states[name]
+        comp = st.comp
+
+        def work(deadline):
+            if not st.objects_surveyed:
+                self._survey_objects(st)
+            self._objects_wave(st, "pre", deadline)
+            if not comp.manifest_only:
+                deployed = self._install(st, deadline) if st.action != "unchanged" else st.deployed
+                refs = release_refs(self.cluster, deployed.manifest, comp.namespace)
+                st.resources = len(refs)
+                self.wait_ready(comp, refs, deadline, "release %s" % comp.name)
+            self._objects_wave(st, "post", deadline)
+            if self.opts.prune and st.stale_objects:
+                self._delete_refs(comp, st.stale_objects, deadline)
+                st.changed = True
+            st.phase = READY if st.changed else UNCHANGED
+            st.message = ("deployed" if st.changed else "already deployed and Ready") + (" (%d resources)" % st.resources if st.resources else "")
+
+        return self._step(st, overall_deadline, work)
+
+    def _step(self, st, overall_deadline, work):
+        """Run ``work(deadline)`` for one component: Deploying first, the phase ``work`` sets (or Failed) after; timed."""
+        t0 = self.clock()
+        st.started = timeutil.millis_from_epoch(self.wall())
+        st.phase = DEPLOYING
+        self._transition(st)
+        deadline = min(t0 + self.opts.timeout, overall_deadline)
+        try:
+            work(deadline)
+        except AicrError as exc:
+            st.phase, st.message = FAILED, exc.msg
+            raise
+        except Exception as exc:
+            st.phase, st.message = FAILED, "%s: %s" % (exc.__class__.__name__, exc)
+            raise
+        finally:
+            st.duration = round(self.clock() - t0, 3)
+            self._transition(st)
+        return st.phase

@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The gated rollout: survey (read-only plan), then deploy or remove through the DAG scheduler.
+
+This module is the orchestration only; each step is a section of its own:
+
+1. *Survey* (``survey``), read-only and concurrent: the deployed release, the rendered manifests and a
+   server-side dry-run apply per object. This is the check-mode plan.
+2. If anything must change: take the stack Lease (``lease``), survey again (the cluster may have moved
+   meanwhile), then run every component through the scheduler (``scheduler``) as soon as its gate opens
+   (``deploy``). Readiness is always observed from the cluster.
+3. ``prune`` removes what this stack installed earlier (per the inventory ConfigMap, ``inventory``, and the
+   stack label on helm releases) and the recipe no longer has; ``state: absent`` removes everything in
+   reverse dependency order (``remove``).
+4. The result (``result``): every component, the waves, the actions, the diff and the summary.
+
+``on_transition(component_result)``, when given, is called on every component phase change
+(Deploying, Ready, Unchanged, Failed, Blocked, Removed; again for a Blocked component whose
+``blocked_by`` grows) with that component's result dict, from the scheduler threads. Calls are
+serialised (one at a time, in order per component) and should return quickly; an exception
+raised by the callback is recorded in ``warnings`` and never affects the rollout.
+
+:func:`execute` is what the gated_release module calls: module parameters in, the result out.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import jsoncache
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import value_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
+from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
+from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease
+from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
+from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
+from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
+from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
+
+LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
+
+
+class Options(object):
+    """Engine settings (the module's parameters, minus the cluster connection).
+
+    ``validate_chart_schema``: pull each chart before installing it and check the values against the chart's own
+    ``values.schema.json`` (the module's ``validate_values``; given ``values_schemas`` are checked by :func:`validate_values`).
+    """
+
+    def __init__(self, **kwargs):
+        self.stack = kwargs.get("stack") or "default"
+        self.state = kwargs.get("state") or "present"
+        self.concurrency = int(kwargs.get("concurrency") or 4)
+        self.timeout = float(kwargs.get("timeout") or 600)
+        self.overall_timeout = float(kwargs.get("overall_timeout") or 3600)
+        self.poll_interval = float(kwargs.get("poll_interval") or 0.5)
+        self.prune = bool(kwargs.get("prune"))
+        self.check_mode = bool(kwargs.get("check_mode"))
+        self.diff = bool(kwargs.get("diff"))
+        self.mirrors = normalize_mirrors(kwargs.get("repository_mirrors"))
+        self.atomic = bool(kwargs.get("atomic"))
+        self.lease_namespace = kwargs.get("lease_namespace") or "default"
+        self.lease_duration = int(kwargs.get("lease_duration") or 60)
+        self.holder_message = kwargs.get("holder_message") or ""
+        self.recipe_name = kwargs.get("recipe_name") or ""
+        self.cache_dir = kwargs.get("cache_dir")
+        self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
+        if self.state not in ("present", "absent"):
+            raise AicrError("state: %r is not allowed; use present or absent" % self.state, field="state")
+        if self.concurrency < 1:
+            raise AicrError("concurrency: %s is not allowed; use 1 or more" % self.concurrency, field="concurrency")
+        for field in ("timeout", "overall_timeout", "poll_interval"):
+            if getattr(self, field) <= 0:
+                raise AicrError("%s: %s is not allowed; use a positive number of seconds" % (field, getattr(self, field)), field=field)
+
+
+class GatedRelease(Survey, Deploy, Remove, Result):
+    """One run of gated_release against one cluster."""
+
+    def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=time.sleep, wall=time.time, on_transition=None):
+        self.cluster = cluster
+        self.helm = helm
+        self.plan = plan
+        self.opts = options
+        self.clock = clock
+        self.sleep = sleep
+        self.wall = wall
+        self.workdir = None
+        self.states = {}
+        self.actions = []
+        self._actions_lock = threading.Lock()
+        self.inventory = Inventory(cluster, options.stack, options.lease_namespace)
+        self.leftovers = []
+        self._rendered = {}
+        self._render_futures = {}
+        self._render_pool = None
+        self.on_transition = on_transition
+        self._transition_lock = threading.Lock()
+        self._notified = {}
+        self.warnings = []
+
+    # -- helpers ---------------------------------------------------------------
+    def _action(self, text):
+        with self._actions_lock:
+            self.actions.append(text)
+
+    def _warn(self, text):
+        with self._actions_lock:
+            if text not in self.warnings and len(self.warnings) < 10:
+                self.warnings.append(text)
+
+    def _transition(self, st):
+        """Tell ``on_transition`` about the component's phase (once per phase / blockers); a failing callback is a warning."""
+        if self.on_transition is None:
+            return
+        with self._transition_lock:
+            name = st.comp.name
+            signature = (st.phase, tuple(st.blocked_by))
+            if self._notified.get(name) == signature:
+                return
+            self._notified[name] = signature
+            result = st.as_result()
+            try:
+                self.on_transition(result)
+            except Exception as exc:  # pylint: disable=broad-except
+                self._warn("on_transition: the status callback failed for component %s (phase %s): %s: %s"
+                           % (name, st.phase, exc.__class__.__name__, str(exc)[:300]))
+
+    def _leftover_state(self, name, entry, removing=True):
+        st = ComponentState(Component.leftover(name, entry))
+        if removing:
+            st.action, st.reason = "remove", "installed by stack %s earlier; no longer in the recipe" % self.opts.stack
+        return st
+
+    # -- run -----------------------------------------------------------------------------
+    def run(self):
+        self.workdir = tempfile.mkdtemp(prefix="aicr-release-")
+        start = self.clock()
+        try:
+            self.inventory.load(self._action)
+            lease = None
+            if self.opts.check_mode or self.opts.state == "absent":
+                self.survey()
+                mutation = self._mutation_planned()
+            else:
+                # Releases first (one Secret list each): when one must change, the rollout is certain and the
+                # objects are surveyed at gate-open, once their dependencies (and CRDs) are Ready.
+                self.survey(objects=False)
+                mutation = self._mutation_planned()
+                if not mutation:
+                    self.survey()
+                    mutation = self._mutation_planned()
+            if mutation and not self.opts.check_mode:
+                self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
+                message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
+                lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
+                lease.acquire()
+                try:
+                    self.inventory.load(self._action)
+                    self.survey(objects=self.opts.state == "absent")
+                    self._prefetch_renders()
+                    outcomes = self._execute(start)
+                    self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
+                finally:
+                    lease.release()
+                    self._stop_prefetch()
+            elif not self.opts.check_mode:
+                outcomes = self._execute(start)
+            else:
+                outcomes = None
+                for st in self.states.values():
+                    st.phase = PENDING
+                if self.opts.state == "present" and self.opts.validate_chart_schema:
+                    self._check_chart_values()
+            return self._result(outcomes, lease)
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _mark_blocked(self, outcome):
+        st = self.states.get(outcome.name)
+        if st is None:
+            return
+        st.phase = BLOCKED_PHASE
+        st.blocked_by = list(outcome.blocked_by)
+        if outcome.blocked_by:
+            st.message = "blocked: dependency %s failed" % ", ".join(outcome.blocked_by) if self.opts.state == "present" \
+                else "blocked: dependent %s could not be removed" % ", ".join(outcome.blocked_by)
+        else:
+            st.message = outcome.error or "not started"
+        self._transition(st)
+
+    def _run_dag(self, order, deps, work, overall_deadline):
+        return run_dag(order, deps, work, concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock, on_block=self._mark_blocked)
+
+    def _execute(self, start):
+        overall_deadline = start + self.opts.overall_timeout
+        if self.opts.state == "present":
+            outcomes = self._run_dag(self.plan.order, self.plan.deps, lambda n: self._deploy(n, overall_deadline), overall_deadline)
+            if self.opts.prune and self.leftovers:
+                order, entries, deps = self._removal_entries(include_plan=False)
+                for name in order:
+                    self.states[name] = self._leftover_state(name, entries[name], removing=False)
+                outcomes.update(self._run_dag(order, deps, lambda n: self._remove(n, entries[n], overall_deadline), overall_deadline))
+        else:
+            order, entries, deps = self._removal_entries(include_plan=True)
+            for name in order:
+                if name not in self.states:
+                    self.states[name] = self._leftover_state(name, entries[name], removing=False)
+            outcomes = self._run_dag(order, deps, lambda n: self._remove(n, entries[n], overall_deadline), overall_deadline)
+        for outcome in outcomes.values():
+            if outcome.status == BLOCKED:
+                self._mark_blocked(outcome)
+        return outcomes
+
+
+__all__ = ["GatedRelease", "Options", "execute", "validate_values"]
+
+
+def validate_values(plan, schemas):
+    """Validate each component's values against a JSON Schema (``{component: schema}``)."""
+    if not schemas:
+        return
+    problems = []
+    for name in plan.order:
+        schema = schemas.get(name)
+        if not schema:
+            continue
+        problems.extend("%s: %s" % (name, p) for p in value_problems(schema, plan.by_name[name].values))
+    if problems:
+        raise AicrError("values: %d value(s) do not match the component schemas; first: %s" % (len(problems), problems[0]),
+                        field="values", problems=problems[:50])
+
+
+def under_resolve(error):
+    """The recipe engine's error with its field named as this module takes it (``criteria.os`` -> ``resolve.criteria.os``)."""
+    field = error.details.get("field")
+    if not field:
+        return error
+    msg = "resolve." + error.msg if error.msg.startswith(field + ":") else error.msg
+    return AicrError(msg, **dict(error.details, field="resolve." + field))
+
+
+def resolved_summary(resolution):
+    """The part of a ``recipe.resolve`` result gated_release returns as ``resolved`` (not the components' values)."""
+    recipe = resolution["recipe"]
+    return {
+        "recipe_name": resolution["recipe_name"],
+        "catalog_digest": resolution["catalog_digest"],
+        "catalog_root": resolution["catalog_root"],
+        "criteria": recipe.get("criteria") or {},
+        "applied_overlays": list((recipe.get("metadata") or {}).get("appliedOverlays") or []),
+        "deployment_order": list(recipe.get("deploymentOrder") or []),
+    }
+
+
+def options_from(params, recipe, check_mode, diff):
+    """The engine's :class:`Options` from the module parameters."""
+    recipe_name = params.get("recipe_name") or (recipe.get("recipe_name") if isinstance(recipe, dict) else "") or ""
+    return Options(
+        stack=params.get("stack") or recipe_name or "default", state=params.get("state"), concurrency=params.get("concurrency"),
+        timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
+        prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
+        atomic=params.get("atomic"), lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
+        holder_message=params.get("holder_message"), recipe_name=recipe_name,
+        cache_dir=(params.get("cache_dir") or jsoncache.default_cache_dir()) if params.get("render_cache", True) else None,
+        validate_chart_schema=params.get("validate_values", True),
+    )
+
+
+def execute(params, check_mode=False, diff=False, cluster=None, helm=None, status_client=None):
+    """Run gated_release from module parameters; returns the result dict (``failed_message`` when it failed).
+
+    ``cluster``/``helm`` are injected by tests; otherwise built from kubeconfig/context/helm_binary.
+    With ``status_stack`` (and not in check mode) every component transition is written to that stack's status
+    (``_stack.live.LiveStatus``, through ``status_client`` or a client from kubeconfig/context); the result then has ``live_status``.
+    """
+    # Imported here so unit tests of the engine do not need the kubernetes package.
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection as kube  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options  # pylint: disable=import-outside-toplevel
+
+    recipe, resolved = params.get("recipe"), None
+    if params.get("resolve"):
+        try:
+            recipe = resolve_from_options(params["resolve"], cache_dir=params.get("cache_dir"), check_mode=check_mode)
+        except AicrError as exc:
+            raise under_resolve(exc)
+        resolved = resolved_summary(recipe)
+    plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
+                      skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"))
+    if params.get("validate_values", True):
+        validate_values(plan, params.get("values_schemas") or {})
+    options = options_from(params, recipe, check_mode, diff)
+    tmp = tempfile.mkdtemp(prefix="aicr-gated-")
+    try:
+        connection = None
+        if cluster is None or helm is None or (params.get("status_stack") and status_client is None):
+            # one resolution: the Python client and helm reach the same cluster as the same identity
+            connection = kube.resolve(params.get("kubeconfig"), params.get("context"))
+        if cluster is None:
+            cluster = connection.client()
+        if helm is None:
+            kubeconfig_path, context = connection.helm_kubeconfig(tmp)
+            helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=context,
+                              home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir)
+            # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
+            helm.start_version_probe()
+        live, live_warning = None, None
+        if params.get("status_stack") and not check_mode:
+            live, live_warning = live_status(status_client or connection.client(), params["status_stack"], params.get("status_backend") or "crd",
+                                             params.get("status_namespace") or "default", interval=LIVE_STATUS_INTERVAL)
+        result = run_with_live_status(live, live_warning, lambda hook: GatedRelease(cluster, helm, plan, options, on_transition=hook).run())
+        result["helm_version"] = getattr(helm, "major", None)
+        if resolved is not None:
+            result["resolved"] = resolved
+        return result
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What a rollout reports: one result per component, the plan (waves), the actions, the diff and the summary.
+
+:class:`ComponentState` is what the survey found and what the run did for one component; its
+:meth:`~ComponentState.as_result` is the component result gated_release returns (and hands to ``on_transition``,
+which the ClusterStack status writer turns into a status entry).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
+
+
+class ComponentState(object):
+    """What the survey found and what the run did, for one component."""
+
+    def __init__(self, comp):
+        self.comp = comp
+        self.deployed = None
+        self.action = "unchanged"
+        self.reason = ""
+        self.objects = {"pre": [], "post": []}  # [(ManifestObject, action, reason)]
+        self.stale_objects = []  # inventory refs no longer rendered
+        self.phase = PENDING
+        self.message = ""
+        self.blocked_by = []
+        self.revision = None
+        self.started = None
+        self.duration = None
+        self.changed = False
+        self.resources = 0
+        self.objects_surveyed = False
+
+    def object_actions(self):
+        return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
+
+    def object_refs(self):
+        """Every surveyed object as an inventory ref (with its wave)."""
+        return [dict(mobj.ref(), wave=wave) for wave in ("pre", "post") for mobj, _a, _r in self.objects[wave]]
+
+    def needs_change(self, prune):
+        return self.action != "unchanged" or any(a != "unchanged" for a in self.object_actions()) or bool(prune and self.stale_objects)
+
+    def as_result(self):
+        comp = self.comp
+        objs = []
+        for wave in ("pre", "post"):
+            for mobj, action, reason in self.objects[wave]:
+                ref = mobj.ref()
+                ref.update({"wave": wave, "action": action, "reason": reason})
+                objs.append(ref)
+        for ref in self.stale_objects:
+            objs.append(dict(ref, action="remove", reason="no longer rendered (prune)"))
+        return {
+            "name": comp.name, "kind": comp.kind, "phase": self.phase, "blocked_by": list(self.blocked_by),
+            "chart": comp.chart or None, "version": comp.version or None, "revision": self.revision, "namespace": comp.namespace,
+            "objects": objs, "started": self.started, "duration": self.duration, "message": self.message,
+            "action": self.action, "reason": self.reason, "dependencies": list(comp.gate), "changed": self.changed,
+        }
+
+
+class Result(object):
+    """The result section of :class:`~.engine.GatedRelease` (a mixin: it reads the run's plan, states and options)."""
+
+    def _result(self, outcomes, lease):
+        plan = self.plan
+        names = list(plan.order) + [n for n, _e in self.leftovers if n not in plan.by_name]
+        if self.opts.state == "absent" or (self.opts.prune and self.leftovers):
+            for name, entry in self.leftovers:
+                if name not in self.states:
+                    self.states[name] = self._leftover_state(name, entry)
+                else:
+                    self.states[name].action = "remove"
+                    self.states[name].reason = "installed by stack %s earlier; no longer in the recipe" % self.opts.stack
+        if self.opts.state == "absent":
+            for name in plan.order:
+                st = self.states[name]
+                present = st.deployed is not None or bool(self.inventory.objects_of(name))
+                st.action, st.reason = ("remove", "state is absent") if present else ("unchanged", "nothing deployed")
+        components = [self.states[n].as_result() for n in names if n in self.states]
+        changed = any(c["changed"] for c in components)
+        if self.opts.check_mode:
+            changed = any(c["action"] != "unchanged" or any(o["action"] != "unchanged" for o in c["objects"]) for c in components)
+        failed = [c for c in components if c["phase"] == FAILED]
+        blocked = [c for c in components if c["phase"] == BLOCKED]
+        result = {
+            "changed": changed,
+            "components": components,
+            "waves": self._waves(),
+            "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components),
+            "summary": self._summary(components, failed, blocked),
+        }
+        if lease is not None and lease.taken_over:
+            result["summary"]["lease_taken_over_from"] = lease.taken_over
+        if self.opts.diff:
+            result["diff"] = self._diff()
+        if self.warnings:
+            result["warnings"] = list(self.warnings)
+        if failed or blocked:
+            result["failed_message"] = _failed_message(components, failed, blocked)
+        return result
+
+    def _waves(self):
+        waves = []
+        for wave in self.plan.waves():
+            entries = []
+            for n in wave["components"]:
+                acts = self.states[n].object_actions()
+                entries.append({"name": n, "action": self.states[n].action, "reason": self.states[n].reason,
+                                "objects": dict((a, acts.count(a)) for a in set(acts))})
+            waves.append({"wave": wave["wave"], "components": entries})
+        if self.opts.state == "absent":
+            waves = [{"wave": w["wave"], "components": w["components"]} for w in reversed(waves)]
+        return waves
+
+    def _summary(self, components, failed, blocked):
+        reached = [c for c in components if c["phase"] in (READY, UNCHANGED, REMOVED) and c["started"]]
+        return {
+            "recipe_name": self.opts.recipe_name, "stack": self.opts.stack, "state": self.opts.state,
+            "component_count": len(self.plan.order), "deployed_components": [c["name"] for c in sorted(reached, key=lambda c: c["started"])],
+            "skipped_components": list(self.plan.skipped),
+            "failed": [c["name"] for c in failed], "blocked": [c["name"] for c in blocked],
+            "phases": dict((p, sum(1 for c in components if c["phase"] == p)) for p in set(c["phase"] for c in components)),
+        }
+
+    def _diff(self):
+        diffs = []
+        for name in self.plan.order:
+            st = self.states[name]
+            if st.comp.manifest_only:
+                continue
+            before = st.deployed.values if st.deployed is not None else None
+            after = st.comp.values if self.opts.state == "present" else None
+            if before == after and st.action == "unchanged":
+                continue
+            diffs.append({
+                "before_header": "%s values (revision %s)" % (name, st.deployed.revision) if st.deployed is not None else "%s (not installed)" % name,
+                "after_header": "%s values (%s)" % (name, st.action),
+                "before": deps.yaml.safe_dump(before, default_flow_style=False, sort_keys=True) if before is not None else "",
+                "after": deps.yaml.safe_dump(after, default_flow_style=False, sort_keys=True) if after is not None else "",
+            })
+        return diffs
+
+
+def _planned_actions(components):
+    acts = []
+    for c in components:
+        if c["action"] != "unchanged":
+            acts.append("would %s %s (%s)" % (c["action"], c["name"], c["reason"]))
+        for o in c["objects"]:
+            if o["action"] != "unchanged":
+                acts.append("would %s object %s (%s)" % ("apply" if o["action"] in ("create", "update") else o["action"], o["id"], o["reason"]))
+    return acts
+
+
+def _failed_message(components, failed, blocked):
+    parts = []
+    if failed:
+        parts.append("failed: " + "; ".join("%s (%s)" % (c["name"], c["message"]) for c in failed))
+    if blocked:
+        parts.append("blocked: " + "; ".join("%s (by %s)" % (c["name"], ", ".join(c["blocked_by"]) or c["message"]) for c in blocked))
+    return "gated_release: %d of %d components did not converge; %s" % (len(failed) + len(blocked), len(components), " | ".join(parts))

@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The survey, read-only and concurrent: what is deployed and what would change, per component.
+
+Per component: the deployed helm release (from helm's Secret storage; the digest label), the manifests
+rendered with ``helm template`` (prefetched in the background once a rollout starts) and each object
+compared with a server-side dry-run apply; then what this stack deployed earlier that the recipe no
+longer has (the inventory, and helm releases carrying the stack label). This is the check-mode plan.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import label_value
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
+from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, stack_releases
+from ansible_collections.aicr.runtime.plugins.module_utils._release.render import render_manifests_cached
+from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState
+
+
+def waves_of(comp):
+    return {"pre": comp.pre_manifest_paths, "post": comp.manifest_paths}
+
+
+class Survey(object):
+    """The survey section of :class:`~.engine.GatedRelease` (a mixin)."""
+
+    def _survey_release(self, comp):
+        """Read-only: the deployed release and the release action (cheap: one Secret list)."""
+        st = ComponentState(comp)
+        if not comp.manifest_only:
+            chart_source(comp.chart, comp.repository, self.opts.mirrors)  # validates chart/repository early
+            st.deployed = read_release(self.cluster, comp.name, comp.namespace)
+            st.action, st.reason = self._release_action(comp, st.deployed)
+            if st.deployed is not None:
+                st.revision = st.deployed.revision
+        elif comp.name not in self.inventory.components:
+            # provisional until the objects are surveyed: this stack never deployed them
+            st.action, st.reason = "install", "manifest-only component not deployed by stack %s yet" % self.opts.stack
+        return st
+
+    def _render(self, comp):
+        """The component's rendered manifests (prefetched in the background once a rollout starts)."""
+        with self._actions_lock:
+            docs = self._rendered.get(comp.name)
+            future = self._render_futures.get(comp.name)
+        if docs is not None:
+            return docs
+        if future is not None:
+            docs = future.result()
+        else:
+            docs = render_manifests_cached(self.helm, comp.to_dict(), waves_of(comp), tmp_root=self.workdir, cache_dir=self.opts.cache_dir)
+        with self._actions_lock:
+            self._rendered[comp.name] = docs
+        return docs
+
+    def _prefetch_renders(self):
+        """Render every component's manifests in the background, in deployment order."""
+        self._render_pool = ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, 4)))
+        for name in self.plan.order:
+            comp = self.plan.by_name[name]
+            if (comp.pre_manifest_paths or comp.manifest_paths) and name not in self._rendered:
+                self._render_futures[name] = self._render_pool.submit(
+                    render_manifests_cached, self.helm, comp.to_dict(), waves_of(comp), self.workdir, self.opts.cache_dir)
+
+    def _stop_prefetch(self):
+        if self._render_pool is not None:
+            self._render_pool.shutdown(wait=True)
+            self._render_pool = None
+
+    def _survey_objects(self, st):
+        """Render the manifests and decide create/update/unchanged per object (server-side dry run)."""
+        comp = st.comp
+        docs = self._render(comp)
+        seen = set()
+        st.objects = {"pre": [], "post": []}
+        for wave in ("pre", "post"):
+            for index, doc in enumerate(docs[wave]):
+                mobj = ManifestObject(comp.name, wave, index, doc, self.opts.stack)
+                if mobj.identity in seen:
+                    raise AicrError("manifest: component %s renders two objects with identity %s" % (comp.name, mobj.identity), component=comp.name)
+                seen.add(mobj.identity)
+                if self.opts.state == "absent":
+                    mobj.place(self.cluster, comp.namespace)
+                    st.objects[wave].append((mobj, "unchanged", ""))
+                    continue
+                action, reason = plan_object(self.cluster, mobj, comp.namespace)
+                st.objects[wave].append((mobj, action, reason))
+        if comp.manifest_only:
+            acts = st.object_actions()
+            if acts and all(a == "create" for a in acts):
+                st.action, st.reason = "install", "manifest-only: %d object(s) to create" % len(acts)
+            elif any(a != "unchanged" for a in acts):
+                st.action, st.reason = "upgrade", "manifest-only: %d object(s) differ" % sum(1 for a in acts if a != "unchanged")
+            else:
+                st.action, st.reason = "unchanged", "manifest-only: every object matches its dry-run apply" if acts else "manifest-only: renders no object"
+        st.stale_objects = [ref for ref in self.inventory.objects_of(comp.name) if ref.get("id") not in seen]
+        st.objects_surveyed = True
+        return st
+
+    def _survey_one(self, comp):
+        return self._survey_objects(self._survey_release(comp))
+
+    def _release_action(self, comp, deployed):
+        if deployed is None:
+            return "install", "release %s not found in namespace %s" % (comp.name, comp.namespace)
+        if deployed.pending:
+            return "upgrade", ("revision %s is %s since %s: an interrupted helm operation is cleared once it is older than "
+                               "timeout (%ds)" % (deployed.revision, deployed.status, deployed.created, int(self.opts.timeout)))
+        if deployed.status != "deployed":
+            return "upgrade", "last revision %s is %s" % (deployed.revision, deployed.status)
+        if deployed.digest == comp.digest():
+            return "unchanged", "chart, version and values digest match revision %s" % deployed.revision
+        if not deployed.digest:
+            return "upgrade", "revision %s carries no aicr.io/digest label" % deployed.revision
+        reasons = []
+        if deployed.chart and deployed.chart != comp.chart:
+            reasons.append("chart %s -> %s" % (deployed.chart, comp.chart))
+        if deployed.chart_version and str(deployed.chart_version).lstrip("v") != str(comp.version).lstrip("v"):
+            reasons.append("version %s -> %s" % (deployed.chart_version, comp.version))
+        if deployed.values != comp.values:
+            reasons.append("values changed")
+        return "upgrade", ", ".join(reasons) or "repository or digest changed"
+
+    def survey(self, objects=True):
+        """Survey every component (``objects=False``: releases only; objects are then surveyed at gate-open)."""
+        comps = [self.plan.by_name[n] for n in self.plan.order]
+        with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
+            results = list(pool.map(self._survey_one if objects else self._survey_release, comps))
+        self.states = dict((st.comp.name, st) for st in results)
+        self._survey_leftovers()
+
+    def _survey_leftovers(self):
+        listed = set(self.plan.order) | set(s["name"] for s in self.plan.skipped if s["reason"] == "skip_components")
+        leftovers = {}
+        for name, entry in self.inventory.components.items():
+            if name not in listed:
+                leftovers[name] = dict(entry)
+        for rel in stack_releases(self.cluster, label_value(self.opts.stack)):
+            name = rel.component or rel.name
+            if name not in listed:
+                entry = leftovers.setdefault(name, {"namespace": rel.namespace, "objects": [], "dependencies": []})
+                entry["release"] = rel.name
+                entry["namespace"] = rel.namespace
+        inv_order = self.inventory.order
+        self.leftovers = sorted(leftovers.items(), key=lambda kv: (inv_order.index(kv[0]) if kv[0] in inv_order else len(inv_order), kv[0]))
+
+    def _mutation_planned(self):
+        if self.opts.state == "absent":
+            return True if self.plan.order or self.leftovers or self.inventory.found else False
+        if self.opts.prune and self.leftovers:
+            return True
+        if any(st.action != "unchanged" for st in self.states.values()):
+            return True
+        return any(st.needs_change(self.opts.prune) for st in self.states.values() if st.objects_surveyed)

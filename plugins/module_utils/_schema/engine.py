@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The one entry point the module, the lookup and roles share: sources → output.
+
+``run(params)`` returns a result dict (``changed``, the output under its key,
+``diff``/``actions`` when ``dest`` is written) and a failure message or None
+(validate/compare with errors and ``fail_on_error``). Invalid input raises AicrError.
+The steps are separate functions so a role can generate, compare with the live CRD
+and apply in separate tasks.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import tempfile
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, validation
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat, crd as crd_mod, infer, jsonschema, nodes, sources, structural, validate
+
+OUTPUTS = ("json_schema", "crd", "validate", "compare")
+RESULT_KEYS = {"json_schema": "schema", "crd": "crd", "validate": "errors", "compare": "findings"}
+
+DEFAULTS = dict(
+    output="json_schema", chart=None, chart_version=None, repository=None, helm_binary="helm", values_files=None, values=None,
+    set=None, set_string=None, schema=None, draft="2020-12", name=None, group=None, kind=None, plural=None, domain=None,
+    api_version=None, scope="Namespaced", versions=None, discover_versions=False, preserve_unknown_fields=False,
+    old_crd=None, new_crd=None, kubeconfig=None, context=None, severities=None, fail_on_error=True, dest=None, dest_format="auto",
+)
+
+
+def _params(params):
+    merged = dict(DEFAULTS)
+    merged.update(dict((k, v) for k, v in (params or {}).items() if v is not None))
+    if merged["output"] not in OUTPUTS:
+        raise AicrError("output: %r is not allowed; allowed: %s" % (merged["output"], ", ".join(OUTPUTS)), field="output", value=merged["output"])
+    return merged
+
+
+def _read_text(path, field):
+    path = os.path.expanduser(str(path))
+    if not os.path.isfile(path):
+        raise AicrError("%s: file %s does not exist" % (field, path), field=field, value=path)
+    with open(path) as handle:
+        return handle.read()
+
+
+def load_sources(params):
+    """(chart or None, [(path, text)] of values files)."""
+    chart = None
+    if params.get("chart"):
+        chart = sources.load_chart(params["chart"], params.get("chart_version"), params.get("repository"), params.get("helm_binary") or "helm",
+                                   insecure=bool(params.get("plain_http")))
+    files = [(str(path), _read_text(path, "values_files")) for path in params.get("values_files") or []]
+    if chart is None and not files and params["output"] in ("json_schema", "crd", "compare"):
+        raise AicrError("chart/values_files: give a chart or at least one values file to generate a %s" % params["output"], field="chart")
+    return chart, files
+
+
+def build_node(chart, files):
+    node = chart.node() if chart is not None else None
+    for path, text in files:
+        node = nodes.merge(node, infer.infer_text(text, path))
+    return node
+
+
+def chart_name(params, chart, files):
+    if params.get("name"):
+        return params["name"]
+    if chart is not None:
+        return chart.name
+    if files:
+        parent = os.path.basename(os.path.dirname(os.path.abspath(files[0][0])))
+        return parent or "values"
+    return "values"
+
+
+def generate_crd(params, chart, files, node=None):
+    """(crd, dropped keywords) for the sources; raises if the result is not structural."""
+    node = node if node is not None else build_node(chart, files)
+    versions = params.get("versions")
+    if not versions and params.get("discover_versions"):
+        versions = sources.discover_versions(params.get("repository"), chart.name if chart else chart_name(params, chart, files))
+    crd, dropped = crd_mod.build_crd(
+        node, chart_name(params, chart, files), group=params.get("group"), kind=params.get("kind"), plural=params.get("plural"),
+        domain=params.get("domain"), api_version=params.get("api_version"), scope=params.get("scope") or "Namespaced",
+        versions=versions, preserve_unknown=bool(params.get("preserve_unknown_fields")), chart_version=chart.version if chart else None)
+    violations = structural.check_crd(crd)
+    if violations:
+        raise AicrError("crd: the generated CRD is not structural: %s" % violations[0]["message"], field="crd", violations=violations)
+    return crd, dropped
+
+
+def load_crd(value, field, kubeconfig=None, context=None):
+    """A CRD from a dict, a YAML/JSON file (first CRD document), or the name of a live CRD.
+
+    Returns None for a live name the cluster does not have.
+    """
+    if isinstance(value, dict):
+        return value
+    text = str(value)
+    path = os.path.expanduser(text)
+    if os.path.isfile(path):
+        with open(path) as handle:
+            try:
+                documents = list(deps.load_all(handle.read()))
+            except deps.yaml.YAMLError as exc:
+                raise AicrError("%s: %s is not valid YAML (%s)" % (field, path, getattr(exc, "problem", exc)), field=field, value=path)
+        for document in documents:
+            if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
+                return document
+        raise AicrError("%s: %s holds no CustomResourceDefinition" % (field, path), field=field, value=path)
+    if "/" in text or text.endswith((".yaml", ".yml", ".json")) or "." not in text:
+        raise AicrError("%s: %r is neither a file nor a CRD name (<plural>.<group>)" % (field, text), field=field, value=text)
+    return read_live_crd(text, kubeconfig, context)
+
+
+def read_live_crd(name, kubeconfig=None, context=None):
+    """The live CRD ``name`` (None when the cluster has none), through the collection's client."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._schema.publish import BASE_PATH  # pylint: disable=import-outside-toplevel
+    deps.require("kubernetes", "to read a live CRD")
+    try:
+        return client_for(kubeconfig, context).get_path("%s/%s" % (BASE_PATH, name))
+    except ClusterError as exc:
+        if not exc.status:
+            raise AicrError("old_crd: cannot reach the cluster to read CRD %s (%s)" % (name, describe(exc)), field="old_crd", value=name)
+        raise AicrError("old_crd: cannot read CRD %s from the cluster (HTTP %s)" % (name, describe(exc)), field="old_crd", value=name)
+
+
+def _load_schema(value):
+    if isinstance(value, dict):
+        return value
+    text = _read_text(value, "schema")
+    try:
+        return json.loads(text)
+    except ValueError:
+        loaded = deps.load(text)
+        if not isinstance(loaded, dict):
+            raise AicrError("schema: %s is not a JSON Schema mapping" % value, field="schema", value=value)
+        return loaded
+
+
+def values_to_validate(params, chart, files):
+    values = chart.values() if chart is not None else {}
+    for path, text in files:
+        values = merge_null_deletes(values, infer.load_values(text, path))
+    if params.get("values"):
+        if not isinstance(params["values"], dict):
+            raise AicrError("values: must be a mapping, got %s" % type(params["values"]).__name__, field="values")
+        values = merge_null_deletes(values, params["values"])
+    if params.get("set"):
+        values = merge_null_deletes(values, validate.parse_set(params["set"]))
+    if params.get("set_string"):
+        values = merge_null_deletes(values, validate.parse_set(params["set_string"], as_string=True))
+    return values
+
+
+def render(content, fmt):
+    if fmt == "json":
+        return json.dumps(content, indent=2, sort_keys=False) + "\n"
+    return deps.yaml.dump(content, Dumper=deps.Dumper, sort_keys=False, default_flow_style=False, width=160, allow_unicode=True)
+
+
+def write_dest(dest, content, fmt="auto", check_mode=False):
+    """Write content to dest if it differs. Returns (changed, diff, actions)."""
+    dest = os.path.expanduser(str(dest))
+    if fmt == "auto":
+        fmt = "json" if dest.endswith(".json") else "yaml"
+    if fmt not in ("json", "yaml"):
+        raise AicrError("dest_format: %r is not allowed; allowed: auto, json, yaml" % fmt, field="dest_format", value=fmt)
+    text = render(content, fmt)
+    before = None
+    if os.path.exists(dest):
+        if os.path.isdir(dest):
+            raise AicrError("dest: %s is a directory; allowed: a file path" % dest, field="dest", value=dest)
+        with open(dest) as handle:
+            before = handle.read()
+    if before == text:
+        return False, None, []
+    diff = {"before": before or "", "after": text, "before_header": dest, "after_header": dest}
+    actions = ["write %s (%d bytes)" % (dest, len(text.encode("utf-8")))]
+    if not check_mode:
+        directory = os.path.dirname(os.path.abspath(dest))
+        if not os.path.isdir(directory):
+            raise AicrError("dest: directory %s does not exist" % directory, field="dest", value=dest)
+        handle, tmp = tempfile.mkstemp(dir=directory, prefix=".aicr-")
+        try:
+            with os.fdopen(handle, "w") as out:
+                out.write(text)
+            if before is not None:
+                os.chmod(tmp, os.stat(dest).st_mode & 0o7777)
+            else:
+                os.chmod(tmp, 0o644)
+            os.replace(tmp, dest)
+        except OSError as exc:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise AicrError("dest: cannot write %s (%s)" % (dest, exc), field="dest", value=dest)
+    return True, diff, actions
+
+
+def run(params, check_mode=False):
+    """Do what ``output`` asks. Returns (result, failure message or None)."""
+    infer.require_yaml()
+    params = _params(params)
+    output = params["output"]
+    result = {"changed": False}
+    failure = None
+    if output == "compare" and params.get("new_crd") is not None:
+        chart, files = None, []
+    else:
+        chart, files = load_sources(params)
+    if chart is not None:
+        result["chart"] = {"name": chart.name, "version": chart.version, "app_version": chart.app_version,
+                           "subcharts": [key for key, _sub in chart.subcharts]}
+    if output == "json_schema":
+        node = build_node(chart, files)
+        content = jsonschema.to_json_schema(node, params["draft"], title=chart.name if chart else params.get("name"))
+        result["schema"] = content
+    elif output == "crd":
+        content, dropped = generate_crd(params, chart, files)
+        result["crd"] = content
+        result["dropped"] = dropped
+    elif output == "validate":
+        if params.get("schema") is not None:
+            schema = _load_schema(params["schema"])
+        elif chart is not None:
+            schema = jsonschema.to_json_schema(chart.node(), params["draft"])
+        else:
+            raise AicrError("validate: give a chart (its schema is generated) or a schema to validate against", field="schema")
+        values = values_to_validate(params, chart, files)
+        warnings = []
+        content = validation.validate(schema, values, warnings=warnings)
+        if warnings:
+            result["warnings"] = warnings
+        result["errors"] = content
+        result["valid"] = not content
+        if content and params["fail_on_error"]:
+            failure = "values do not validate: %d violation(s): %s" % (len(content), validation.summarise(content))
+    else:
+        if params.get("old_crd") is None:
+            raise AicrError("compare: old_crd is required (a file, a dict, or the name of a live CRD)", field="old_crd")
+        old = load_crd(params["old_crd"], "old_crd", params.get("kubeconfig"), params.get("context"))
+        if params.get("new_crd") is not None:
+            new = load_crd(params["new_crd"], "new_crd", params.get("kubeconfig"), params.get("context"))
+            if new is None:
+                raise AicrError("new_crd: no CRD named %s in the cluster" % params["new_crd"], field="new_crd")
+        else:
+            new = generate_crd(params, chart, files)[0]
+        result["old_found"] = old is not None
+        content = compat.compare(old, new, params.get("severities")) if old is not None else []
+        result["findings"] = content
+        result["breaking"] = any(f["severity"] == "error" for f in content)
+        result["summary"] = compat.summary(content)
+        if result["breaking"] and params["fail_on_error"]:
+            failure = "breaking changes from %s: %s" % (old.get("metadata", {}).get("name"), result["summary"])
+    if params.get("dest"):
+        changed, diff, actions = write_dest(params["dest"], content, params.get("dest_format") or "auto", check_mode)
+        result["changed"] = changed
+        result["dest"] = os.path.expanduser(str(params["dest"]))
+        result["actions"] = actions
+        if diff:
+            result["diff"] = diff
+    return result, failure

@@ -1,0 +1,316 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Publish a CustomResourceDefinition: breaking-change guard, server-side apply, wait for Established.
+
+``publish(params)`` is what the ``crd_publish`` module calls:
+
+1. read the live CRD (``GET``; a missing one is a first publication);
+2. compare it with the new CRD using the values_schema breaking-change rules (``compat.compare``);
+   any finding of severity ``error`` refuses the update unless ``allow_breaking``;
+3. server-side *dry-run* apply (field manager ``aicr-runtime``) and compare its result with the live
+   object: equal means unchanged, so a re-run makes no mutating call;
+4. server-side apply for real (not in check mode);
+5. with ``wait``, poll until ``Established`` and ``NamesAccepted`` are True and the accepted names are
+   the applied ones (``NamesAccepted`` False is terminal).
+
+``state: absent`` deletes the CRD (and with it every custom resource of its kind) and waits until it
+is gone. Readiness uses the kstatus rule for CRDs (``_kube.readiness``); requests go through the collection's
+client (``_kube.client``: retries on 429/5xx for reads and applies).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+import time
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness, wait
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import comparable
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat
+
+API_VERSION = "apiextensions.k8s.io/v1"
+KIND = "CustomResourceDefinition"
+BASE_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+STATES = ("present", "absent")
+
+DEFAULTS = dict(
+    definition=None, src=None, state="present", allow_breaking=False, severities=None, force_conflicts=False,
+    wait=True, wait_timeout=120, wait_sleep=1.0, kubeconfig=None, context=None,
+)
+
+
+def _params(params):
+    merged = dict(DEFAULTS)
+    merged.update(dict((k, v) for k, v in (params or {}).items() if v is not None))
+    if merged["state"] not in STATES:
+        raise AicrError("state: %r is not allowed; allowed: %s" % (merged["state"], ", ".join(STATES)), field="state", value=merged["state"])
+    for field in ("wait_timeout", "wait_sleep"):
+        try:
+            merged[field] = float(merged[field])
+        except (TypeError, ValueError):
+            raise AicrError("%s: %r is not a number of seconds" % (field, merged[field]), field=field, value=str(merged[field]))
+        if merged[field] < 0 or (field == "wait_sleep" and merged[field] == 0):
+            raise AicrError("%s: %s is not allowed; allowed: a number of seconds above 0" % (field, merged[field]), field=field, value=merged[field])
+    return merged
+
+
+def _first_crd(documents, field, where):
+    for document in documents:
+        if isinstance(document, dict) and document.get("kind") == KIND:
+            return document
+    raise AicrError("%s: %s holds no CustomResourceDefinition; allowed: a document with kind %s" % (field, where, KIND), field=field)
+
+
+def _parse_yaml(text, field, where):
+    deps.require("PyYAML", "to read values files")
+    try:
+        return list(deps.load_all(text))
+    except deps.yaml.YAMLError as exc:
+        raise AicrError("%s: %s is not valid YAML (%s)" % (field, where, getattr(exc, "problem", None) or exc.__class__.__name__), field=field)
+
+
+def load_definition(definition=None, src=None):
+    """The CRD to publish: ``definition`` (a mapping or YAML/JSON text) or ``src`` (a file; its first CRD document)."""
+    if definition is not None and src is not None:
+        raise AicrError("definition/src: give one of them, not both", field="definition")
+    if definition is not None:
+        if isinstance(definition, dict):
+            crd = definition
+        elif isinstance(definition, str):
+            crd = _first_crd(_parse_yaml(definition, "definition", "the text"), "definition", "the text")
+        else:
+            raise AicrError("definition: a %s is not allowed; allowed: a mapping or YAML text" % type(definition).__name__, field="definition")
+    elif src is not None:
+        path = os.path.expanduser(str(src))
+        if not os.path.isfile(path):
+            raise AicrError("src: file %s does not exist" % path, field="src", value=path)
+        with open(path) as handle:
+            crd = _first_crd(_parse_yaml(handle.read(), "src", path), "src", path)
+    else:
+        raise AicrError("definition/src: one of them is required (the CRD to publish)", field="definition")
+    return check_definition(crd)
+
+
+def check_definition(crd):
+    """Refuse what is not an ``apiextensions.k8s.io/v1`` CRD with a name, a group and names."""
+    if crd.get("kind") != KIND or crd.get("apiVersion") != API_VERSION:
+        raise AicrError("definition: apiVersion/kind %s/%s is not allowed; allowed: %s/%s" % (crd.get("apiVersion"), crd.get("kind"), API_VERSION, KIND),
+                        field="definition")
+    name = (crd.get("metadata") or {}).get("name")
+    if not name or not isinstance(name, str):
+        raise AicrError("definition: metadata.name is missing; allowed: <plural>.<group>", field="definition")
+    spec = crd.get("spec") or {}
+    plural = (spec.get("names") or {}).get("plural")
+    if not spec.get("group") or not plural:
+        raise AicrError("definition: CRD %s has no spec.group or spec.names.plural" % name, field="definition", name=name)
+    if name != "%s.%s" % (plural, spec["group"]):
+        raise AicrError("definition: metadata.name %s is not allowed; allowed: %s.%s (<plural>.<group>)" % (name, plural, spec["group"]),
+                        field="definition", name=name)
+    body = copy.deepcopy(crd)
+    body.pop("status", None)
+    meta = body["metadata"]
+    for key in ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink"):
+        meta.pop(key, None)
+    return body
+
+
+def _path(name):
+    return "%s/%s" % (BASE_PATH, name)
+
+
+def _describe(exc):
+    return "HTTP %s: %s" % (exc.status, exc.msg.split(": ", 1)[-1]) if exc.status else exc.msg
+
+
+def read_live(cluster, name):
+    """The live CRD, or None."""
+    try:
+        return cluster.request("GET", _path(name))
+    except ClusterError as exc:
+        if exc.status == 404:
+            return None
+        raise AicrError("definition: cannot read CRD %s from the cluster (%s)" % (name, _describe(exc)), field="definition", name=name, status=exc.status)
+
+
+def apply(cluster, crd, dry_run=False, force=False):
+    """Server-side apply (field manager aicr-runtime); returns the object the server answers."""
+    name = crd["metadata"]["name"]
+    query = {"fieldManager": FIELD_MANAGER}
+    if force:
+        query["force"] = "true"
+    if dry_run:
+        query["dryRun"] = "All"
+    try:
+        return cluster.request("PATCH", _path(name), query=query, body=crd, content_type="application/apply-patch+yaml")
+    except ClusterError as exc:
+        what = "server-side dry-run apply" if dry_run else "server-side apply"
+        if exc.status == 409:
+            raise AicrError("definition: %s of CRD %s conflicts with fields owned by other managers (%s); allowed: force_conflicts: true to take them over"
+                            % (what, name, _describe(exc)), field="definition", name=name, status=409)
+        raise AicrError("definition: the cluster refused the %s of CRD %s (%s)" % (what, name, _describe(exc)), field="definition", name=name,
+                        status=exc.status)
+
+
+def names_accepted(obj):
+    """True when the accepted names are the names of the spec (an update of the names has been accepted)."""
+    wanted = (obj.get("spec") or {}).get("names") or {}
+    accepted = (obj.get("status") or {}).get("acceptedNames") or {}
+    return all(accepted.get(key) == wanted.get(key) for key in ("plural", "kind") if wanted.get(key))
+
+
+def conditions_of(obj):
+    """``{type: {status, reason, message}}`` of a CRD's conditions."""
+    found = {}
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type"):
+            found[cond["type"]] = dict((k, cond.get(k)) for k in ("status", "reason", "message"))
+    return found
+
+
+def assess(obj):
+    """(state, reason) of a live CRD: readiness.READY / PENDING / FAILED."""
+    state, reason = readiness.assess(obj)
+    if state == readiness.READY:
+        conds = conditions_of(obj)
+        if (conds.get("NamesAccepted") or {}).get("status") != "True":
+            return readiness.PENDING, "NamesAccepted not True yet"
+        if not names_accepted(obj):
+            return readiness.PENDING, "accepted names are not the applied names yet"
+    return state, reason
+
+
+def wait_established(cluster, name, timeout, sleep_seconds, sleep=time.sleep, clock=time.monotonic):
+    """Poll until the CRD is Established with its names accepted; return (live object, seconds waited)."""
+    started = clock()
+    last = {}
+
+    def established():
+        live = read_live(cluster, name)
+        state, reason = assess(live)
+        last.update(live=live, reason=reason)
+        if state == readiness.FAILED:
+            raise AicrError("definition: CRD %s is not usable: %s; allowed: names no other CRD of the group uses" % (name, reason),
+                            field="definition", name=name, conditions=conditions_of(live))
+        return live if state == readiness.READY else None
+
+    live = wait.until(established, started + timeout, sleep_seconds, clock=clock, sleep=sleep, on_timeout=lambda: AicrError(
+        "wait_timeout: CRD %s not Established after %ss (%s); allowed: a longer wait_timeout or a cluster that establishes it"
+        % (name, _seconds(timeout), last["reason"]), field="wait_timeout", name=name, conditions=conditions_of(last["live"])))
+    return live, round(clock() - started, 3)
+
+
+def wait_gone(cluster, name, timeout, sleep_seconds, sleep=time.sleep, clock=time.monotonic):
+    started = clock()
+    wait.until(lambda: read_live(cluster, name) is None, started + timeout, sleep_seconds, clock=clock, sleep=sleep, on_timeout=lambda: AicrError(
+        "wait_timeout: CRD %s still exists %ss after its deletion; allowed: a longer wait_timeout" % (name, _seconds(timeout)),
+        field="wait_timeout", name=name))
+    return round(clock() - started, 3)
+
+
+def _seconds(value):
+    return int(value) if float(value).is_integer() else value
+
+
+def public(obj):
+    """The object without managedFields (what the module returns)."""
+    if obj is None:
+        return None
+    result = copy.deepcopy(obj)
+    (result.get("metadata") or {}).pop("managedFields", None)
+    return result
+
+
+def make_cluster(params):
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for  # pylint: disable=import-outside-toplevel
+    return client_for(params.get("kubeconfig"), params.get("context"))
+
+
+def refusal_message(name, findings):
+    """One line: how many breaking changes, each rule and path, and how to allow them."""
+    errors = [f for f in findings if f["severity"] == "error"]
+    shown = ", ".join("%s %s" % (f["rule"], f["path"]) for f in errors[:8])
+    if len(errors) > 8:
+        shown += " (and %d more)" % (len(errors) - 8)
+    return ("definition: %d breaking change(s) to the live CRD %s: %s; allowed: compatible changes only, or allow_breaking: true"
+            % (len(errors), name, shown))
+
+
+def _absent(cluster, params, name, check_mode):
+    live = read_live(cluster, name)
+    result = {"changed": False, "name": name, "action": "absent", "actions": [], "old_found": live is not None, "crd": None}
+    if live is None:
+        return result
+    result.update(changed=True, action="delete", actions=["delete CRD %s (and every custom resource of its kind)" % name])
+    result["diff"] = {"before": comparable(live), "after": {}}
+    if check_mode:
+        return result
+    try:
+        cluster.request("DELETE", _path(name), body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+    except ClusterError as exc:
+        if exc.status != 404:
+            raise AicrError("definition: the cluster refused to delete CRD %s (%s)" % (name, _describe(exc)), field="definition", name=name, status=exc.status)
+    if params["wait"]:
+        result["waited"] = wait_gone(cluster, name, params["wait_timeout"], params["wait_sleep"])
+    return result
+
+
+def publish(params, check_mode=False, cluster=None, sleep=time.sleep, clock=time.monotonic):
+    """Do what the crd_publish module asks. Returns the result dict; raises AicrError."""
+    params = _params(params)
+    crd = load_definition(params.get("definition"), params.get("src"))
+    cluster = cluster if cluster is not None else make_cluster(params)
+    if params["state"] == "absent":
+        return _absent(cluster, params, crd["metadata"]["name"], check_mode)
+    return publish_definition(cluster, crd, params, check_mode=check_mode, sleep=sleep, clock=clock)
+
+
+def publish_definition(cluster, crd, params, check_mode=False, sleep=time.sleep, clock=time.monotonic):
+    """Steps 1-5 for a checked CRD (``check_definition``); ``params`` as :func:`publish` takes them (defaults filled in).
+
+    A live CRD that is being deleted is waited for until it is gone (``wait_timeout``), then created again; in
+    check mode it reads as absent.
+    """
+    params = _params(params)
+    name = crd["metadata"]["name"]
+    live = read_live(cluster, name)
+    if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):
+        if not check_mode:
+            wait_gone(cluster, name, params["wait_timeout"], params["wait_sleep"], sleep=sleep, clock=clock)
+        live = None
+    findings = compat.compare(live, crd, params.get("severities")) if live is not None else []
+    breaking = any(f["severity"] == "error" for f in findings)
+    result = {"changed": False, "name": name, "old_found": live is not None, "findings": findings, "breaking": breaking,
+              "summary": compat.summary(findings), "actions": []}
+    if breaking and not params["allow_breaking"]:
+        raise AicrError(refusal_message(name, findings), field="definition", name=name, findings=findings, breaking=True, summary=result["summary"],
+                        old_found=True, changed=False)
+    dry = apply(cluster, crd, dry_run=True, force=params["force_conflicts"])
+    if live is None:
+        action = "create"
+    elif comparable(dry) == comparable(live):
+        action = "unchanged"
+    else:
+        action = "update"
+    result["action"] = action
+    result["diff"] = {"before": comparable(live) if live is not None else {}, "after": comparable(dry)}
+    if action != "unchanged":
+        result["changed"] = True
+        note = " (%d breaking change(s) allowed)" % sum(1 for f in findings if f["severity"] == "error") if breaking else ""
+        result["actions"].append("%s CRD %s by server-side apply%s" % (action, name, note))
+    applied = dry if check_mode or action == "unchanged" else apply(cluster, crd, force=params["force_conflicts"])
+    current = applied if action != "unchanged" else live
+    if params["wait"] and not check_mode:
+        current, result["waited"] = wait_established(cluster, name, params["wait_timeout"], params["wait_sleep"], sleep=sleep, clock=clock)
+        result["established"] = True
+    else:
+        result["established"] = assess(current)[0] == readiness.READY if not check_mode or action == "unchanged" else False
+    result["conditions"] = conditions_of(current)
+    result["crd"] = public(current)
+    return result

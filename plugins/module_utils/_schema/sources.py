@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Where values come from: a chart directory, a packaged ``.tgz``, a chart in a
+repository (http or ``oci://``, fetched with ``helm pull``), or values files.
+
+A chart's subcharts (``charts/<name>/`` directories and ``charts/*.tgz``) are read too,
+so their values can be merged under their key (the dependency's alias when
+Chart.yaml gives one).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import infer, nodes
+
+try:
+    from ansible.module_utils.urls import open_url
+    HAS_URLS = True
+except ImportError:  # pragma: no cover - always there inside Ansible
+    HAS_URLS = False
+
+MAX_MEMBER_BYTES = 16 * 1024 * 1024
+
+
+class Chart:
+    """A loaded chart: metadata, values text, shipped schema and subcharts [(key, Chart)]."""
+
+    def __init__(self, name, version=None, app_version=None, values_text="", schema=None, subcharts=None, origin=None, dependencies=None):
+        self.name = name
+        self.version = version
+        self.app_version = app_version
+        self.values_text = values_text
+        self.schema = schema
+        self.subcharts = subcharts or []
+        self.origin = origin
+        self.dependencies = dependencies or []
+
+    def node(self):
+        """The inferred node tree of the chart, subcharts merged under their keys."""
+        root = infer.infer_text(self.values_text, "%s/values.yaml" % (self.origin or self.name))
+        for key, sub in self.subcharts:
+            nodes.nest_under(root, key, sub.node())
+        return root
+
+    def values(self):
+        """The chart's default values, subchart defaults coalesced under their keys."""
+        values = infer.load_values(self.values_text, "%s/values.yaml" % (self.origin or self.name))
+        for key, sub in self.subcharts:
+            sub_values = sub.values()
+            global_values = sub_values.pop("global", None)
+            mine = values.get(key)
+            if mine is None:
+                values[key] = sub_values
+            elif isinstance(mine, dict):
+                values[key] = merge_null_deletes(sub_values, mine)
+            if isinstance(global_values, dict):
+                values["global"] = merge_null_deletes(global_values, values.get("global") or {})
+        return values
+
+
+def _parse_chart_yaml(text, origin):
+    try:
+        meta = deps.load(text) or {}
+    except deps.yaml.YAMLError as exc:
+        raise AicrError("chart %s: Chart.yaml is not valid YAML (%s)" % (origin, getattr(exc, "problem", exc)), field="chart", value=origin)
+    if not isinstance(meta, dict) or not meta.get("name"):
+        raise AicrError("chart %s: Chart.yaml has no name" % origin, field="chart", value=origin)
+    return meta
+
+
+def _aliases(meta):
+    result = {}
+    for dep in meta.get("dependencies") or []:
+        if isinstance(dep, dict) and dep.get("name"):
+            result[dep["name"]] = dep.get("alias") or dep["name"]
+    return result
+
+
+def load_dir(path):
+    """A chart from an unpacked chart directory."""
+    chart_yaml = os.path.join(path, "Chart.yaml")
+    if not os.path.isfile(chart_yaml):
+        raise AicrError("chart: %s has no Chart.yaml; allowed: a chart directory, a .tgz, or a repository chart" % path, field="chart", value=path)
+    with open(chart_yaml) as handle:
+        meta = _parse_chart_yaml(handle.read(), path)
+    values_text = _read(os.path.join(path, "values.yaml"))
+    schema_text = _read(os.path.join(path, "values.schema.json"))
+    aliases = _aliases(meta)
+    subcharts = []
+    charts_dir = os.path.join(path, "charts")
+    if os.path.isdir(charts_dir):
+        for entry in sorted(os.listdir(charts_dir)):
+            full = os.path.join(charts_dir, entry)
+            if os.path.isdir(full) and os.path.isfile(os.path.join(full, "Chart.yaml")):
+                sub = load_dir(full)
+            elif entry.endswith(".tgz") and os.path.isfile(full):
+                sub = load_tgz(full)
+            else:
+                continue
+            subcharts.append((aliases.get(sub.name, sub.name), sub))
+    return Chart(meta["name"], meta.get("version"), meta.get("appVersion"), values_text, _json(schema_text, path), subcharts, path,
+                 meta.get("dependencies"))
+
+
+def _read(path):
+    if not os.path.isfile(path):
+        return ""
+    with open(path) as handle:
+        return handle.read()
+
+
+def _json(text, origin):
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise AicrError("chart %s: values.schema.json is not valid JSON (%s)" % (origin, exc), field="chart", value=origin)
+
+
+def load_tgz(path):
+    """A chart from a packaged chart archive (``helm package`` / ``helm pull`` output)."""
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            files = {}
+            for member in archive.getmembers():
+                if not member.isfile() or member.size > MAX_MEMBER_BYTES:
+                    continue
+                parts = member.name.split("/")
+                if len(parts) < 2 or ".." in parts:
+                    continue
+                base = parts[-1]
+                if base in ("Chart.yaml", "values.yaml", "values.schema.json") or base.endswith(".tgz"):
+                    handle = archive.extractfile(member)
+                    files["/".join(parts[1:])] = handle.read() if handle is not None else b""
+    except (tarfile.TarError, OSError) as exc:
+        raise AicrError("chart: %s is not a readable chart archive (%s)" % (path, exc), field="chart", value=path)
+    return _chart_from_files(files, path)
+
+
+def _chart_from_files(files, origin):
+    if "Chart.yaml" not in files:
+        raise AicrError("chart: %s has no Chart.yaml at its top directory" % origin, field="chart", value=origin)
+    meta = _parse_chart_yaml(files["Chart.yaml"].decode("utf-8"), origin)
+    aliases = _aliases(meta)
+    subcharts = []
+    sub_names = sorted(set(name.split("/")[1] for name in files if name.startswith("charts/") and name.count("/") >= 2))
+    for sub_name in sub_names:
+        prefix = "charts/%s/" % sub_name
+        sub_files = dict((k[len(prefix):], v) for k, v in files.items() if k.startswith(prefix))
+        if "Chart.yaml" in sub_files:
+            sub = _chart_from_files(sub_files, "%s/%s" % (origin, prefix.rstrip("/")))
+            subcharts.append((aliases.get(sub.name, sub.name), sub))
+    for name in sorted(files):
+        if name.startswith("charts/") and name.count("/") == 1 and name.endswith(".tgz"):
+            tmp = tempfile.mkdtemp(prefix="aicr-subchart-")
+            try:
+                sub_path = os.path.join(tmp, "sub.tgz")
+                with open(sub_path, "wb") as handle:
+                    handle.write(files[name])
+                sub = load_tgz(sub_path)
+                sub.origin = "%s/%s" % (origin, name)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            subcharts.append((aliases.get(sub.name, sub.name), sub))
+    schema = files.get("values.schema.json")
+    return Chart(meta["name"], meta.get("version"), meta.get("appVersion"), files.get("values.yaml", b"").decode("utf-8"),
+                 _json(schema.decode("utf-8") if schema else None, origin), subcharts, origin, meta.get("dependencies"))
+
+
+def pull(chart, version=None, repository=None, helm_binary="helm", username=None, password=None, insecure=False):
+    """``helm pull`` a chart from a repository (http or oci://) and load it."""
+    tmp = tempfile.mkdtemp(prefix="aicr-pull-")
+    try:
+        argv = [helm_binary, "pull", chart, "--destination", tmp]
+        if version:
+            argv += ["--version", str(version)]
+        if repository:
+            argv += ["--repo", repository]
+        if username:
+            argv += ["--username", username, "--password-stdin"]
+        if insecure:
+            argv += ["--insecure-skip-tls-verify"] if not chart.startswith("oci://") else ["--plain-http"]
+        try:
+            proc = subprocess.run(argv, input=(password or "") if username else None, capture_output=True, text=True, timeout=300, check=False)
+        except OSError as exc:
+            raise AicrError("helm_binary: cannot run %r (%s); install helm or set helm_binary" % (helm_binary, exc), field="helm_binary", value=helm_binary)
+        except subprocess.TimeoutExpired:
+            raise AicrError("chart: helm pull %s timed out after 300 s" % chart, field="chart", value=chart)
+        if proc.returncode != 0:
+            reason = (proc.stderr or proc.stdout or "").strip().splitlines()
+            where = "%s%s" % (chart, " --version %s" % version if version else "")
+            raise AicrError("chart: helm pull %s failed: %s" % (where, reason[-1] if reason else proc.returncode),
+                            field="chart", value=chart, rc=proc.returncode, cmd=[a for a in argv if a != password])
+        archives = [f for f in os.listdir(tmp) if f.endswith(".tgz")]
+        if len(archives) != 1:
+            raise AicrError("chart: helm pull %s produced %d archives; expected one" % (chart, len(archives)), field="chart", value=chart)
+        loaded = load_tgz(os.path.join(tmp, archives[0]))
+        loaded.origin = chart if not repository else "%s (%s)" % (chart, repository)
+        return loaded
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_chart(chart, version=None, repository=None, helm_binary="helm", **auth):
+    """A chart given as a directory, a .tgz, an ``oci://`` reference or a repository chart name."""
+    infer.require_yaml()
+    if not chart:
+        raise AicrError("chart: empty; allowed: a chart directory, a .tgz, oci://..., or a chart name with repository", field="chart")
+    path = os.path.expanduser(str(chart))
+    if not str(chart).startswith("oci://"):
+        if os.path.isdir(path):
+            return load_dir(path)
+        if os.path.isfile(path):
+            return load_tgz(path)
+        if not repository and ("/" not in str(chart) or str(chart).startswith((".", "/", "~"))):
+            raise AicrError("chart: %s does not exist; allowed: a chart directory, a .tgz, oci://..., or a chart name with repository" % chart,
+                            field="chart", value=chart)
+    return pull(str(chart), version, repository, helm_binary, **auth)
+
+
+def discover_versions(repository, chart_name, timeout=30):
+    """Versions of a chart listed in an http(s)/file repository's index.yaml, newest first as listed."""
+    infer.require_yaml()
+    if not repository or str(repository).startswith("oci://"):
+        raise AicrError("discover_versions: repository %r has no index.yaml (oci registries list no versions); give versions instead" % (repository,),
+                        field="repository", value=repository)
+    url = str(repository).rstrip("/") + "/index.yaml"
+    try:
+        if url.startswith("file://"):
+            with open(url[len("file://"):]) as handle:
+                text = handle.read()
+        else:
+            if not HAS_URLS:
+                raise AicrError("discover_versions: ansible.module_utils.urls is not available", field="repository")
+            response = open_url(url, timeout=timeout)
+            text = response.read().decode("utf-8")
+        index = deps.load(text) or {}
+    except AicrError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        raise AicrError("repository: cannot read %s (%s)" % (url, exc), field="repository", value=repository)
+    entries = (index.get("entries") or {}).get(chart_name) or []
+    if not entries:
+        raise AicrError("repository: %s lists no chart named %r" % (url, chart_name), field="repository", value=repository)
+    return [str(e.get("version")) for e in entries if e.get("version")]

@@ -1,0 +1,130 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What the stack_info and stack_status modules do, as plain functions over module parameters.
+
+Installing the ClusterStack CRD (``install_crd``) is crd_publish's engine (``_schema.publish``): server-side
+apply, compared by dry run, then waited for until Established with its names accepted (a CRD being deleted is
+waited for until it is gone, then created again; ``NamesAccepted=False`` fails).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import decide as stack_decide
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import releases, store
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import StatusWriter
+
+UPDATE_KEYS = ("phase", "phase_message", "conditions", "components", "replace_components", "devices", "recipe", "events",
+               "observed_generation", "reconcile", "catalog")
+CRD_WAIT = dict(allow_breaking=True, force_conflicts=True, wait=True, wait_timeout=30, wait_sleep=0.1)
+
+
+def _client(params):
+    return client_for(params.get("kubeconfig") or None, params.get("context") or None)
+
+
+def ensure_crd(client, crd, check_mode=False, timeout=30.0):
+    """Install or update a CRD (the ClusterStack CRD) and wait until it is Established; returns (changed, action)."""
+    name = crd["metadata"]["name"]
+    result = publish.publish_definition(client, publish.check_definition(crd), dict(CRD_WAIT, wait_timeout=timeout), check_mode=check_mode)
+    if result["action"] == "unchanged":
+        return False, "CRD %s unchanged" % name
+    return True, "%s%s CRD %s" % ("would " if check_mode else "", result["action"], name)
+
+
+def describe(stack, default_resync_seconds, default_auto_update, now):
+    """One stack with its catalog selection and reconcile decision."""
+    spec = stack.get("spec") or {}
+    status = stack.get("status") or {}
+    auto_update, source = stack_decide.auto_update_of(spec, default_auto_update)
+    catalog = None
+    catalog_error = None
+    try:
+        catalog = releases.select(spec.get("catalog"), (status.get("recipe") or {}).get("catalogVersion"), auto_update)
+        catalog.update(auto_update=auto_update, auto_update_source=source)
+    except AicrError as exc:
+        catalog_error = exc.msg
+    try:
+        decision = stack_decide.decide(stack, now, default_resync_seconds, catalog)
+    except AicrError as exc:
+        decision = {"needs_converge": False, "suspended": False, "reason": exc.msg, "error": exc.msg}
+    if catalog_error:
+        decision["catalog_error"] = catalog_error
+    meta = stack.get("metadata") or {}
+    return {"name": meta.get("name"), "generation": meta.get("generation"), "annotations": meta.get("annotations") or {},
+            "spec": spec, "status": status,
+            "catalog": catalog or {"error": catalog_error, "auto_update": auto_update, "auto_update_source": source},
+            "decision": decision, "needs_converge": bool(decision.get("needs_converge")), "reason": decision.get("reason")}
+
+
+def info(params, now=None):
+    """Stacks of the store (filtered by ``names``) with their decisions."""
+    now = now or timeutil.utcnow()
+    client = _client(params)
+    backend = store.make_store(client, params.get("backend") or "crd", params.get("namespace") or "default")
+    if backend.backend == "crd" and client.get_path(publish.BASE_PATH + "/" + store.CRD_NAME) is None:
+        return {"changed": False, "crd_installed": False, "stacks": []}
+    stacks = backend.list()
+    names = params.get("names") or []
+    if names:
+        stacks = [s for s in stacks if s["metadata"]["name"] in names]
+    resync = stack_decide.parse_duration(params.get("resync_interval") if params.get("resync_interval") is not None else 300,
+                                         field="resync_interval")
+    described = [describe(s, resync, bool(params.get("auto_update")), now) for s in stacks]
+    result = {"changed": False, "stacks": described, "converge": [s["name"] for s in described if s["needs_converge"]]}
+    if backend.backend == "crd":
+        result["crd_installed"] = True
+    return result
+
+
+def update_status(params, check_mode=False, diff=False):
+    """Ensure the CRD / the inventory spec and apply one status update; the stack_status module's result."""
+    client = _client(params)
+    actions = []
+    changed = False
+    if params.get("install_crd"):
+        crd_changed, action = ensure_crd(client, stack_crd.build_crd(), check_mode=check_mode)
+        changed = changed or crd_changed
+        if crd_changed:
+            actions.append(action)
+    name = params.get("name")
+    if not name:
+        if not params.get("install_crd"):
+            raise AicrError("name: missing; allowed: a stack name (or install_crd=true alone)", field="name")
+        return {"changed": changed, "actions": actions}
+    backend = store.make_store(client, params.get("backend") or "crd", params.get("namespace") or "default")
+    result = {"changed": changed, "actions": actions, "name": name, "backend": backend.backend}
+    spec_before = None
+    if params.get("spec") is not None:
+        if backend.backend != "configmap":
+            raise AicrError("spec: only allowed with backend=configmap; allowed: edit a ClusterStack's spec with kubectl", field="spec")
+        spec_changed, before, after = backend.ensure_spec(name, params["spec"], check_mode=check_mode)
+        if spec_changed:
+            spec_before = (before or {}).get("spec")
+            actions.append("%s spec of stack %s (generation %s)" % ("would set" if check_mode else "set", name, after["metadata"]["generation"]))
+            result["changed"] = True
+        if check_mode and spec_changed:
+            result.update(status=(before or {}).get("status") or {}, generation=after["metadata"]["generation"], events=[])
+            return result
+    update = dict((k, params[k]) for k in UPDATE_KEYS if params.get(k) is not None)
+    writer = StatusWriter(backend, name, check_mode=check_mode)
+    before, after, status_changed, events = writer.apply(update)
+    if status_changed:
+        result["changed"] = True
+        phase_note = " (phase %s)" % after["status"]["phase"] if after["status"].get("phase") else ""
+        actions.append("%s status of stack %s%s" % ("would update" if check_mode else "updated", name, phase_note))
+    result.update(status=after.get("status") or {}, generation=(after.get("metadata") or {}).get("generation"), events=events,
+                  conflicts=writer.conflicts)
+    if diff:
+        result["diff"] = {"before": {"status": before.get("status") or {}}, "after": {"status": after.get("status") or {}}}
+        if spec_before is not None:
+            result["diff"]["before"]["spec"] = spec_before
+            result["diff"]["after"]["spec"] = params["spec"]
+    return result

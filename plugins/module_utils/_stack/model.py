@@ -1,0 +1,223 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The ClusterStack status model: phase, conditions, components, devices, history.
+
+Every function is pure: it takes the current status (a dict, never mutated) and returns a new one.
+Conditions have the standard shape (type, status, reason, message, lastTransitionTime,
+observedGeneration); ``lastTransitionTime`` changes only when ``status`` changes. History is a FIFO
+of at most ``HISTORY_LIMIT`` events (oldest evicted first).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import DEGRADED, FAILED, PENDING, READY, REMOVED
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_PHASES as PHASES
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STATUS_PHASE_OF as RELEASE_PHASES
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+
+CONDITION_TYPES = ("Ready", "RecipeResolved", "DevicesReady", "ComponentsReady", "CatalogCurrent")
+CONDITION_STATUSES = ("True", "False", "Unknown")
+HISTORY_LIMIT = 50
+COMPONENT_FIELDS = ("name", "kind", "namespace", "chart", "version", "revision", "ready", "phase", "blockedBy", "message",
+                    "lastTransitionTime")
+DEVICE_FIELDS = ("node", "type", "model", "resUUID", "serial", "state")
+
+
+def _require(value, allowed, field):
+    if value not in allowed:
+        raise AicrError("%s: %r is not allowed; allowed: %s" % (field, value, ", ".join(allowed)), field=field, value=value)
+
+
+def set_condition(conditions, ctype, status, reason="", message="", generation=None, now=None):
+    """Return ``conditions`` with ``ctype`` set; ``lastTransitionTime`` moves only when ``status`` changes."""
+    _require(ctype, CONDITION_TYPES, "conditions[].type")
+    status = {True: "True", False: "False", None: "Unknown"}.get(status, status) if not isinstance(status, str) else status
+    _require(status, CONDITION_STATUSES, "conditions[].status")
+    now = now or timeutil.now_rfc3339()
+    result = []
+    found = None
+    for cond in conditions or []:
+        if cond.get("type") == ctype:
+            found = cond
+        else:
+            result.append(copy.deepcopy(cond))
+    new = {"type": ctype, "status": status, "reason": reason or ("Unknown" if status == "Unknown" else ctype),
+           "message": message or ""}
+    if generation is not None:
+        new["observedGeneration"] = int(generation)
+    elif found and "observedGeneration" in found:
+        new["observedGeneration"] = found["observedGeneration"]
+    if found and found.get("status") == status and found.get("lastTransitionTime"):
+        new["lastTransitionTime"] = found["lastTransitionTime"]
+    else:
+        new["lastTransitionTime"] = now
+    result.append(new)
+    order = dict((t, i) for i, t in enumerate(CONDITION_TYPES))
+    result.sort(key=lambda c: order.get(c.get("type"), len(order)))
+    return result
+
+
+def get_condition(status, ctype):
+    for cond in (status or {}).get("conditions") or []:
+        if cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def add_events(history, events, now=None, limit=HISTORY_LIMIT):
+    """Append events (dicts with type and message, or strings) and keep the newest ``limit``."""
+    now = now or timeutil.now_rfc3339()
+    result = copy.deepcopy(list(history or []))
+    for event in events or []:
+        if isinstance(event, str):
+            event = {"type": "Info", "message": event}
+        if not isinstance(event, dict) or not event.get("message"):
+            raise AicrError("events[]: %r is not allowed; allowed: a string or a dict with type and message" % (event,), field="events")
+        result.append({"time": event.get("time") or now, "type": str(event.get("type") or "Info"), "message": str(event["message"])})
+    return result[-limit:] if limit and len(result) > limit else result
+
+
+def component_entry(component, previous=None, now=None):
+    """A status ``components[]`` entry from a gated_release component result (or an entry already in status shape)."""
+    now = now or timeutil.now_rfc3339()
+    name = component.get("name")
+    if not name:
+        raise AicrError("components[].name: missing; allowed: every component needs a name", field="components")
+    raw_phase = component.get("phase") or PENDING
+    phase = RELEASE_PHASES.get(raw_phase)
+    if phase is None:
+        raise AicrError("components[%s].phase: %r is not allowed; allowed: %s" % (name, raw_phase, ", ".join(sorted(RELEASE_PHASES))),
+                        field="components", value=raw_phase)
+    entry = {"name": name, "kind": component.get("kind") or "release", "namespace": component.get("namespace") or "",
+             "chart": component.get("chart") or "", "version": str(component.get("version") or ""),
+             "revision": int(component.get("revision") or 0), "ready": phase == READY, "phase": phase,
+             "blockedBy": list(component.get("blocked_by", component.get("blockedBy")) or []),
+             "message": str(component.get("message") or "")[:1024]}
+    if previous and previous.get("phase") == phase and previous.get("lastTransitionTime"):
+        entry["lastTransitionTime"] = previous["lastTransitionTime"]
+    else:
+        entry["lastTransitionTime"] = component.get("lastTransitionTime") or now
+    return entry
+
+
+def merge_components(current, components, replace=False, now=None):
+    """Entries for ``components`` merged by name into ``current`` (or replacing it); returns (list, transition events)."""
+    previous = dict((c.get("name"), c) for c in current or [])
+    events = []
+    merged = {} if replace else dict((name, copy.deepcopy(c)) for name, c in previous.items())
+    order = [] if replace else [c.get("name") for c in current or []]
+    for comp in components or []:
+        entry = component_entry(comp, previous.get(comp.get("name")), now)
+        old = previous.get(entry["name"])
+        if entry["phase"] != (old or {}).get("phase"):
+            message = "component %s %s -> %s" % (entry["name"], (old or {}).get("phase") or "new", entry["phase"])
+            if entry["blockedBy"]:
+                message += " (blocked by %s)" % ", ".join(entry["blockedBy"])
+            elif entry["phase"] == FAILED and entry["message"]:
+                message += ": " + entry["message"]
+            events.append({"type": "Component" + entry["phase"], "message": message[:1024]})
+        if entry["name"] not in order:
+            order.append(entry["name"])
+        merged[entry["name"]] = entry
+    return [merged[n] for n in order if n in merged and merged[n]["phase"] != REMOVED], events
+
+
+def device_entry(device):
+    """A status ``devices[]`` entry from a fabric_device device result (or an entry already in status shape)."""
+    return {"node": str(device.get("node") or ""), "type": str(device.get("type") or "gpu"), "model": str(device.get("model") or ""),
+            "resUUID": str(device.get("resUUID", device.get("res_uuid")) or ""), "serial": str(device.get("serial") or ""),
+            "state": str(device.get("state", device.get("status")) or "")}
+
+
+def ready_condition_for(status, phase):
+    """(status, reason, message) of the Ready condition implied by the phase and the other conditions."""
+    if phase == READY:
+        return "True", "Reconciled", "every component is Ready"
+    if phase in (FAILED, DEGRADED):
+        for ctype in ("RecipeResolved", "DevicesReady", "ComponentsReady"):
+            cond = get_condition(status, ctype)
+            if cond and cond.get("status") == "False":
+                return "False", phase, "%s: %s" % (ctype, cond.get("message") or cond.get("reason"))
+        return "False", phase, "the stack is %s" % phase
+    return "False", "Reconciling", "phase %s" % phase
+
+
+def apply_update(status, update, now=None, generation=None):
+    """Return (new status, events recorded) after applying ``update`` to ``status``.
+
+    ``update`` keys (all optional): ``phase``, ``conditions`` (list of {type, status, reason, message}),
+    ``components`` (gated_release results or status entries), ``replace_components`` (bool),
+    ``devices``, ``recipe`` (dict), ``events`` (list), ``observed_generation`` (int),
+    ``reconcile`` (dict merged into ``status.reconcile``: lastReconcileTime, lastHandledReconcileRequest,
+    reason, autoUpdate, autoUpdateSource, resyncSeconds), ``catalog`` (dict merged into ``status.catalog``).
+    Phase changes and component transitions are recorded in history.
+    """
+    now = now or timeutil.now_rfc3339()
+    new = copy.deepcopy(status or {})
+    events = []
+    gen = update.get("observed_generation")
+    cond_gen = gen if gen is not None else (generation if generation is not None else new.get("observedGeneration"))
+    if update.get("recipe") is not None:
+        recipe = dict(new.get("recipe") or {})
+        incoming = dict(update["recipe"])
+        if any(recipe.get(k) != v for k, v in incoming.items() if k != "resolvedAt"):
+            incoming.setdefault("resolvedAt", now)
+            events.append({"type": "RecipeResolved", "message": "recipe %s from catalog %s (%s)"
+                           % (incoming.get("name", recipe.get("name")), incoming.get("catalogVersion", recipe.get("catalogVersion")) or "unversioned",
+                              incoming.get("catalogDigest", recipe.get("catalogDigest")) or "no digest")})
+        else:
+            incoming.pop("resolvedAt", None)
+        recipe.update(incoming)
+        new["recipe"] = recipe
+    if update.get("catalog") is not None:
+        catalog = dict(new.get("catalog") or {})
+        catalog.update(update["catalog"])
+        new["catalog"] = catalog
+    if update.get("reconcile") is not None:
+        reconcile = dict(new.get("reconcile") or {})
+        reconcile.update(update["reconcile"])
+        new["reconcile"] = reconcile
+    if update.get("components") is not None:
+        new["components"], comp_events = merge_components(new.get("components"), update["components"],
+                                                          replace=bool(update.get("replace_components")), now=now)
+        events.extend(comp_events)
+    if update.get("devices") is not None:
+        new["devices"] = [device_entry(d) for d in update["devices"]]
+    for cond in update.get("conditions") or []:
+        if cond.get("type") == "Ready":
+            raise AicrError("conditions[].type: Ready is not allowed here; allowed: %s (Ready follows the phase)"
+                            % ", ".join(CONDITION_TYPES[1:]), field="conditions")
+        new["conditions"] = set_condition(new.get("conditions"), cond.get("type"), cond.get("status"), cond.get("reason"),
+                                          cond.get("message"), cond_gen, now)
+    phase = update.get("phase")
+    if phase is not None:
+        _require(phase, PHASES, "phase")
+        if phase != new.get("phase"):
+            events.append({"type": "Phase" + phase, "message": "phase %s -> %s" % (new.get("phase") or "new", phase)
+                           + (": " + update["phase_message"] if update.get("phase_message") else "")})
+        new["phase"] = phase
+    if gen is not None:
+        new["observedGeneration"] = int(gen)
+    if new.get("phase"):
+        ready = ready_condition_for(new, new["phase"])
+        new["conditions"] = set_condition(new.get("conditions"), "Ready", ready[0], ready[1], ready[2], cond_gen, now)
+    comps = new.get("components") or []
+    if comps or "components" in new:
+        new["readyComponents"] = "%d/%d" % (len([c for c in comps if c.get("ready")]), len(comps))
+    events.extend(update.get("events") or [])
+    if events:
+        new["history"] = add_events(new.get("history"), events, now)
+    return new, events
+
+
+def same_status(left, right, ignore=("reconcile",)):
+    """Whether two statuses are equal apart from the bookkeeping keys in ``ignore``."""
+    def strip(status):
+        return dict((k, v) for k, v in (status or {}).items() if k not in ignore)
+    return strip(left) == strip(right)

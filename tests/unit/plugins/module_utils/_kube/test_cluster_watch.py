@@ -1,0 +1,96 @@
+"""Readiness is observed through watches: KubeCluster.watch_until against the lab's real kube-apiserver, and wait_ready's use of it."""
+
+import threading
+import time
+
+import pytest
+
+from aicr_lab.controlplane import stages
+
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness
+from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
+
+
+def deployment(name, namespace, ready_after):
+    """A Deployment whose pod becomes Ready ``ready_after`` (a Go duration) after it runs (kwok's stage)."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}, "annotations": {stages.READY_AFTER: ready_after}},
+                                  "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+
+
+@pytest.fixture
+def cluster(client):
+    """The engine's client as gated_release runs it: the least-privilege ``release`` identity."""
+    return client("release")
+
+
+def not_pending(obj):
+    return readiness.assess(obj)[0] != readiness.PENDING
+
+
+def test_watch_returns_when_the_object_becomes_ready(cluster, kube):
+    ns = kube.namespace
+    created = cluster.apply(deployment("watched", ns, "400ms"))
+    assert readiness.assess(created)[0] == readiness.PENDING, "just created: the controllers have not made it Ready yet"
+    began = time.monotonic()
+    assert cluster.watch_until("apps/v1", "Deployment", "watched", ns, created["metadata"]["resourceVersion"], 60, not_pending) is True
+    elapsed = time.monotonic() - began
+    assert elapsed < 40, "the watch must end on the Ready event, not at its timeout"
+    assert readiness.assess(cluster.get("apps/v1", "Deployment", "watched", ns))[0] == readiness.READY
+
+
+def test_watch_ends_at_its_timeout_when_nothing_changes(cluster, kube):
+    ns = kube.namespace
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "still", "namespace": ns}, "data": {"a": "1"}})
+    current = cluster.get("v1", "ConfigMap", "still", ns)
+    began = time.monotonic()
+    assert cluster.watch_until("v1", "ConfigMap", "still", ns, current["metadata"]["resourceVersion"], 1, lambda _o: False) is True
+    assert time.monotonic() - began >= 0.9
+
+
+def test_watch_sees_deletion(cluster, kube):
+    ns = kube.namespace
+    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "doomed", "namespace": ns}})
+    current = cluster.get("v1", "ConfigMap", "doomed", ns)
+    # the watch starts at the object's resourceVersion, so it sees the deletion whether it happens
+    # before or after the watch is open: no timing involved
+    deleter = threading.Thread(target=cluster.delete, args=("v1", "ConfigMap", "doomed", ns))
+    deleter.start()
+    began = time.monotonic()
+    assert cluster.watch_until("v1", "ConfigMap", "doomed", ns, current["metadata"]["resourceVersion"], 60, lambda _o: False) is True
+    assert time.monotonic() - began < 40, "the watch must end on the DELETED event, not at its timeout"
+    deleter.join()
+    assert cluster.get("v1", "ConfigMap", "doomed", ns) is None
+
+
+def test_watch_of_an_unserved_kind_reports_that_it_could_not_watch(cluster, kube):
+    assert cluster.watch_until("example.com/v1", "Widget", "w", kube.namespace, "1", 5, not_pending) is False
+
+
+def test_wait_ready_watches_instead_of_sleeping(fakes):
+    class WatchingFakeCluster(fakes.FakeCluster):
+        """The unit tests' fake cluster plus a watch that advances the fake clock until the object is Ready."""
+
+        def __init__(self):
+            super(WatchingFakeCluster, self).__init__()
+            self.watches = []
+
+        def watch_until(self, api_version, kind, name, namespace, resource_version, timeout, done):
+            self.watches.append((kind, name, resource_version, timeout))
+            for _step in range(100):
+                if done(self.get(api_version, kind, name, namespace) or {}):
+                    return True
+                self.clock.advance(0.5)
+            return True
+
+    fake = WatchingFakeCluster()
+    web = fakes.deployment("web", delay=3)
+    web["metadata"]["namespace"] = "default"
+    fake.apply(web)
+    slept = []
+    engine = GatedRelease(fake, None, None, Options(poll_interval=5), clock=fake.clock, sleep=slept.append)
+    comp = type("Comp", (), {"name": "web"})()
+    engine.wait_ready(comp, [("apps/v1", "Deployment", "web", "default")], fake.clock() + 60, "release web")
+    assert fake.watches and fake.watches[0][:2] == ("Deployment", "web")
+    assert not slept, "with a watch there is no polling sleep"

@@ -1,0 +1,63 @@
+"""execute() with ``resolve``: the recipe is resolved in the module process, as recipe_resolve resolves it."""
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+
+EXAMPLE_CATALOG = str(Path(__file__).resolve().parents[5] / "examples" / "catalog")
+CRITERIA = {"service": "kind", "accelerator": "h100", "intent": "training", "os": None, "platform": None, "nodes": None}
+
+
+def resolve_options(**changes):
+    """The options as AnsibleModule hands them over (unset criteria are None)."""
+    options = {"catalog": EXAMPLE_CATALOG, "criteria": dict(CRITERIA), "profile": None, "skip_components": [],
+               "component_overrides": {}, "use_cache": False}
+    options.update(changes)
+    return options
+
+
+def plan(params, fakes):
+    """execute() in check mode against an empty fake cluster."""
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster)
+    result = execute(dict(params, poll_interval=0.01, timeout=10, render_cache=False), check_mode=True, cluster=cluster, helm=helm)
+    assert not cluster.mutations(), "check mode writes nothing"
+    assert not [call for call in helm.calls if call[0] in ("upgrade", "uninstall")], "check mode only renders and pulls"
+    return result
+
+
+def test_resolve_plans_exactly_what_a_registered_recipe_plans(fakes):
+    registered = resolve_from_options(resolve_options())
+    from_resolve = plan({"resolve": resolve_options()}, fakes)
+    from_recipe = plan({"recipe": registered}, fakes)
+
+    assert from_resolve.pop("resolved") == {
+        "recipe_name": "h100-kind-training",
+        "catalog_digest": registered["catalog_digest"],
+        "catalog_root": EXAMPLE_CATALOG,
+        "criteria": {"service": "kind", "accelerator": "h100", "intent": "training", "os": "any", "platform": "any"},
+        "applied_overlays": ["base", "kind", "kind-training", "h100-kind-training"],
+        "deployment_order": ["example-crds", "example-config", "example-monitoring", "example-jobs", "example-operator", "example-agent"],
+    }
+    assert "resolved" not in from_recipe
+    assert from_resolve == from_recipe
+    assert from_resolve["summary"]["recipe_name"] == "h100-kind-training" and from_resolve["summary"]["component_count"] == 6
+
+
+def test_resolve_options_reach_the_recipe_engine(fakes):
+    result = plan({"resolve": resolve_options(skip_components=["example-agent"], profile="agentMode=enforce",
+                                              component_overrides={"example-jobs": {"namespace": "batch"}})}, fakes)
+    by_name = dict((c["name"], c) for c in result["components"])
+    assert "example-agent" not in by_name and "example-agent" not in result["resolved"]["deployment_order"]
+    assert by_name["example-jobs"]["namespace"] == "batch"
+
+
+def test_a_bad_criterion_fails_naming_the_field(fakes):
+    with pytest.raises(AicrError) as failure:
+        plan({"resolve": resolve_options(criteria=dict(CRITERIA, accelerator="h1000"))}, fakes)
+    assert failure.value.details["field"] == "resolve.criteria.accelerator"
+    assert failure.value.msg.startswith("resolve.criteria.accelerator: invalid accelerator type 'h1000' (valid: a100, ")

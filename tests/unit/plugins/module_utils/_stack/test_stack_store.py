@@ -1,0 +1,128 @@
+"""Status stores against the lab's real kube-apiserver, as the least-privilege identities: CRD install, CRD subresource,
+ConfigMap backend, 409 retry, the transition hook."""
+
+import pytest
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import engine as stack_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd, status, store
+
+
+@pytest.fixture
+def api(stack_client):
+    """The status writer's identity (``stack``) on the shared cluster, where the ClusterStack CRD is installed."""
+    return stack_client
+
+
+def test_crd_install_is_idempotent_and_check_mode_safe(private_kube):
+    # a cluster of its own: the CRD starts absent (the shared cluster's CRD is never deleted under other tests)
+    stack = client_for(private_kube.kubeconfig_for("stack"))
+    with pytest.raises(AicrError, match="backend: crd is not usable; the ClusterStack CRD clusterstacks.runtime.aicr.io is not installed"):
+        store.CrdStore(stack).list()
+    # installing the CRD is stack_reconcile's (install_crd), so its identity
+    api = client_for(private_kube.kubeconfig_for("reconciler"))
+    assert stack_engine.ensure_crd(api, crd.build_crd(), check_mode=True) == (True, "would create CRD clusterstacks.runtime.aicr.io")
+    assert private_kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterstacks.runtime.aicr.io") is None, "check mode"
+    assert stack_engine.ensure_crd(api, crd.build_crd()) == (True, "create CRD clusterstacks.runtime.aicr.io")
+    assert store.CrdStore(stack).list() == [], "Established means served: the stack identity lists at once"
+    assert stack_engine.ensure_crd(api, crd.build_crd()) == (False, "CRD clusterstacks.runtime.aicr.io unchanged"), \
+        "what the API server stores (with its defaults) still compares equal"
+    changed = crd.build_crd()
+    changed["spec"]["versions"][0]["additionalPrinterColumns"].pop()
+    assert stack_engine.ensure_crd(api, changed, check_mode=True) == (True, "would update CRD clusterstacks.runtime.aicr.io")
+    assert stack_engine.ensure_crd(api, crd.build_crd())[0] is False
+    assert stack_engine.ensure_crd(api, changed) == (True, "update CRD clusterstacks.runtime.aicr.io")
+    assert stack_engine.ensure_crd(api, changed)[0] is False
+    assert stack_engine.ensure_crd(api, crd.build_crd()) == (True, "update CRD clusterstacks.runtime.aicr.io")
+
+
+def test_status_goes_through_the_subresource_and_no_op_writes_nothing(api, stacks):
+    plain = stacks.create(api, "plain")
+    writer = status.StatusWriter(store.CrdStore(api), plain)
+    _before, after, changed, events = writer.apply({"phase": "Resolving", "observed_generation": 1})
+    assert changed and after["status"]["phase"] == "Resolving" and events[0]["type"] == "PhaseResolving"
+    assert after["metadata"]["generation"] == 1, "a status write bumps no generation"
+    rv = after["metadata"]["resourceVersion"]
+    _before, again, changed, events = writer.apply({"phase": "Resolving", "observed_generation": 1})
+    assert not changed and events == [] and again["metadata"]["resourceVersion"] == rv and writer.writes == 1
+    check = status.StatusWriter(store.CrdStore(api), plain, check_mode=True)
+    _before, would, changed, _events = check.apply({"phase": "Ready"})
+    assert changed and would["status"]["phase"] == "Ready"
+    assert store.CrdStore(api).read(plain)["status"]["phase"] == "Resolving"
+    listed = store.CrdStore(api).list()
+    assert plain in [o["metadata"]["name"] for o in listed]
+
+
+def test_conflict_from_a_concurrent_spec_edit_is_retried_and_keeps_both(api, stacks):
+    busy = stacks.create(api, "busy")
+    crd_store = store.CrdStore(api)
+    writer = status.StatusWriter(crd_store, busy, sleep=lambda _s: None)
+    calls = []
+
+    def mutate(status, obj):
+        calls.append(obj["metadata"]["resourceVersion"])
+        if len(calls) == 1:  # someone edits the spec between our read and our write
+            edited = dict(obj, spec={"catalog": {"source": "/elsewhere"}, "skipComponents": ["x"]})
+            api.request("PUT", store.stack_path(busy), body=edited)
+        status["phase"] = "Deploying"
+        status["observedGeneration"] = 1
+        return status
+
+    _before, after, changed = writer.update(mutate)
+    assert changed and writer.conflicts == 1 and len(calls) == 2
+    final = crd_store.read(busy)
+    assert final["spec"]["skipComponents"] == ["x"] and final["metadata"]["generation"] == 2
+    assert final["status"]["phase"] == "Deploying" and final["status"]["observedGeneration"] == 1
+    assert after["status"] == final["status"]
+
+
+def test_conflicts_give_up_after_the_retries(api, stacks):
+    hot = stacks.create(api, "hot")
+    writer = status.StatusWriter(store.CrdStore(api), hot, retries=2, sleep=lambda _s: None)
+
+    def mutate(status, obj):
+        api.request("PUT", store.stack_path(hot), body=dict(obj, spec={"catalog": {"source": "/v%s" % obj["metadata"]["resourceVersion"]}}))
+        status["phase"] = "Ready"
+        return status
+
+    with pytest.raises(AicrError, match="status write kept conflicting after 2 retries"):
+        writer.update(mutate)
+
+
+def test_component_transition_hook_writes_each_transition(api, stacks):
+    writer = status.StatusWriter(store.CrdStore(api), stacks.create(api, "live"))
+    writer.on_component_transition({"name": "a", "phase": "Deploying"})
+    writer.on_component_transition({"name": "a", "phase": "Ready", "revision": 1})
+    _b, after, changed, _e = writer.on_component_transition({"name": "a", "phase": "Ready", "revision": 1})
+    assert not changed and writer.writes == 2
+    assert [h["message"] for h in after["status"]["history"]] == ["component a new -> Deploying", "component a Deploying -> Ready"]
+
+
+def test_missing_stack_is_a_clear_error(api, stacks):
+    # (a missing CRD: test_crd_install_is_idempotent_and_check_mode_safe, on a cluster of its own)
+    nope = stacks.name("nope")
+    with pytest.raises(AicrError, match="name: ClusterStack '%s' not found" % nope):
+        store.CrdStore(api).read(nope)
+    with pytest.raises(AicrError, match="backend: 'etcd' is not allowed; allowed: crd, configmap"):
+        store.make_store(api, "etcd")
+
+
+def test_configmap_backend_generation_follows_the_spec(api, kube):
+    cms = store.ConfigMapStore(api, kube.namespace)
+    spec = {"catalog": {"source": "/c"}, "criteria": {"service": "kind"}}
+    changed, before, after = cms.ensure_spec("lab", spec, check_mode=True)
+    assert changed and before is None and after["metadata"]["generation"] == 1
+    with pytest.raises(AicrError, match="stack 'lab' has no ConfigMap aicr-stack-lab in namespace %s" % kube.namespace):
+        cms.read("lab")
+    assert cms.ensure_spec("lab", spec)[0] is True
+    assert cms.ensure_spec("lab", spec)[0] is False
+    writer = status.StatusWriter(cms, "lab")
+    writer.apply({"phase": "Ready", "observed_generation": 1})
+    changed, before, after = cms.ensure_spec("lab", dict(spec, skipComponents=["a"]))
+    assert changed and before["metadata"]["generation"] == 1 and after["metadata"]["generation"] == 2
+    assert after["status"]["phase"] == "Ready" and after["status"]["observedGeneration"] == 1, "a spec change keeps the status"
+    listed = cms.list()
+    assert [s["metadata"]["name"] for s in listed] == ["lab"] and listed[0]["spec"]["skipComponents"] == ["a"]
+    cm = api.request("GET", cms.path("lab"))
+    assert cm["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "aicr-runtime", "runtime.aicr.io/stack": "lab"}
