@@ -1,7 +1,7 @@
 """The official ``kubernetes`` Python client against the lab: CRUD, watch, server-side apply conflicts.
 
 The client is configured from a kubeconfig with a client certificate and the lab CA, as the
-collection's ``module_utils/kube.py`` configures it, and acts as the ``release`` identity; the
+collection's ``module_utils/_kube/connection.py`` configures it, and acts as the ``release`` identity; the
 admin client only does what that identity is not granted (deleting a namespace, writing /status).
 """
 
