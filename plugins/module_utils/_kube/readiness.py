@@ -12,7 +12,7 @@ the controller must have observed the latest generation, then per kind:
   no ``Progressing=False`` (deadline exceeded);
 - StatefulSet: ready/updated replicas equal the desired count, current revision is
   the update revision (RollingUpdate);
-- DaemonSet: desired == updated == available (== ready) pods;
+- DaemonSet: its controller has reported (observedGeneration), and desired == updated == available (== ready) pods;
 - ReplicaSet: ready/available replicas equal the desired count;
 - Job: condition ``Complete`` True (``Failed`` True is terminal);
 - Pod: phase Succeeded, or condition ``Ready`` True (phase Failed is terminal);
@@ -118,8 +118,10 @@ def _statefulset(obj, conds):
 
 def _daemonset(obj, conds):
     status = obj.get("status") or {}
-    if "desiredNumberScheduled" not in status:
-        return PENDING, "no status reported yet"
+    # The API server stores a new DaemonSet with zero counts already filled in (desiredNumberScheduled 0 ...): until
+    # its controller reports an observedGeneration those zeros say nothing, and would read as "0 of 0 pods ready".
+    if "desiredNumberScheduled" not in status or "observedGeneration" not in status:
+        return PENDING, "no status reported by its controller yet"
     desired = _int(status.get("desiredNumberScheduled"))
     return _shortfall(desired, "pods", (_int(status.get("updatedNumberScheduled")), "updated"), (_int(status.get("numberAvailable")), "available"),
                       (_int(status.get("numberReady")), "ready")) or (READY, "%d pods available" % desired)

@@ -94,3 +94,26 @@ def test_wait_ready_watches_instead_of_sleeping(fakes):
     engine.wait_ready(comp, [("apps/v1", "Deployment", "web", "default")], fake.clock() + 60, "release web")
     assert fake.watches and fake.watches[0][:2] == ("Deployment", "web")
     assert not slept, "with a watch there is no polling sleep"
+
+
+def test_a_daemonset_just_created_is_not_ready_before_its_controller_reports(cluster, kube):
+    # kube-apiserver stores a new DaemonSet with zero counts (desiredNumberScheduled 0 ...) before its controller has
+    # seen it; read at once it must be pending, never "0 of 0 pods ready" (found when a never-ready agent passed its gate).
+    ns = kube.namespace
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": ns},
+                 "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                          "template": {"metadata": {"labels": {"app": "agent"}, "annotations": {stages.NEVER_READY: "true"}},
+                                       "spec": {"containers": [{"name": "agent", "image": "registry.invalid/agent:1"}]}}}}
+    created = cluster.apply(daemonset)
+    assert "observedGeneration" not in (created.get("status") or {}), "the API server's answer precedes the controller"
+    assert readiness.assess(created)[0] == readiness.PENDING, created.get("status")
+    observed = []
+    deadline = time.monotonic() + 60
+    while True:
+        obj = cluster.get("apps/v1", "DaemonSet", "agent", ns)
+        observed.append(readiness.assess(obj))
+        status = obj.get("status") or {}
+        if status.get("desiredNumberScheduled") and status.get("updatedNumberScheduled") == status["desiredNumberScheduled"]:
+            break
+        assert time.monotonic() < deadline, "the DaemonSet controller never scheduled the agent's pods: %s" % status
+    assert all(state == readiness.PENDING for state, _reason in observed), observed

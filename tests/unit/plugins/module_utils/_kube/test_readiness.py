@@ -33,7 +33,10 @@ def cond(ctype, status, **extra):
     ({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
       "status": {"desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 2, "numberReady": 3}}, PENDING),
     ({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
-      "status": {"desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 3, "numberReady": 3}}, READY),
+      "status": {"observedGeneration": 1, "desiredNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 3, "numberReady": 3}}, READY),
+    # what kube-apiserver stores for a DaemonSet just created, before its controller has seen it
+    ({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x", "generation": 1},
+      "status": {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}}, PENDING),
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "status": {"active": 1}}, PENDING),
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "status": {"conditions": [cond("Complete", "True")]}}, READY),
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "status": {"conditions": [cond("Failed", "True")]}}, FAILED),
