@@ -3,7 +3,7 @@
 # Copyright (c) 2026, aicr.runtime contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Over 400 lines: DOCUMENTATION, EXAMPLES and RETURN are 334 of them; the module itself (argument spec, main) is 83.
+# Over 400 lines: DOCUMENTATION, EXAMPLES and RETURN are 359 of them; the module itself (argument spec, main) is 97.
 
 from __future__ import absolute_import, division, print_function
 
@@ -24,6 +24,8 @@ description:
     matching device is adopted and a device that is gone counts as detached. A request is re-sent only when the
     re-read, after the fabric had time to settle, shows it had no effect - never a double attach.
   - An attach whose device comes up failed or critical is rolled back (detached again) and the task fails.
+  - All or nothing - the free pool is checked before the first attach, and when an attach fails the devices this run
+    attached on that machine are rolled back, unless O(partial).
   - Unless O(force_detach), a GPU is not detached while pods on its node request C(nvidia.com/gpu) or a DRA
     ResourceClaim names it; the refusal names the pods or claims.
   - When the composable-resource-operator (C(cro.hpsys.ibm.ie.com)) is installed on the cluster, it detaches devices no
@@ -69,6 +71,12 @@ options:
   model:
     description:
       - Device model as the fabric names it (the C(model eq) condition), for example C(A100). Any model when omitted.
+      - The fabric's spelling is authoritative. A model that differs from it only in case (C(A100) for the fabric's C(a100))
+        is matched with a warning naming the fabric's spelling - against the devices of the machine, the pool's models
+        (Redfish) or the cluster template (C(fti_cm)); the FTI Fabric Manager cannot list its models, so when nothing is free
+        under the spelling given its lower- and upper-case forms are asked too. A present model the fabric does not know fails
+        listing the models the machine and the pool have; an absent one that the machine does not hold and the fabric does
+        not know is a warning.
     type: str
   count:
     description:
@@ -159,6 +167,29 @@ options:
     description: Machines handled at the same time.
     type: int
     default: 8
+  partial:
+    description:
+      - All or nothing is the default - before the first attach the free pool is checked for every machine (the deficits of
+        machines drawing on one pool added up) and nothing is attached when it cannot cover them; when an attach fails anyway,
+        the devices this run attached on that machine are detached again (after the same drain check as any detach) and
+        returned in RV(rolled_back).
+      - With V(true) the devices attached before the failing one stay attached (the task still fails, naming them).
+    type: bool
+    default: false
+  allow_http:
+    description:
+      - Accept a plain C(http://) O(endpoint). Credentials and tokens then travel unencrypted; a warning says so.
+        Without it an C(http://) endpoint is refused.
+    type: bool
+    default: false
+  trust_env:
+    description:
+      - Use the environment as C(requests) does - proxies from C(HTTPS_PROXY)/C(NO_PROXY) and C(.netrc) - and, unless
+        O(ca_path) names a bundle, the CA bundle of C(SSL_CERT_FILE) (as CoHDI's Helm chart sets it) or C(REQUESTS_CA_BUNDLE),
+        else the system trust store. TLS verification stays on (O(validate_certs)).
+      - Off by default - the environment is ignored, O(ca_path) or the bundle of C(requests) is used, and no proxy.
+    type: bool
+    default: false
   kubeconfig:
     description:
       - Path to a kubeconfig file, or its parsed content. Defaults to C($KUBECONFIG), C(~/.kube/config), then in-cluster.
@@ -292,10 +323,18 @@ detached:
   returned: always
   type: list
   elements: dict
+rolled_back:
+  description:
+    - Devices this run attached and detached again - an attached device that came up failed, or (all or nothing, unless
+      O(partial)) the devices attached on a machine before a later attach there failed. Same fields as RV(devices).
+  returned: always
+  type: list
+  elements: dict
 actions:
   description:
     - Every mutation, in order - C(action) (C(attach) or C(detach)), C(machine), C(node), C(type), C(model), C(res_uuid), C(serial),
-      and C(adopted) for an attach found after an ambiguous outcome. In check mode, the planned mutations.
+      and C(adopted) for an attach found after an ambiguous outcome, C(rollback) for the detach of a device this run attached.
+      In check mode, the planned mutations.
   returned: always
   type: list
   elements: dict
@@ -307,7 +346,7 @@ diff:
   returned: always
   type: dict
 machines:
-  description: Per machine - C(machine), C(node), C(attached) and C(detached) counts, C(error), C(warnings).
+  description: Per machine - C(machine), C(node), C(attached), C(detached) and C(rolled_back) counts, C(error), C(warnings).
   returned: always
   type: list
   elements: dict
@@ -349,9 +388,9 @@ def argument_spec():
         cluster_id=dict(type="str"),
         username=dict(type="str", no_log=True),
         password=dict(type="str", no_log=True),
-        client_id=dict(type="str", no_log=True),
+        client_id=dict(type="str"),  # an identifier, not a secret: masking it would mangle every output
         client_secret=dict(type="str", no_log=True),
-        realm=dict(type="str", no_log=True),
+        realm=dict(type="str"),
         credentials_secret=dict(type="dict", no_log=False, options=dict(name=dict(type="str", required=True), namespace=dict(type="str", default="default"))),
         ca_path=dict(type="path"),
         validate_certs=dict(type="bool", default=True),
@@ -380,6 +419,9 @@ def argument_spec():
         poll_interval=dict(type="float", default=2),
         settle_timeout=dict(type="float"),
         max_workers=dict(type="int", default=8),
+        partial=dict(type="bool", default=False),
+        allow_http=dict(type="bool", default=False),
+        trust_env=dict(type="bool", default=False),
     )
     spec.update(KUBE_ARG_SPEC)
     spec.update(LIVE_STATUS_ARG_SPEC)

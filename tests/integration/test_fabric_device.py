@@ -8,6 +8,7 @@ import json
 import pytest
 
 from aicr_lab.fabric.pytest_fixture import start_simulator
+from aicr_lab.fabric.state import DEFAULT_POOL
 
 from lab_support import grant_secret_read, wait_for_default_service_account
 
@@ -122,6 +123,36 @@ def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):
     assert result["actions"][0]["adopted"] is True
     assert len(sim.control.devices(machines[2])) == 1
     assert len(sim.control.requests(op="attach")) == 1
+
+
+def test_all_or_nothing_through_ansible(run_playbook, sim, fabric):
+    base, machines = fabric
+    sim.control.fault(op="available", action="pool_size", value=1, times=None)
+    short = _run(run_playbook, dict(base, machine_id=machines[0], model="A100", count=3), expect_failure=True)
+    assert short["msg"] == "machine %s: 3 × A100 requested, 1 free, nothing attached" % machines[0], dump(short)
+    assert sim.control.requests(mutating=True) == [] and sim.control.devices(machines[0]) == []
+    sim.control.clear_faults()
+    sim.control.fault(op="attach", action="error", status=409, body="error_text", message="insufficient_resources", skip=1)
+    failed = _run(run_playbook, dict(base, machine_id=machines[0], model="A100", count=2), expect_failure=True)
+    assert "attach 2 of 2 failed: attach gpu A100 to machine %s: HTTP 409: insufficient_resources;" % machines[0] in failed["msg"], dump(failed)
+    assert failed["msg"].endswith("nothing attached") and "rolled back the 1 this run attached" in failed["msg"]
+    assert len(failed["rolled_back"]) == 1 and failed["attached"] == [] and failed["devices"] == []
+    assert sim.control.devices(machines[0]) == [] and failed["changed"] is True
+
+
+def test_model_names_are_the_fabrics_and_http_is_refused(run_playbook, sim, fabric):
+    base, machines = fabric
+    sim.control.reset(pool={"a100": {"type": "gpu", "count": 2}})
+    try:
+        result = _run(run_playbook, dict(base, machine_id=machines[0], model="A100", count=1))
+        assert [d["model"] for d in result["devices"]] == ["a100"], dump(result)
+        assert any("model A100 matched the fabric's a100 in the pool" in w for w in result["fabric_warnings"]), dump(result)
+        gone = _run(run_playbook, dict(base, machine_id=machines[0], model="B200", state="absent"))
+        assert gone["changed"] is False and any("no gpu of model B200 on the machine (it holds: a100)" in w for w in gone["fabric_warnings"])
+    finally:
+        sim.control.reset(pool=DEFAULT_POOL)  # reset() keeps the options it was last given
+    plain = _run(run_playbook, dict(base, endpoint="http://" + sim.endpoint, machine_id=machines[0], model="a100", count=1), expect_failure=True)
+    assert plain["msg"].startswith("endpoint: http://%s is plain http" % sim.endpoint) and "allow_http=true" in plain["msg"], dump(plain)
 
 
 IDENTITY = "fabric"

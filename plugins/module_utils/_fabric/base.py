@@ -104,6 +104,15 @@ class FabricBackend:
         """Free devices of this type/model the machine could get, or None when the API cannot tell."""
         return None
 
+    def pool_key(self, machine_id):
+        """Machines with the same key draw on one free pool (their deficits are added up before anything is attached)."""
+        return "machine %s" % machine_id
+
+    def pool_models(self, machine_id, dtype):
+        """The models the pool (or the machine's template) offers for this type, as the fabric spells them; None when the
+        API cannot list them (FTI FM)."""
+        return None
+
     def attach(self, machine_id, dtype, model, devices):
         """Request one more device of this type/model; ``devices`` is the machine's current list.
 

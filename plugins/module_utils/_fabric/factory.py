@@ -18,12 +18,13 @@ PROVIDERS = ("fti_fm", "fti_cm", "redfish")
 
 
 def build_backend(provider, endpoint, credentials, tenant_id=None, cluster_id=None, ca_path=None, validate_certs=True, timeout=30.0,
-                  read_retries=2, token_leeway=30):
+                  read_retries=2, token_leeway=30, allow_http=False, trust_env=False):
     """A ready backend. ``credentials``: username, password, client_id, client_secret, realm."""
     if provider not in PROVIDERS:
         raise AicrError("provider: %r is not one of %s" % (provider, ", ".join(PROVIDERS)), field="provider")
     credentials = credentials or {}
-    transport = Transport(endpoint, ca_path=ca_path, validate_certs=validate_certs, timeout=timeout, read_retries=read_retries)
+    transport = Transport(endpoint, ca_path=ca_path, validate_certs=validate_certs, timeout=timeout, read_retries=read_retries,
+                          allow_http=allow_http, trust_env=trust_env)
     if provider == "redfish":
         if not credentials.get("username") or not credentials.get("password"):
             raise AicrError("credentials: username and password are required for provider redfish", field="username")

@@ -102,6 +102,11 @@ class ClusterManagerBackend(FabricBackend):
             ref=spec_uuid,
         )
 
+    def pool_models(self, machine_id, dtype):
+        """The models of the machine's resource specs (the cluster template): the only ones the Cluster Manager can add."""
+        with self._lock:
+            return sorted(set(smodel for (mach, stype, smodel) in self._specs if mach == machine_id and stype == dtype and smodel))
+
     def _spec(self, machine_id, dtype, model):
         with self._lock:
             for (mach, stype, smodel), value in self._specs.items():

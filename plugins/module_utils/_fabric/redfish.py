@@ -126,6 +126,21 @@ class RedfishBackend(FabricBackend):
                 free.append(block_url)
         return free
 
+    def pool_key(self, machine_id):
+        return "composition pool"  # one ResourceBlocks collection for every system
+
+    def pool_models(self, machine_id, dtype):
+        url = self._discover()["blocks"]
+        data = self.transport.request("GET", url, params={"$expand": "."}, what="list resource blocks").json("list resource blocks")
+        members = data.get("Members") if isinstance(data, dict) else None
+        models = set()
+        for member in members if isinstance(members, list) else []:
+            if isinstance(member, dict) and "Id" in member:
+                _block_id, btype, bmodel, _serial = self._describe(member, member.get("@odata.id"), "resource block collection")
+                if btype == dtype and bmodel:
+                    models.add(bmodel)
+        return sorted(models)
+
     def free_count(self, machine_id, dtype, model):
         with self._lock:
             claimed = set(self._claimed)

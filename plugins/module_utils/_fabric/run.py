@@ -69,7 +69,8 @@ def run(params, check_mode=False, secret=None):
         if params[key]:
             credentials[key] = params[key]
     backend = build_backend(params["provider"], params["endpoint"], credentials, tenant_id=params["tenant_id"], cluster_id=params["cluster_id"],
-                            ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"])
+                            ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"],
+                            allow_http=params["allow_http"], trust_env=params["trust_env"])
     settle = params["settle_timeout"] if params["settle_timeout"] is not None else 2 * params["timeout"]
     live, live_warning = None, None
     if params["status_stack"] and not check_mode:
@@ -80,7 +81,7 @@ def run(params, check_mode=False, secret=None):
         service = FabricService(backend, cluster=cluster, check_mode=check_mode, force_detach=params["force_detach"],
                                 operator_coexistence=params["operator_coexistence"], wait=params["wait"], wait_timeout=params["wait_timeout"],
                                 verify_visible=params["verify_visible"], poll_interval=params["poll_interval"], settle_timeout=settle,
-                                max_workers=params["max_workers"], on_transition=on_transition)
+                                max_workers=params["max_workers"], on_transition=on_transition, partial=params["partial"])
         return service.run(targets)
 
     try:

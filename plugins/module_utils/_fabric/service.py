@@ -3,10 +3,20 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Plan and converge composable devices on fabric machines.
 
+Over 400 lines: the converge loop (plan, attach, detach, settle, re-read, roll back) is one state machine per
+machine and reads best in one place; model names and free pools are in ``models.py``, cluster checks in ``checks.py``.
+
 Rules (see docs/modules/fabric_device.md):
 
 - Always read the machine first; attach only the deficit, one device per request; detach only
   devices named by their fabric id (surplus is chosen by id, never "remove N").
+- All or nothing: every machine is read and its deficit worked out before anything changes; the free pool
+  is read for each deficit and the deficits drawing on one pool (``backend.pool_key``) are added up; a pool
+  that cannot cover them fails every machine on it before the first attach. When an attach fails anyway,
+  the devices this run attached on that machine are detached again (drain check first), unless ``partial``.
+- Model names are the fabric's: a model that differs only in case is resolved to the fabric's spelling
+  (machine devices, then ``backend.pool_models``, then - FTI FM - the free pool under other spellings)
+  with a warning; an unknown present model fails listing the models there are.
 - After an ambiguous outcome (timeout, reset, 5xx) or any error answer, re-read the machine: a new
   matching device is adopted; a device that is gone counts as detached. Only when the re-read (after
   letting the fabric settle) shows no effect is a mutation sent again, at most ``mutation_retries``
@@ -35,6 +45,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     READY, PENDING, REMOVING, FAILED, OK, WARNING, CRITICAL, UNKNOWN,
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.checks import ClusterChecks
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.models import ModelsAndPools
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import MachineRun
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import AmbiguousOutcome, FabricHTTPError
 
@@ -42,10 +53,10 @@ CRO_WARNING = ("the composable-resource-operator (cro.hpsys.ibm.ie.com) runs on 
                "ComposableResource claims after about 10 minutes")
 
 
-class FabricService(ClusterChecks):
+class FabricService(ClusterChecks, ModelsAndPools):
     def __init__(self, backend, cluster=None, check_mode=False, force_detach=False, operator_coexistence="refuse", wait=True,
                  wait_timeout=300.0, verify_visible=False, poll_interval=2.0, settle_timeout=60.0, max_workers=8,
-                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None):
+                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None, partial=False):
         self.backend = backend
         self.cluster = cluster
         self.check_mode = check_mode
@@ -65,6 +76,7 @@ class FabricService(ClusterChecks):
         self.on_transition = on_transition
         self._transition_lock = threading.Lock()
         self.transition_warnings = []
+        self.partial = bool(partial)
 
     # --- entry point ------------------------------------------------------------------
 
@@ -87,14 +99,21 @@ class FabricService(ClusterChecks):
                 order.append(target.machine_id)
             groups[target.machine_id].append(target)
         runs = [MachineRun(machine_id, next((t.node for t in groups[machine_id] if t.node), None)) for machine_id in order]
+        # 1. read every machine and what it lacks (and the free pool for it); 2. add the deficits up per pool and refuse
+        # before the first attach when a pool cannot cover them; 3. converge.
+        self._each(runs, lambda r: self._plan(r, groups[r.machine_id]))
+        self._check_pools(runs)
+        self._each(runs, lambda r: self._machine(r, groups[r.machine_id]))
+        return self._result(runs, warnings)
+
+    def _each(self, runs, work):
         workers = min(self.max_workers, len(runs))
         if workers <= 1:
             for run in runs:
-                self._machine(run, groups[run.machine_id])
+                work(run)
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(lambda r: self._machine(r, groups[r.machine_id]), runs))
-        return self._result(runs, warnings)
+                list(pool.map(work, runs))
 
     def _transition(self, run, event, device):
         """Tell ``on_transition`` that ``device`` was attached or detached (serialised; a failing callback is a warning)."""
@@ -119,7 +138,8 @@ class FabricService(ClusterChecks):
                 target.machine_id = self.cluster.machine_for_node(target.node)
 
     def _result(self, runs, warnings):
-        result = {"changed": False, "devices": [], "attached": [], "detached": [], "actions": [], "warnings": list(warnings) + list(self.transition_warnings),
+        result = {"changed": False, "devices": [], "attached": [], "detached": [], "rolled_back": [], "actions": [],
+                  "warnings": list(getattr(self.backend.transport, "warnings", [])) + list(warnings) + list(self.transition_warnings),
                   "machines": [], "diff": {"before": {"machines": {}}, "after": {"machines": {}}}}
         errors = []
         failed = []
@@ -127,6 +147,7 @@ class FabricService(ClusterChecks):
             result["devices"].extend(run.tag(d) for d in run.after)
             result["attached"].extend(run.attached)
             result["detached"].extend(run.detached)
+            result["rolled_back"].extend(run.rolled_back)
             result["actions"].extend(run.actions)
             result["warnings"].extend(run.warnings)
             result["machines"].append(run.summary())
@@ -149,35 +170,69 @@ class FabricService(ClusterChecks):
 
     # --- one machine --------------------------------------------------------------------
 
-    def _machine(self, run, targets):
-        devices = None
+    def _guard(self, run, work):
+        """Run ``work()``; an error becomes the machine's error (never a traceback)."""
         try:
-            devices = self.backend.read_machine(run.machine_id)
-            run.before = [d.to_result() for d in devices]
-            if self.verify_visible and run.node and self.cluster is not None and not self.check_mode:
-                run.baseline = self.cluster.gpu_allocatable(run.node)  # before any change: local GPUs count too
-            for target in targets:
-                if target.state == "present":
-                    devices = self._present(run, target, devices)
-                else:
-                    devices = self._absent(run, target, devices)
-            if self.verify_visible and run.attached and not self.check_mode:
-                self._verify_visible(run, devices)
+            return work()
         except AicrError as exc:
             run.error = exc.msg
             run.error_details = dict(exc.details)
         except Exception as exc:  # pylint: disable=broad-except
             # Never let a traceback reach the user; name the machine and the failure.
             run.error = "machine %s: unexpected %s: %s" % (run.machine_id, exc.__class__.__name__, exc)
-        if run.error and devices is not None and run.actions:
-            try:
-                devices = self.backend.read_machine(run.machine_id)
-            except Exception:  # pylint: disable=broad-except
-                pass
+        return None
+
+    def _plan(self, run, targets):
+        """Read the machine; resolve each target's model to the fabric's spelling; note each deficit with the free pool."""
+        def work():
+            devices = self.backend.read_machine(run.machine_id)
+            run.initial = devices
+            run.before = [d.to_result() for d in devices]
+            if self.verify_visible and run.node and self.cluster is not None and not self.check_mode:
+                run.baseline = self.cluster.gpu_allocatable(run.node)  # before any change: local GPUs count too
+            spelled = {}
+            for target in targets:
+                self._resolve_model(run, target, devices)
+                key = (target.type, target.model)
+                if target.model and spelled.setdefault(key, target.requested_model) != target.requested_model:
+                    raise AicrError("%s: models %s and %s name the same fabric model %s; give it once" % (
+                        target.label, spelled[key], target.requested_model, target.model), field="model")
+                if target.state != "present":
+                    continue
+                have = len([d for d in devices if d.matches(target.type, target.model) and d.phase in (READY, PENDING)])
+                if have < target.count:
+                    self._pool_need(run, target, devices, target.count - have)
+
+        self._guard(run, work)
+
+    def _machine(self, run, targets):
+        devices = run.initial
+        if run.error is None and devices is not None:
+            def work():
+                current = devices
+                for target in targets:
+                    if target.state == "present":
+                        current = self._present(run, target, current)
+                    else:
+                        current = self._absent(run, target, current)
+                    run.current = current
+                if self.verify_visible and run.attached and not self.check_mode:
+                    self._verify_visible(run, current)
+                return current
+
+            done = self._guard(run, work)
+            devices = done if done is not None else run.current or devices
+            if run.error and run.actions:
+                try:
+                    devices = self.backend.read_machine(run.machine_id)
+                except Exception:  # pylint: disable=broad-except
+                    pass
         run.devices = devices or []
         run.after = [d.to_result() for d in run.devices] if devices is not None else []
         if self.check_mode:
             run.after = self._planned_after(run)
+
+    # --- model names and the free pool (before anything is attached) ---------------------
 
     def _planned_after(self, run):
         gone = set(a.get("res_uuid") for a in run.actions if a["action"] == "detach")
@@ -220,17 +275,24 @@ class FabricService(ClusterChecks):
                 run.warnings.extend(w for w in device.warnings if w not in run.warnings)
         have = len([d for d in matching if d.phase in (READY, PENDING)])
         if have < target.count:
-            deficit = target.count - have
-            free = self.backend.free_count(run.machine_id, target.type, target.model)
-            if free is not None and free < deficit:
-                raise AicrError("%s: the fabric pool has %d free %s %s, %d needed to reach count %d; nothing attached"
-                                % (where, free, target.type, target.model or "(any model)", deficit, target.count),
-                                free=free, needed=deficit)
-            for _index in range(deficit):
+            deficit = target.count - have  # the free pool was checked for it before any machine changed (_check_pools)
+            mine = []
+            for index in range(deficit):
                 if self.check_mode:
                     self._action(run, "attach", target)
                     continue
-                devices = self._attach_one(run, target, devices)
+                before = len(run.attached)
+                try:
+                    devices = self._attach_one(run, target, devices)
+                except AicrError as exc:
+                    if mine and not self.partial:
+                        self._undo(run, target, mine, exc, index + 1, deficit)  # raises
+                    elif mine:
+                        raise AicrError("%s: attach %d of %d failed: %s; partial=true keeps the %d attached: %s"
+                                        % (target.label, index + 1, deficit, exc.msg, len(mine), ", ".join(d["res_uuid"] for d in mine)),
+                                        **dict(exc.details, kept=[d["res_uuid"] for d in mine]))
+                    raise
+                mine.extend(run.attached[before:])
         elif have > target.count:
             ranked = sorted(enumerate(matching), key=lambda item: (item[1].health == OK and item[1].phase == READY, -item[0]))
             for _index, device in ranked[:have - target.count]:
@@ -328,9 +390,38 @@ class FabricService(ClusterChecks):
         run.warnings.extend(device.warnings)
         return devices
 
+    def _undo(self, run, target, mine, error, nth, deficit):
+        """All or nothing: attach ``nth`` of ``deficit`` failed; detach the devices this run attached on the machine (after the
+        drain check), newest first, and fail saying which devices are where."""
+        devices = self.backend.read_machine(run.machine_id)
+        undone, kept, refusal = [], [], None
+        for record in reversed(mine):
+            device = next((d for d in devices if d.res_uuid == record["res_uuid"]), None)
+            if device is None:
+                undone.append(record["res_uuid"])
+                continue
+            if refusal is None:
+                try:
+                    self._check_detach(run, target, device)
+                    devices = self._detach_one(run, target, device, devices, safety=False, rollback=True)
+                    undone.append(device.res_uuid)
+                    continue
+                except AicrError as exc:
+                    refusal = exc.msg
+            kept.append(device.res_uuid)
+        undone.reverse()
+        kept.reverse()
+        if kept:
+            raise AicrError("%s: attach %d of %d failed: %s; rolling back stopped: %s; still attached by this run: %s; rolled back: %s"
+                            % (target.label, nth, deficit, error.msg, refusal, ", ".join(kept), ", ".join(undone) or "none"),
+                            **dict(error.details, rolled_back=undone, kept=kept))
+        raise AicrError("%s: attach %d of %d failed: %s; rolled back the %d this run attached (%s), nothing attached"
+                        % (target.label, nth, deficit, error.msg, len(undone), ", ".join(undone)),
+                        **dict(error.details, rolled_back=undone, kept=[]))
+
     def _rollback(self, run, target, device, devices):
         try:
-            devices = self._detach_one(run, target, device, devices, safety=False)
+            devices = self._detach_one(run, target, device, devices, safety=False, rollback=True)
         except AicrError as exc:
             raise AicrError("%s: attached device %s failed and rolling it back failed too: %s" % (target.label, device.res_uuid, exc.msg),
                             device=device.to_result())
@@ -338,7 +429,7 @@ class FabricService(ClusterChecks):
 
     # --- detach -------------------------------------------------------------------------
 
-    def _detach_one(self, run, target, device, devices, safety=True):
+    def _detach_one(self, run, target, device, devices, safety=True, rollback=False):
         where = target.label
         if safety:
             self._check_detach(run, target, device)
@@ -383,7 +474,12 @@ class FabricService(ClusterChecks):
                 run.warnings.append("%s: detach outcome unknown (%s); %s still attached, sending it once more" % (where, error.msg, device.res_uuid))
                 continue
             raise error
-        self._action(run, "detach", target, device)
-        run.detached.append(run.tag(device.to_result()))
+        self._action(run, "detach", target, device, rollback=True) if rollback else self._action(run, "detach", target, device)
+        if rollback:
+            # attached by this run and detached again: neither "attached" nor "detached" (the machine is as before)
+            run.attached = [a for a in run.attached if a.get("res_uuid") != device.res_uuid]
+            run.rolled_back.append(run.tag(device.to_result()))
+        else:
+            run.detached.append(run.tag(device.to_result()))
         self._transition(run, "detached", device)
         return devices

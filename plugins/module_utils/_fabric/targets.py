@@ -19,7 +19,8 @@ class Target:
         self.machine_id = machine_id
         self.node = node
         self.type = dtype
-        self.model = model
+        self.model = model  # the fabric's spelling once the service has resolved it
+        self.requested_model = model
         self.count = count
         self.devices = list(devices or [])
         self.state = state
@@ -62,6 +63,10 @@ class MachineRun:
         self.error_details = {}
         self.devices = []
         self.baseline = None
+        self.initial = None  # the machine as read before anything changed
+        self.current = None
+        self.needs = []  # deficits of present targets with the free pool for each
+        self.rolled_back = []  # attached by this run and detached again (all or nothing)
 
     def tag(self, record):
         record = dict(record)
@@ -71,4 +76,5 @@ class MachineRun:
 
     def summary(self):
         return {"machine": self.machine_id, "node": self.node, "attached": len(self.attached), "detached": len(self.detached),
+                "rolled_back": len(self.rolled_back),
                 "error": self.error, "warnings": list(self.warnings)}

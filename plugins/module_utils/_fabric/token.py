@@ -72,8 +72,11 @@ def password_grant_fetcher(transport, realm, client_id, client_secret, username,
     if missing:
         raise AicrError("credentials: %s required for the FTI token endpoint" % ", ".join(missing), field=missing[0])
     path = "/id_manager/realms/%s/protocol/openid-connect/token" % realm
+    # The form of CoHDI composable-resource-operator internal/cdi/fti/token.go (Token: client_id, client_secret, username,
+    # password, scope=openid, response_type="id_token token", grant_type=password). composable-dra-driver
+    # pkg/client/client.go (GetIMToken) sends the same but spells the key "response"; Keycloak ignores both.
     form = {"client_id": client_id, "client_secret": client_secret or "", "username": username, "password": password,
-            "scope": "openid", "grant_type": "password"}
+            "scope": "openid", "response_type": "id_token token", "grant_type": "password"}
 
     def fetch():
         # The form carries secrets: errors below name the realm and status only.

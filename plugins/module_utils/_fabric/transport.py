@@ -9,7 +9,10 @@
   re-reads the machine before deciding anything.
 - A 401 invalidates the token and the request is sent once more with a fresh one (a 401 means the
   request was refused, so re-sending a mutation is safe); a second 401 is an error.
-- Error bodies may be FTI JSON, Redfish JSON, HTML, plain text or empty; the message says which.
+- Error bodies may be FTI JSON (either CoHDI client's ``ErrorBody`` shape), ``{"error": text}``, Redfish JSON, HTML,
+  plain text or empty; the message says which, as ``code: message`` or whichever part there is (:func:`error_fields`).
+- A bare ``host:port`` means ``https://`` (as CoHDI's clients prefix ``FTI_CDI_ENDPOINT``); ``http://`` is refused unless
+  ``allow_http`` (then a warning). The environment (proxies, CA bundle variables) is ignored unless ``trust_env``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,6 +23,7 @@ import base64
 import json
 import os
 import re
+import ssl
 import threading
 import time
 import traceback
@@ -61,8 +65,55 @@ class AmbiguousOutcome(AicrError):
         self.status = status
 
 
+def _message_text(value):
+    """An FTI ``detail.message``: a string, or raw JSON (CRO ``ErrorDetail.Message`` is ``json.RawMessage``)."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    try:
+        return json.dumps(value, sort_keys=True)[:200]
+    except (TypeError, ValueError):
+        return str(value)[:200]
+
+
+def _join(code, message):
+    """``code: message``, or whichever of the two there is - never a dangling ``": "``."""
+    code = str(code).strip() if code not in (None, "") else ""
+    message = message.strip() if message else ""
+    if code and message:
+        return "%s: %s" % (code, message)
+    return code or message
+
+
+def error_fields(data):
+    """(code, message) of a parsed error body, or None when it is none of the known shapes.
+
+    - FTI ``{"status": 404, "detail": {"code", "message", "data"}}``: CoHDI composable-resource-operator
+      ``internal/cdi/fti/fm/api/common.go`` ``ErrorBody`` (``status`` int, ``message`` a string or raw JSON);
+      composable-dra-driver ``pkg/client/client.go`` ``unsuccessfulResponse`` reads the same keys with ``status`` a
+      string and ``message`` a string - both are accepted;
+    - ``{"error": "<text>"}`` (other FTI-compatible servers; OAuth2 adds ``error_description``);
+    - Redfish ``{"error": {"code", "message"}}``.
+    """
+    if not isinstance(data, dict):
+        return None
+    detail = data.get("detail")
+    if isinstance(detail, dict) and (detail.get("code") not in (None, "") or detail.get("message") not in (None, "")):
+        return detail.get("code") or None, _message_text(detail.get("message"))
+    error = data.get("error")
+    if isinstance(error, dict) and (error.get("code") or error.get("message")):
+        return error.get("code") or None, _message_text(error.get("message"))
+    if isinstance(error, str) and error.strip():
+        description = data.get("error_description")
+        return None, _join(error, _message_text(description) if description else "")
+    if isinstance(detail, str) and detail.strip():
+        return None, _message_text(detail)
+    return None
+
+
 def describe_body(text, content_type=""):
-    """A one-line description of an error body: FTI/Redfish JSON, HTML, plain text or empty."""
+    """A one-line description of an error body: FTI/Redfish JSON, ``{"error": text}``, HTML, plain text or empty."""
     text = (text or "").strip()
     if not text:
         return "empty body"
@@ -71,22 +122,30 @@ def describe_body(text, content_type=""):
             data = json.loads(text)
         except ValueError:
             data = None
-        if isinstance(data, dict):
-            detail = data.get("detail")
-            if isinstance(detail, dict) and (detail.get("message") or detail.get("code")):
-                return "%s: %s" % (detail.get("code") or "error", detail.get("message") or "")
-            error = data.get("error")
-            if isinstance(error, dict):
-                return "%s: %s" % (error.get("code") or "error", error.get("message") or "")
-            if isinstance(error, str):
-                return "%s: %s" % (error, data.get("error_description") or "")
-            if isinstance(detail, str):
-                return detail[:200]
+        fields = error_fields(data)
+        if fields is not None:
+            return _join(*fields)[:300] or "empty error object"
     if "<html" in text[:200].lower() or "<!doctype" in text[:200].lower():
         match = re.search(r"<title>(.*?)</title>", text, re.I | re.S)
         inner = match.group(1) if match else re.sub(r"<[^>]+>", " ", text)
         return "HTML page: %s" % " ".join(inner.split())[:160]
     return " ".join(text.splitlines()[0].split())[:200]
+
+
+def system_ca_bundle():
+    """The CA bundle of the environment (``SSL_CERT_FILE``, as CoHDI's Helm chart sets it, or ``REQUESTS_CA_BUNDLE``), else the
+    system store OpenSSL was built with; None when there is none (then requests' own bundle is used)."""
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        value = os.environ.get(name)
+        if value and os.path.isfile(value):
+            return value
+    paths = ssl.get_default_verify_paths()
+    for candidate in (paths.cafile, paths.openssl_cafile):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    if paths.capath and os.path.isdir(paths.capath):
+        return paths.capath
+    return None
 
 
 class Response:
@@ -136,20 +195,35 @@ class BasicAuth:
 class Transport:
     """Thread-safe HTTPS client (one requests.Session per thread) with the retry rules above."""
 
-    def __init__(self, endpoint, ca_path=None, validate_certs=True, timeout=30.0, read_retries=2, retry_backoff=0.25, auth=None, sleep=time.sleep):
+    def __init__(self, endpoint, ca_path=None, validate_certs=True, timeout=30.0, read_retries=2, retry_backoff=0.25, auth=None, sleep=time.sleep,
+                 allow_http=False, trust_env=False):
         if not HAS_REQUESTS:
             raise AicrError("the Python package 'requests' is required for fabric_device", exception=REQUESTS_IMPORT_ERROR)
         if not endpoint or not isinstance(endpoint, str):
             raise AicrError("endpoint: %r is not a host[:port] or https:// URL" % (endpoint,), field="endpoint")
         endpoint = endpoint.strip().rstrip("/")
         if "://" not in endpoint:
-            endpoint = "https://" + endpoint
+            endpoint = "https://" + endpoint  # as CoHDI's clients do: FTI_CDI_ENDPOINT is host:port, https:// is prefixed
         if not endpoint.startswith(("https://", "http://")):
             raise AicrError("endpoint: %s has an unsupported scheme; https:// is required" % endpoint, field="endpoint")
+        self.warnings = []
+        if endpoint.startswith("http://"):
+            if not allow_http:
+                raise AicrError("endpoint: %s is plain http; credentials and tokens would travel unencrypted. Use https://, or set allow_http=true "
+                                "for a throw-away test fabric" % endpoint, field="endpoint")
+            self.warnings.append("endpoint %s: plain http (allow_http=true); credentials and tokens travel unencrypted" % endpoint)
         self.base_url = endpoint
         if ca_path and not os.path.isfile(ca_path):
             raise AicrError("ca_path: file %s does not exist" % ca_path, field="ca_path")
-        self.verify = (ca_path or True) if validate_certs else False
+        self.trust_env = bool(trust_env)
+        if not validate_certs:
+            self.verify = False
+        elif ca_path:
+            self.verify = ca_path
+        elif self.trust_env:
+            self.verify = system_ca_bundle() or True
+        else:
+            self.verify = True
         if not validate_certs:
             # The user opted out explicitly; urllib3 would otherwise warn on every request.
             try:
@@ -172,7 +246,10 @@ class Transport:
         session = getattr(self._local, "session", None)
         if session is None:
             session = requests.Session()
-            session.trust_env = False  # REQUESTS_CA_BUNDLE would override ca_path; proxies are not wanted for a local fabric
+            # Off by default: REQUESTS_CA_BUNDLE would override ca_path and proxies are not wanted for a local fabric. With
+            # trust_env the proxies (HTTPS_PROXY, NO_PROXY) and .netrc of the environment apply, and the CA bundle is
+            # SSL_CERT_FILE / REQUESTS_CA_BUNDLE or the system store (system_ca_bundle), unless ca_path names one.
+            session.trust_env = self.trust_env
             self._local.session = session
             with self._lock:
                 self._sessions.append(session)
@@ -229,15 +306,11 @@ class Transport:
                     continue
                 raise FabricHTTPError("%s: %s (after %d attempts)" % (what, description, attempt), status=response.status)
             if response.status >= 400:
-                code = None
                 try:
-                    data = json.loads(response.text) if response.text else None
-                    if isinstance(data, dict) and isinstance(data.get("detail"), dict):
-                        code = data["detail"].get("code")
-                    elif isinstance(data, dict) and isinstance(data.get("error"), dict):
-                        code = data["error"].get("code")
+                    fields = error_fields(json.loads(response.text)) if response.text else None
                 except ValueError:
-                    code = None
+                    fields = None
+                code = fields[0] if fields else None
                 raise FabricHTTPError("%s: HTTP %d: %s" % (what, response.status, describe_body(response.text, response.content_type)),
                                       status=response.status, code=code)
             return response

@@ -6,13 +6,15 @@ many matching requests through first). Actions:
 
 - ``latency`` (``delay`` seconds, then normal processing — longer than the client timeout makes an
   ambiguous outcome whose change still lands),
-- ``error`` (``status`` with ``body`` fti | plain | html | empty | redfish, nothing applied),
+- ``error`` (``status`` with ``body`` fti | fti_dra | fti_raw | error_text | plain | html | empty | redfish, nothing
+  applied; see ``Handler._error`` for the CoHDI client each JSON shape comes from),
 - ``commit_then_fail`` (change applied, then the error returned),
 - ``reset`` (connection dropped without a response; ``commit`` true applies the change first),
 - ``unauthorized`` (401), ``expire_token`` (every issued token expires now, so this request gets 401),
   ``malformed_jwt`` (token endpoint hands out a non-JWT),
 - ``empty_machines`` (machine read returns no machine), ``omit_device`` (machine read leaves out
-  ``res_uuid`` or the newest device), ``pool_exhausted`` (attach: 409, free pool: empty),
+  ``res_uuid`` or the newest device), ``pool_exhausted`` (attach: 409, free pool: empty), ``pool_size`` (the free
+  pool answer counts at most ``value`` devices),
 - ``partial_attach`` (the device is bound but broken: FM op status 2 + HTTP 500, CM ADD_FAILED,
   Redfish block Failed + 500), ``op_status`` (the attached device gets ``value`` as res_op_status).
 """
@@ -53,6 +55,8 @@ ROUTES = [
 ]
 COMPILED = [(method, re.compile(pattern), name, op) for method, pattern, name, op in ROUTES]
 
+FABRIC_ID = 1
+FABRIC_UUID = "f0b1c2d3-0000-4000-8000-0000000000f1"
 HTML_ERROR = "<html><head><title>%d Bad Gateway</title></head><body><center><h1>%d Bad Gateway</h1></center><hr><center>nginx</center></body></html>"
 CM_STATUS = {
     "adding": "ADDING",
@@ -252,6 +256,10 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def _error(self, status, kind="fti", message="simulated failure", code=None):
+        """Error bodies: ``fti`` CRO's ErrorBody (internal/cdi/fti/fm/api/common.go: status int, detail code/message/data),
+        ``fti_dra`` composable-dra-driver's unsuccessfulResponse (pkg/client/client.go: status a string), ``fti_raw``
+        (detail.message raw JSON, CRO ErrorDetail.Message json.RawMessage), ``error_text`` ``{"error": "<text>"}`` of other
+        servers, ``redfish``, ``plain``, ``html``, ``empty``."""
         if kind == "empty":
             return self._send(status)
         if kind == "plain":
@@ -260,6 +268,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(status, HTML_ERROR % (status, status), ctype="text/html")
         if kind == "redfish":
             return self._send(status, {"error": {"code": code or "Base.1.8.GeneralError", "message": message}})
+        if kind == "error_text":
+            return self._send(status, {"error": message})
+        if kind == "fti_dra":
+            return self._send(status, {"status": str(status), "detail": {"code": code or "E%d00" % status, "message": message}})
+        if kind == "fti_raw":
+            return self._send(status, {"status": status, "detail": {"code": code or "E%d00" % status, "message": {"reason": message}, "data": {}}})
         return self._send(status, {"status": status, "detail": {"code": code or "E%d00" % status, "message": message, "data": {}}})
 
     def _handle(self, method):
@@ -280,6 +294,11 @@ class Handler(BaseHTTPRequestHandler):
             op = "detach" if isinstance(body, dict) and "remove_resources" in body else "attach"
         entry = {"method": method, "path": url.path, "route": name, "op": op, "mutating": op in ("attach", "detach"),
                  "machine": params.get("machine"), "status": None, "fault": None, "t": time.time()}
+        if op == "token":
+            entry["form_keys"] = sorted((body or {}).keys())  # the keys only: the values are credentials
+        else:
+            entry["query"] = query
+            entry["body"] = body if name.startswith("fm.") else None
         sim.record(entry)
         rule = sim.take_fault(method, name, op, params.get("machine"))
         if rule:
@@ -381,11 +400,16 @@ class Handler(BaseHTTPRequestHandler):
                 "res_serial_num": device["serial"],
                 "res_spec": {"condition": [{"column": "model", "operator": "eq", "value": device["model"]}]},
             })
+        # GetMachineItem of CRO internal/cdi/fti/fm/api/get.go (also the PATCH answer, ScaleUpResponseMachineItem in api/scale_up.go)
         machines = [] if rule and rule["action"] == "empty_machines" else [{
+            "fabric_uuid": FABRIC_UUID,
+            "fabric_id": FABRIC_ID,
             "mach_uuid": machine["uuid"],
+            "mach_id": machine["index"] + 1,
             "mach_name": machine["name"],
             "tenant_uuid": fabric.options["tenant_id"],
-            "mach_status": 0,
+            "mach_status": 15,
+            "mach_status_detail": "ACTIVE",
             "resources": resources,
         }]
         return {"data": {"machines": machines}}
@@ -442,20 +466,27 @@ class Handler(BaseHTTPRequestHandler):
         return 200, self._fm_render(machine)
 
     def _fm_available(self, params, query, body, rule):
+        """The free pool as composable-dra-driver asks for it (pkg/client/client.go GetFMAvailableReservedResources): ``res_type``
+        and ``condition`` ONE JSON object; a list (or anything else) is answered 400 invalid_parameter as the real manager
+        does. The answer is top-level ``{"fabric_id", "reserved_res_num_per_fabric"}`` (pkg/client/types.go)."""
         fabric = self.sim.fabric
         self._fm_machine_obj(params, query)
         model = None
-        try:
-            for cond in json.loads(query.get("condition") or "[]"):
-                if cond.get("column") == "model" and cond.get("operator") == "eq":
-                    model = cond.get("value")
-        except (ValueError, AttributeError):
-            raise ApiError(400, "condition must be a JSON list of conditions", "E40005")
+        raw = query.get("condition")
+        if raw is not None:
+            try:
+                cond = json.loads(raw)
+            except ValueError:
+                cond = None
+            if not isinstance(cond, dict) or set(cond) != {"column", "operator", "value"}:
+                raise ApiError(400, "condition must be one JSON object {\"column\",\"operator\",\"value\"}, got %s" % raw[:80], "invalid_parameter")
+            if cond.get("column") != "model" or cond.get("operator") != "eq":
+                raise ApiError(400, "condition supports column model with operator eq", "invalid_parameter")
+            model = cond["value"]
         free = [] if rule and rule["action"] == "pool_exhausted" else fabric.free(query.get("res_type", "gpu"), model)
-        return 200, {"data": {"count": len(free), "resources": [{
-            "res_uuid": d["res_uuid"], "res_type": d["type"],
-            "res_spec": {"condition": [{"column": "model", "operator": "eq", "value": d["model"]}]},
-        } for d in free]}}
+        if rule and rule["action"] == "pool_size":
+            free = free[:int(rule.get("value", 0))]
+        return 200, {"fabric_id": FABRIC_ID, "reserved_res_num_per_fabric": len(free)}
 
     # --- FTI Cluster Manager -------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ class Fabric:
                 mach_uuid = _uid("machine", name)
                 self.machines[mach_uuid] = {
                     "uuid": mach_uuid,
+                    "index": index,
                     "name": name,
                     "node": "%s%d" % (self.options["node_prefix"], index),
                     "devices": [],

@@ -95,13 +95,99 @@ def test_fm_attach_detach_and_pool(api):
     assert res["res_spec"]["condition"] == [{"column": "model", "operator": "eq", "value": "A100"}]
     assert api.sim.control.state()["pool"]["A100"] == 15
     free = api.call("GET", "%s/machines/%s/available-reserved-resources" % (FM, machine),
-                    params={"tenant_uuid": api.tenant, "res_type": "gpu", "condition": json.dumps([{"column": "model", "operator": "eq", "value": "H100"}])})
-    assert free.json()["data"]["count"] == 8
+                    params={"tenant_uuid": api.tenant, "res_type": "gpu", "condition": json.dumps({"column": "model", "operator": "eq", "value": "H100"})})
+    assert free.json()["reserved_res_num_per_fabric"] == 8
     spec = {"res_type": "gpu", "res_uuid": res["res_uuid"], "res_num": 1}
     gone = api.call("DELETE", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": api.tenant}, json=api.fm_body(machine, spec))
     assert gone.status_code == 200 and gone.json()["data"]["machines"][0]["resources"] == []
     again = api.call("DELETE", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": api.tenant}, json=api.fm_body(machine, spec))
     assert again.status_code == 404 and again.json()["detail"]["code"] == "E40402"
+
+
+# --- wire shapes as CoHDI's clients send and parse them -------------------------------------------------------
+# CRO = CoHDI/composable-resource-operator @ 38251b7, DRA = CoHDI/composable-dra-driver @ d30f6eb (read, not copied).
+
+def test_fm_free_pool_condition_is_one_object_and_the_answer_is_top_level(api):
+    """DRA pkg/client/client.go:147-164 (GetFMAvailableReservedResources): query tenant_uuid, res_type=gpu and condition =
+    json.Marshal(Condition{Column: "model", Operator: "eq", Value: M}) - ONE object; the answer unmarshals into
+    FMAvailableReservedResources (pkg/client/types.go:21-24): top-level fabric_id and reserved_res_num_per_fabric."""
+    machine = api.machines[0]
+    path = "%s/machines/%s/available-reserved-resources" % (FM, machine)
+    condition = json.dumps({"column": "model", "operator": "eq", "value": "A100"}, separators=(",", ":"))  # Go's json.Marshal
+    answer = api.call("GET", path, params={"tenant_uuid": api.tenant, "res_type": "gpu", "condition": condition})
+    assert answer.status_code == 200
+    assert answer.json() == {"fabric_id": 1, "reserved_res_num_per_fabric": 16}
+    as_list = api.call("GET", path, params={"tenant_uuid": api.tenant, "res_type": "gpu",
+                                            "condition": json.dumps([{"column": "model", "operator": "eq", "value": "A100"}])})
+    assert as_list.status_code == 400
+    assert as_list.json()["status"] == 400 and as_list.json()["detail"]["code"] == "invalid_parameter"
+    # model names are the fabric's, exactly: a different case is another (absent) model
+    lower = api.call("GET", path, params={"tenant_uuid": api.tenant, "res_type": "gpu",
+                                          "condition": json.dumps({"column": "model", "operator": "eq", "value": "a100"})})
+    assert lower.json()["reserved_res_num_per_fabric"] == 0
+    api.sim.control.fault(op="available", action="pool_size", value=1)
+    assert api.call("GET", path, params={"tenant_uuid": api.tenant, "res_type": "gpu", "condition": condition}).json()["reserved_res_num_per_fabric"] == 1
+
+
+def test_fm_machine_and_attach_answers_have_the_fields_cro_reads(api):
+    """CRO internal/cdi/fti/fm/api/get.go:19-47 (GetMachineResponse: data.machines[] with fabric_uuid, fabric_id, mach_uuid,
+    mach_id, mach_name, tenant_uuid, mach_status int, mach_status_detail, resources[] with res_uuid, res_name, res_type,
+    res_status int, res_op_status string, res_serial_num, res_spec.condition[]); the PATCH answer is the same
+    (api/scale_up.go:43-69, ScaleUpResponse) and CRO reads data.machines[0].resources[0] of it (fm/client.go:190-196)."""
+    machine = api.machines[0]
+    attached = api.fm_attach(machine).json()
+    item = attached["data"]["machines"][0]
+    assert set(item) >= {"fabric_uuid", "fabric_id", "mach_uuid", "mach_id", "mach_name", "tenant_uuid", "mach_status", "mach_status_detail",
+                         "resources"}
+    assert isinstance(item["fabric_id"], int) and isinstance(item["mach_id"], int) and isinstance(item["mach_status"], int)
+    res = item["resources"][0]
+    assert set(res) == {"res_uuid", "res_name", "res_type", "res_status", "res_op_status", "res_serial_num", "res_spec"}
+    assert isinstance(res["res_status"], int) and isinstance(res["res_op_status"], str) and res["res_op_status"][:1] == "0"
+    read = api.call("GET", "%s/machines/%s" % (FM, machine), params={"tenant_uuid": api.tenant}).json()
+    assert read["data"]["machines"][0]["resources"] == item["resources"]
+
+
+def test_fm_request_bodies_as_cro_sends_them(api):
+    """CRO fm/client.go:115-156 (AddResource: PATCH machines/{m}/update?tenant_uuid=T, ScaleUpBody of api/scale_up.go:19-41 with
+    res_spec.condition a LIST and res_num 1) and fm/client.go:250-293 (RemoveResource: DELETE with ScaleDownBody of
+    api/scale_down.go:19-41 naming res_uuid; 200 or 204 is success)."""
+    machine = api.machines[0]
+    up = {"tenants": {"tenant_uuid": api.tenant, "machines": [{"mach_uuid": machine, "resources": [{"res_specs": [
+        {"res_type": "gpu", "res_spec": {"condition": [{"column": "model", "operator": "eq", "value": "A100"}]}, "res_num": 1}]}]}]}}
+    answer = api.call("PATCH", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": api.tenant}, json=up)
+    assert answer.status_code == 200
+    res_uuid = answer.json()["data"]["machines"][0]["resources"][0]["res_uuid"]
+    down = {"tenants": {"tenant_uuid": api.tenant, "machines": [{"mach_uuid": machine, "resources": [{"res_specs": [
+        {"res_type": "gpu", "res_uuid": res_uuid, "res_num": 1}]}]}]}}
+    assert api.call("DELETE", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": api.tenant}, json=down).status_code in (200, 204)
+    logged = [e for e in api.sim.control.requests() if e["route"] in ("fm.attach", "fm.detach")]
+    assert [e["body"] for e in logged] == [up, down] and all(e["query"] == {"tenant_uuid": api.tenant} for e in logged)
+
+
+@pytest.mark.parametrize("kind, check", [
+    # CRO internal/cdi/fti/fm/api/common.go:31-40 (ErrorBody: status int, detail.code, detail.message, detail.data)
+    ("fti", lambda b: b == {"status": 409, "detail": {"code": "E40900", "message": "no room", "data": {}}}),
+    # DRA pkg/client/client.go:312-320 (unsuccessfulResponse: status a STRING, detail.code, detail.message a string)
+    ("fti_dra", lambda b: b == {"status": "409", "detail": {"code": "E40900", "message": "no room"}}),
+    # CRO common.go:38 (ErrorDetail.Message json.RawMessage) and fm/client.go:60-72 (formatFMErrorDetail: a string or raw JSON)
+    ("fti_raw", lambda b: b["detail"]["message"] == {"reason": "no room"}),
+    # other servers: {"error": "<text>"}, which CRO decodes as an empty code and message
+    ("error_text", lambda b: b == {"error": "no room"}),
+])
+def test_error_body_shapes(api, kind, check):
+    api.sim.control.fault(op="attach", action="error", status=409, body=kind, message="no room")
+    answer = api.fm_attach(api.machines[0])
+    assert answer.status_code == 409 and check(answer.json()), answer.text
+    assert api.sim.control.devices(api.machines[0]) == []
+
+
+def test_token_form_keys_are_logged_without_values(api):
+    """CRO internal/cdi/fti/token.go:118-127: client_id, client_secret, username, password, scope=openid,
+    response_type="id_token token", grant_type=password (DRA pkg/client/client.go:95 spells it "response")."""
+    api.token(response_type="id_token token")
+    entry = api.sim.control.requests(op="token")[-1]
+    assert entry["form_keys"] == sorted(["client_id", "client_secret", "grant_type", "password", "response_type", "scope", "username"])
+    assert "s3cret-password" not in json.dumps(entry)
 
 
 def test_fm_rejects_bad_requests(api):

@@ -78,6 +78,39 @@ def test_fm_device_fields_and_status():
     assert method == "DELETE" and body["tenants"]["machines"][0]["resources"][0]["res_specs"] == [{"res_type": "gpu", "res_uuid": "r1", "res_num": 1}]
 
 
+class PoolTransport(StubTransport):
+    def __init__(self, pool_answer):
+        super(PoolTransport, self).__init__({FM_PATH + "/available-reserved-resources": pool_answer})
+
+
+def test_fm_free_pool_query_and_answer_as_the_dra_driver_has_them():
+    """composable-dra-driver pkg/client/client.go:147-164 (condition ONE json.Marshal'ed object) and pkg/client/types.go:21-24
+    (top-level fabric_id, reserved_res_num_per_fabric)."""
+    backend = FabricManagerBackend(PoolTransport({"fabric_id": 3, "reserved_res_num_per_fabric": 5}), "t1", NoTokens())
+    assert backend.free_count("m1", "gpu", "L40S") == 5
+    method, path, params, body = backend.transport.sent[-1]
+    assert (method, path, body) == ("GET", FM_PATH + "/available-reserved-resources", None)
+    assert params == {"tenant_uuid": "t1", "res_type": "gpu", "condition": '{"column":"model","operator":"eq","value":"L40S"}'}
+    assert backend.pool_key("m1") == "fabric 3" and backend.pool_key("m2") == "machine m2"
+    wrapped = FabricManagerBackend(PoolTransport({"data": {"fabric_id": 3, "reserved_res_num_per_fabric": 0}}), "t1", NoTokens())
+    assert wrapped.free_count("m1", "gpu", "L40S") == 0
+
+
+@pytest.mark.parametrize("answer, text", [
+    ({"data": {"count": 3, "resources": []}}, "got count, resources"),
+    ({}, "got an empty object"),
+    ({"reserved_res_num_per_fabric": "3"}, "got reserved_res_num_per_fabric"),
+    ({"reserved_res_num_per_fabric": True}, "got reserved_res_num_per_fabric"),
+    ([], "got list"),
+])
+def test_fm_free_pool_answer_without_the_count_is_an_error_not_a_skipped_check(answer, text):
+    backend = FabricManagerBackend(PoolTransport(answer), "t1", NoTokens())
+    with pytest.raises(AicrError) as info:
+        backend.free_count("m1", "gpu", "A100")
+    assert info.value.msg.startswith("free pool for machine m1: the answer has no reserved_res_num_per_fabric count")
+    assert text in info.value.msg and "nothing attached" in info.value.msg
+
+
 def test_model_of_shapes():
     assert model_of({"condition": [{"column": "vendor", "operator": "eq", "value": "x"}, {"column": "model", "operator": "eq", "value": "H100"}]}) == "H100"
     assert model_of({"conditions": [{"column": "model", "operator": "eq", "value": "A100"}]}) == "A100"

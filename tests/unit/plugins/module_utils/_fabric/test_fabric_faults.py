@@ -38,7 +38,7 @@ ATTACH = [
     ("empty_machine_list", [{"op": "read", "action": "empty_machines"}], False, "empty machine list", 0, 0),
     ("empty_machine_list_after_attach", [{"op": "read", "action": "empty_machines", "skip": 1}], False, "empty machine list", 1, 1),
     ("response_omits_device", [{"op": "read", "action": "omit_device", "skip": 1}], True, None, 2, 2),
-    ("pool_exhausted_precheck", [{"op": "available", "action": "pool_exhausted"}], False, "0 free gpu A100, 2 needed", 0, 0),
+    ("pool_exhausted_precheck", [{"op": "available", "action": "pool_exhausted"}], False, "2 × A100 requested, 0 free, nothing attached", 0, 0),
     ("pool_exhausted_on_attach", [{"op": "attach", "action": "pool_exhausted"}], False, "HTTP 409: E40901", 0, 1),
     ("partial_attach", [{"op": "attach", "action": "partial_attach"}], False, "rolled back", 0, 2),
 ]
@@ -194,3 +194,115 @@ def test_token_fetched_once_per_run_and_again_after_expiry(fab):
     fab.control.expire_tokens()
     result = service.run([Target(machine_id=m, model="A100", count=2) for m in fab.machines])
     assert result["token_requests"] == 2
+
+
+# --- all or nothing (issue #19) ------------------------------------------------------------------------------------
+
+def test_free_pool_smaller_than_asked_attaches_nothing(fab):
+    fab.control.fault(op="available", action="pool_size", value=1, times=None)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=3)])
+    assert result is None
+    assert error.msg == "machine %s: 3 × A100 requested, 1 free, nothing attached" % fab.machines[0]
+    assert error.details["free"] == 1 and error.details["needed"] == 3 and error.details["attached"] == []
+    assert fab.mutations() == [] and fab.devices() == []
+    # the query went out as composable-dra-driver sends it (pkg/client/client.go:151-164): condition ONE object
+    query = fab.control.requests(op="available")[0]["query"]
+    assert query["res_type"] == "gpu" and query["condition"] == '{"column":"model","operator":"eq","value":"A100"}'
+
+
+def test_machines_sharing_a_pool_add_their_deficits_up(fab):
+    fab.control.fault(op="available", action="pool_size", value=3, times=None)
+    result, error = fab.run([Target(machine_id=m, model="A100", count=2) for m in fab.machines[:2]])
+    assert result is None and error.msg.startswith("2 of 2 machines failed: ")
+    assert "machine %s: 2 × A100 requested (4 with %s on the same pool), 3 free, nothing attached" % (fab.machines[0], fab.machines[1]) in error.msg
+    assert fab.mutations() == [] and fab.devices(0) == [] and fab.devices(1) == []
+    fab.control.clear_faults()
+    fab.control.fault(op="available", action="pool_size", value=4, times=None)
+    result, error = fab.run([Target(machine_id=m, model="A100", count=2) for m in fab.machines[:2]])
+    assert error is None and len(result["attached"]) == 4
+
+
+@pytest.mark.parametrize("provider", ["fti_fm", "fti_cm", "redfish"])
+@pytest.mark.parametrize("fault", [
+    {"op": "attach", "action": "error", "status": 409, "body": "fti", "skip": 2},
+    {"op": "attach", "action": "error", "status": 503, "body": "error_text", "skip": 2, "times": None},
+], ids=["definite_409", "persistent_503"])
+def test_failure_on_the_nth_of_n_attaches_rolls_back(fab, provider, fault):
+    fab.control.fault(**fault)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=3)], provider)
+    assert result is None
+    assert "machine %s: attach 3 of 3 failed: " % fab.machines[0] in error.msg
+    assert error.msg.endswith("nothing attached") and "rolled back the 2 this run attached" in error.msg, error.msg
+    assert fab.devices() == []
+    assert error.details["attached"] == [] and len(error.details["rolled_back"]) == 2
+    assert error.details["kept"] == []
+    assert error.details["devices"] == []  # exactly which devices are where: none on the machine
+    assert [a["action"] for a in error.details["actions"]] == ["attach", "attach", "detach", "detach"]
+    assert all(a.get("rollback") for a in error.details["actions"][2:])
+    detaches = fab.mutations("detach")
+    assert len(detaches) == 2
+    fab.control.clear_faults()
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=3)], provider)
+    assert error is None and len(fab.devices()) == 3
+
+
+def test_partial_keeps_what_was_attached(fab):
+    fab.control.fault(op="attach", action="error", status=409, skip=2)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=3)], partial=True)
+    assert result is None and "attach 3 of 3 failed" in error.msg and "partial=true keeps the 2 attached" in error.msg
+    assert len(fab.devices()) == 2 and len(error.details["attached"]) == 2 and error.details["rolled_back"] == []
+    assert sorted(error.details["kept"]) == sorted(d["res_uuid"] for d in fab.devices())
+
+
+# --- model names: the fabric's spelling ------------------------------------------------------------------------------
+
+LOWER_POOL = {"a100": {"type": "gpu", "count": 4}, "H100": {"type": "gpu", "count": 2}}
+
+
+@pytest.mark.parametrize("provider", ["fti_fm", "fti_cm", "redfish"])
+def test_wrong_case_model_present_attaches_the_fabrics_spelling(fab, provider):
+    fab.control.reset(machines=4, pool=LOWER_POOL, cm_polls=1)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=2)], provider)
+    assert error is None, error.msg
+    assert fab.models() == ["a100", "a100"]
+    assert any("model A100 matched the fabric's a100" in w and "write model: a100" in w for w in result["warnings"]), result["warnings"]
+    fab.control.clear_requests()
+    again, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=2)], provider)
+    assert error is None and again["changed"] is False and fab.mutations() == []
+    assert any("matched the fabric's a100 on the machine" in w for w in again["warnings"])
+
+
+@pytest.mark.parametrize("provider", ["fti_fm", "fti_cm", "redfish"])
+def test_wrong_case_model_absent_detaches_and_an_unknown_model_says_so(fab, provider):
+    fab.control.reset(machines=4, pool=LOWER_POOL, cm_polls=1)
+    fab.control.seed(fab.machines[0], "a100", 2)
+    fab.control.seed(fab.machines[0], "H100", 1)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="B200", state="absent")], provider)
+    assert error is None and result["changed"] is False
+    assert any("no gpu of model B200 on the machine (it holds: H100, a100); nothing to detach" in w for w in result["warnings"]), result["warnings"]
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", state="absent")], provider)
+    assert error is None, error.msg
+    assert len(result["detached"]) == 2 and fab.models() == ["H100"]
+    assert any("model A100 matched the fabric's a100 on the machine" in w for w in result["warnings"])
+
+
+@pytest.mark.parametrize("provider, text", [
+    ("fti_fm", "1 × B200 requested, 0 free, nothing attached; no free gpu is spelled B200 or b200 (the machine holds: H100)"),
+    ("redfish", "model B200 is not a gpu model of this fabric; the machine holds H100, the pool offers H100, a100"),
+    ("fti_cm", "model B200 is not a gpu model of this fabric; the machine holds H100, the pool offers H100, a100"),
+], ids=["fti_fm", "redfish", "fti_cm"])
+def test_model_the_fabric_does_not_know_fails_listing_its_models(fab, provider, text):
+    fab.control.reset(machines=4, pool=LOWER_POOL, cm_polls=1)
+    fab.control.seed(fab.machines[0], "H100", 1)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="B200", count=1)], provider)
+    assert result is None and text in error.msg, error.msg
+    assert fab.mutations() == [] and fab.models() == ["H100"]
+
+
+@pytest.mark.parametrize("provider", ["fti_fm", "fti_cm", "redfish"])
+def test_absent_of_a_known_model_the_machine_does_not_hold_is_quiet(fab, provider):
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", state="absent")], provider)
+    assert error is None and result["changed"] is False and fab.mutations() == []
+    assert not any("nothing to detach" in w for w in result["warnings"]), result["warnings"]
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="a100", state="absent")], provider)
+    assert any("no gpu of model a100 on the machine (it holds: no gpu); nothing to detach" in w for w in result["warnings"]), result["warnings"]

@@ -398,3 +398,74 @@ def test_a_failing_on_transition_is_a_warning_and_the_run_goes_on():
     assert len(backend.machines["m0"]) == 2 and result["changed"] is True
     assert len(result["warnings"]) == 2 and all("on_transition: the status callback failed for attached" in w for w in result["warnings"])
     assert "RuntimeError: status store down" in result["warnings"][0]
+
+
+class FailsOnAttach(MemoryBackend):
+    """Fails the ``nth`` attach (1-based) with a definite error."""
+
+    def __init__(self, machines, nth, **kw):
+        super(FailsOnAttach, self).__init__(machines, **kw)
+        self.nth = nth
+        self.attaches = 0
+
+    def attach(self, machine_id, dtype, model, devices):
+        self.attaches += 1
+        if self.attaches == self.nth:
+            from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import FabricHTTPError  # pylint: disable=import-outside-toplevel
+
+            self.calls.append(("attach", machine_id, model))
+            raise FabricHTTPError("attach: HTTP 409: insufficient_resources", status=409, code="insufficient_resources")
+        return super(FailsOnAttach, self).attach(machine_id, dtype, model, devices)
+
+
+def test_rollback_runs_the_drain_check_and_reports_what_stays():
+    backend = FailsOnAttach(["m0"], nth=3)
+    cluster, fake = cluster_of({"node-0": "m0"})
+    seen = []
+
+    def hook(record):
+        if record["event"] == "attached" and len(seen) == 1:
+            fake.add_gpu_pod("node-0", "ml", "eager", 1)  # a workload grabs a GPU between the attaches
+        seen.append(record["event"])
+
+    with pytest.raises(AicrError) as info:
+        service(backend, cluster, on_transition=hook).run([Target(node="node-0", model="A100", count=3)])
+    msg = info.value.msg
+    assert msg.startswith("node node-0 (machine m0): attach 3 of 3 failed: attach: HTTP 409: insufficient_resources; rolling back stopped: ")
+    assert "pods on node node-0 request nvidia.com/gpu: ml/eager" in msg
+    kept = [d.res_uuid for d in backend.machines["m0"]]
+    assert len(kept) == 2 and "still attached by this run: %s" % ", ".join(kept) in msg and msg.endswith("rolled back: none")
+    assert [c[0] for c in backend.mutations()] == ["attach", "attach", "attach"]
+    assert sorted(d["res_uuid"] for d in info.value.details["attached"]) == sorted(kept)
+    assert info.value.details["kept"] == kept and info.value.details["rolled_back"] == []
+
+
+def test_rollback_detaches_newest_first_and_tells_the_status_hook():
+    backend = FailsOnAttach(["m0"], nth=3)
+    seen = []
+    with pytest.raises(AicrError) as info:
+        service(backend, force_detach=True, on_transition=lambda r: seen.append((r["event"], r["res_uuid"]))).run(
+            [Target(machine_id="m0", model="A100", count=3)])
+    assert backend.machines["m0"] == []
+    assert [c[0] for c in backend.mutations()] == ["attach", "attach", "attach", "detach", "detach"]
+    assert [c[2] for c in backend.mutations()[3:]] == ["r-2", "r-1"]
+    assert seen == [("attached", "r-1"), ("attached", "r-2"), ("detached", "r-2"), ("detached", "r-1")]
+    assert "rolled back the 2 this run attached (r-1, r-2), nothing attached" in info.value.msg
+    assert [d["res_uuid"] for d in info.value.details["rolled_back"]] == ["r-2", "r-1"]
+
+
+def test_first_attach_failing_leaves_nothing_to_roll_back():
+    backend = FailsOnAttach(["m0"], nth=1)
+    with pytest.raises(AicrError) as info:
+        service(backend, force_detach=True).run([Target(machine_id="m0", model="A100", count=3)])
+    assert info.value.msg == "m0: attach: HTTP 409: insufficient_resources"
+    assert [c[0] for c in backend.mutations()] == ["attach"] and backend.machines["m0"] == []
+
+
+def test_two_spellings_of_one_fabric_model_on_a_machine_are_refused():
+    backend = MemoryBackend(["m0"])
+    backend.add("m0", "a100")
+    with pytest.raises(AicrError) as info:
+        service(backend, force_detach=True).run([Target(machine_id="m0", model="A100", count=2), Target(machine_id="m0", model="a100", count=0)])
+    assert "machine m0: models A100 and a100 name the same fabric model a100; give it once" in info.value.msg
+    assert backend.mutations() == []

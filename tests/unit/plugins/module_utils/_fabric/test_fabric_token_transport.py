@@ -101,9 +101,76 @@ def test_op_status_policy(value, health):
     ("", "", "empty body"),
     ("Service Unavailable\nmore", "text/plain", "Service Unavailable"),
     ("{not json", "application/json", "{not json"),
+    # CoHDI composable-dra-driver pkg/client/client.go:312-320: status a string, message a string
+    ('{"status": "404", "detail": {"code": "E02001", "message": "machine not found"}}', "application/json", "E02001: machine not found"),
+    # CoHDI composable-resource-operator internal/cdi/fti/fm/api/common.go:36-40: message raw JSON (client.go:60-72)
+    ('{"status": 400, "detail": {"code": "E40001", "message": {"field": "res_num"}, "data": {}}}', "application/json",
+     'E40001: {"field": "res_num"}'),
+    # no dangling ": " when a part is missing
+    ('{"status": 409, "detail": {"code": "insufficient_resources", "message": "", "data": {}}}', "application/json", "insufficient_resources"),
+    ('{"status": 409, "detail": {"message": "no free gpu"}}', "application/json", "no free gpu"),
+    ('{"error": "insufficient_resources"}', "application/json", "insufficient_resources"),
+    ('{"error": "no such machine"}', "", "no such machine"),
+    ('{"error": {"code": "Base.1.8.GeneralError"}}', "application/json", "Base.1.8.GeneralError"),
 ])
 def test_error_bodies_are_described(body, ctype, expected):
     assert describe_body(body, ctype) == expected
+    assert not describe_body(body, ctype).endswith(": ") and ": :" not in describe_body(body, ctype)
+
+
+@pytest.mark.parametrize("kind, text, code", [
+    ("fti", "HTTP 409: E40900: no room", "E40900"),
+    ("fti_dra", "HTTP 409: E40900: no room", "E40900"),
+    ("fti_raw", 'HTTP 409: E40900: {"reason": "no room"}', "E40900"),
+    ("error_text", "HTTP 409: no room", None),
+])
+def test_error_answers_of_every_shape_name_code_and_message(fab, transport, kind, text, code):
+    fab.control.fault(op="attach", action="error", status=409, body=kind, message="no room")
+    with pytest.raises(FabricHTTPError) as info:
+        transport.request("PATCH", machine_path(fab) + "/update", params={"tenant_uuid": fab.tenant_id}, json_body={}, what="attach")
+    assert info.value.msg == "attach: " + text and info.value.code == code and info.value.status == 409
+
+
+def test_token_request_sends_the_form_cro_sends(fab, transport):
+    """composable-resource-operator internal/cdi/fti/token.go:118-127 (response_type "id_token token", scope openid)."""
+    transport.request("GET", machine_path(fab), params={"tenant_uuid": fab.tenant_id})
+    assert fab.control.requests(op="token")[-1]["form_keys"] == sorted(
+        ["client_id", "client_secret", "username", "password", "scope", "response_type", "grant_type"])
+
+
+def test_http_endpoints_are_refused_unless_allowed():
+    with pytest.raises(AicrError) as info:
+        Transport("http://fabric.example:8080")
+    assert "is plain http" in info.value.msg and "allow_http=true" in info.value.msg and info.value.details["field"] == "endpoint"
+    allowed = Transport("http://fabric.example:8080", allow_http=True)
+    assert allowed.base_url == "http://fabric.example:8080"
+    assert allowed.warnings and "unencrypted" in allowed.warnings[0]
+    assert Transport("fabric.example:8443").warnings == []  # host:port means https, as CoHDI's clients prefix it
+
+
+def test_trust_env_uses_the_environment_ca_and_proxies(fab, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", fab.sim.ca_path)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    plain = Transport(fab.sim.endpoint, timeout=2)
+    assert plain.verify is True  # the environment is ignored by default
+    with pytest.raises(AicrError) as info:
+        plain.request("GET", "/redfish/v1", authenticate=False)
+    assert "TLS verification failed" in info.value.msg
+    trusting = Transport(fab.sim.endpoint, timeout=2, trust_env=True)
+    assert trusting.verify == fab.sim.ca_path
+    with pytest.raises(FabricHTTPError) as info:  # TLS verified with the environment's CA; the service wants credentials
+        trusting.request("GET", "/redfish/v1", authenticate=False)
+    assert info.value.status == 401
+    assert Transport(fab.sim.endpoint, trust_env=True, validate_certs=False).verify is False
+
+
+def test_trust_env_without_environment_uses_the_system_store(monkeypatch):
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import system_ca_bundle
+
+    found = system_ca_bundle()
+    assert Transport("fabric.example", trust_env=True).verify == (found or True)
 
 
 @pytest.fixture
