@@ -101,6 +101,14 @@ options:
   severities:
     description: Severity per check or rule (error, warn, ignore).
     type: dict
+  compat_profile:
+    description: Default severities and rules of O(output=compare) (C(aicr) or C(crdify)), as the module's option.
+    type: str
+    default: aicr
+  k8s_schema_version:
+    description: Kubernetes minor of the pinned definitions C($k8s/...) references resolve against (C(1.35), C(1.36), C(1.37)).
+    type: str
+    default: "1.37"
   fail_on_error:
     description: Raise an error when validation or comparison finds errors (the module's default is true).
     type: bool
@@ -145,13 +153,14 @@ import os
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
 _PASSED = ("output", "chart_version", "repository", "helm_binary", "plain_http", "values", "set", "schema", "draft", "name", "group", "kind", "plural",
-           "domain", "api_version", "scope", "versions", "preserve_unknown_fields", "old_crd", "new_crd", "severities", "fail_on_error",
-           "kubeconfig", "context")
+           "domain", "api_version", "scope", "versions", "preserve_unknown_fields", "old_crd", "new_crd", "severities", "compat_profile",
+           "k8s_schema_version", "fail_on_error", "kubeconfig", "context")
 
 
 def split_terms(terms):
@@ -183,6 +192,8 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError(exc.msg)
         if failure:
             raise AnsibleLookupError(failure)
+        for warning in result.get("warnings") or []:
+            Display().warning(warning)
         if self.get_option("result") == "all":
             return [result]
         return [result[engine.RESULT_KEYS[params["output"]]]]

@@ -21,6 +21,12 @@ description:
   - O(output=validate) validates values (files, a mapping and C(--set) overrides) and returns every violation.
   - O(output=compare) reports breaking changes between two CRDs (crdify rules) with configurable severities.
   - O(dest) writes the result to a file, idempotently.
+  - Documentation hints (bitnami readme-generator C([object]), helm-docs C((type))) only type null leaves. The chart's own values are then
+    validated against the generated JSON Schema and CRD; a node that rejects its default is widened to admit it, with a warning naming the
+    path and the annotation. Unknown annotation keys give a warning.
+  - References (C($ref), C(itemRef)) are resolved offline - losisin's C($k8s/...) alias against pinned Kubernetes definitions
+    (O(k8s_schema_version)), relative and C(file:) paths against the values file - bundled into C($defs) in the JSON Schema and
+    dereferenced inline in the CRD. A reference that cannot be resolved offline is dropped with a warning.
 author:
   - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
@@ -131,6 +137,23 @@ options:
     description:
       - Severity (C(error), C(warn), C(ignore)) per check (e.g. C(enum_value_added)) or per crdify rule name (e.g. C(description)).
     type: dict
+  k8s_schema_version:
+    description:
+      - Kubernetes minor whose pinned API definitions resolve losisin C($k8s/_definitions.json#/definitions/...) references, offline.
+      - The definitions ship with the collection (trimmed from the PyPI package kubernetes-validate); nothing is fetched.
+    type: str
+    choices: ["1.35", "1.36", "1.37"]
+    default: "1.37"
+  compat_profile:
+    description:
+      - Default severities and rules of O(output=compare).
+      - C(aicr) reports a description change, an added default, an added C(nullable) and a removed pattern as warnings or not at all
+        (existing objects stay valid), and adds crd-schema-checker's rules (a new required field under a new required parent, a new
+        field with a minimum size).
+      - C(crdify) restores crdify's default configuration (every finding an error, its rules only).
+    type: str
+    choices: [aicr, crdify]
+    default: aicr
   fail_on_error:
     description: Fail when O(output=validate) finds violations or O(output=compare) finds findings of severity error.
     type: bool
@@ -283,8 +306,10 @@ ARGUMENT_SPEC = dict(
     old_crd=dict(type="raw"),
     new_crd=dict(type="raw"),
     severities=dict(type="dict"),
+    compat_profile=dict(type="str", default="aicr", choices=["aicr", "crdify"]),
+    k8s_schema_version=dict(type="str", default="1.37", choices=["1.35", "1.36", "1.37"]),
     fail_on_error=dict(type="bool", default=True),
-    kubeconfig=dict(type="raw", no_log=True),
+    kubeconfig=dict(type="raw", no_log=False),  # its secrets alone become no_log values (call_engine -> require_libraries)
     context=dict(type="str"),
     dest=dict(type="path"),
     dest_format=dict(type="str", default="auto", choices=["auto", "json", "yaml"]),

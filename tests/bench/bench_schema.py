@@ -4,7 +4,11 @@
 - ``kube_prometheus_stack``: values.yaml (208 KB) → JSON Schema, best of N runs (target ≤ 0.1 s), and → CRD;
 - ``corpus``: all 30 charts → JSON Schema and CRD (+ structural check), best of N (target ≤ 1.5 s);
 - ``agreement``: for the 9 charts shipping a values.schema.json, per property present in both, how often our
-  inferred type equals theirs, with every disagreement counted by class (see docs/modules/values_schema.md).
+  inferred type equals theirs, with every disagreement counted by class (see docs/modules/values_schema.md);
+- ``engine``: the whole engine (references resolved, the safety net validating the chart's own values against the
+  JSON Schema and the CRD) on kube-prometheus-stack and on the corpus, and on the peers' testdata
+  (``values-schema-reference``): how many inputs' own values pass both outputs. The peers' own binaries cannot be
+  built here (the Go module proxy refuses them), so there is no peer wall time to divide by.
 """
 
 import json
@@ -33,7 +37,9 @@ def _expose_collection():
 
 _expose_collection()
 
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd, infer, jsonschema, structural  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._common import validation  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd, engine, infer  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import jsonschema, structural  # noqa: E402  pylint: disable=wrong-import-position
 
 SHARED = Path(os.environ.get("AICR_SHARED") or REPO_ROOT.parent / "shared")
 CORPUS = SHARED / "values-corpus"
@@ -184,6 +190,33 @@ def agreement():
     return {"charts": charts, "total": totals}
 
 
+PEER_SKIPPED = ("anchors.yaml", "invalid-schema.yaml", "fail-type.yaml", "malformed.yaml", "values-bad.yaml")
+
+
+def _peer_inputs():
+    ref = SHARED / "values-schema-reference"
+    found = sorted((ref / "losisin-helm-values-schema-json" / "testdata").rglob("*.yaml"))
+    found += sorted((ref / "dadav-helm-schema" / "tests").rglob("values.yaml")) + sorted((ref / "dadav-helm-schema" / "tests" / "charts").glob("test_*.yaml"))
+    return [p for p in found if p.name not in PEER_SKIPPED and p.name != "Chart.yaml" and "expected" not in p.name]
+
+
+def _own_values_pass(params, values):
+    schema = engine.run(dict(params, output="json_schema"))[0]["schema"]
+    values_schema = crd.values_schema_of(engine.run(dict(params, output="crd", name="bench"))[0]["crd"])
+    crd_json = dict(structural.to_json_schema(values_schema), **{"$schema": jsonschema.DRAFTS["2020-12"]})
+    return not validation.validate(schema, values) and not validation.validate(crd_json, values) and not structural.prune(values, values_schema)[1]
+
+
+def engine_figures(repeat):
+    kps = {"chart": str(CORPUS / "kube-prometheus-stack"), "output": "json_schema"}
+    charts = [{"chart": str(c)} for c in _charts()]
+    whole = _best(lambda: [engine.run(dict(c, output="json_schema")) and engine.run(dict(c, output="crd")) for c in charts], max(1, repeat // 2))
+    peers = _peer_inputs()
+    passing = sum(1 for p in peers if _own_values_pass({"values_files": [str(p)]}, infer.load_values(p.read_text())))
+    return {"kube_prometheus_stack_json_schema_s": round(_best(lambda: engine.run(kps), repeat), 4),
+            "corpus_json_schema_and_crd_s": round(whole, 4), "peer_inputs": len(peers), "peer_inputs_own_values_pass": passing}
+
+
 def run():
     kps = (CORPUS / "kube-prometheus-stack" / "values.yaml").read_text()
     inputs = _corpus_inputs()
@@ -196,6 +229,7 @@ def run():
                                   "values_to_crd_s": round(to_crd, 4), "target_s": 0.1, "within_target": to_schema <= 0.1},
         "corpus": {"charts": len(inputs), "to_schema_and_crd_s": round(corpus, 4), "target_s": 1.5, "within_target": corpus <= 1.5},
         "agreement": agreement(),
+        "engine": engine_figures(repeat),
         "repeat": repeat,
     }
 

@@ -259,3 +259,65 @@ def test_chart_from_a_local_oci_registry(run_playbook, tmp_path):
         assert values["replicaCount"]["type"] == "integer"
     finally:
         registry.stop()
+
+
+UNIONS_AND_HINTS = """\
+## @param pdb.minAvailable [object] Minimum number/percentage of pods that should remain scheduled
+## @param pullSecrets [array] Secret names
+pdb:
+  minAvailable: ""
+  maxUnavailable: 1
+pullSecrets:
+# @schema type: [object, string]
+proxy:
+  host: example.com
+  port: 3128
+# @schema type: [array, null, object]; item: string
+extra: {}
+# @schema type: [array, null, object]; item: string
+extraList: [a, b]
+mode: c # @schema enum: [a, b]
+"""
+
+# peer testdata inputs the peers themselves reject (invalid YAML, unknown types) or that are recursive aliases
+PEER_SKIPPED = ("anchors.yaml", "invalid-schema.yaml", "fail-type.yaml", "malformed.yaml", "values-bad.yaml")
+
+
+def _peer_inputs(shared_dir):
+    ref = shared_dir / "values-schema-reference"
+    found = sorted((ref / "losisin-helm-values-schema-json" / "testdata").rglob("*.yaml"))
+    found += sorted((ref / "dadav-helm-schema" / "tests").rglob("values.yaml")) + sorted((ref / "dadav-helm-schema" / "tests" / "charts").glob("test_*.yaml"))
+    return [p for p in found if p.name not in PEER_SKIPPED and p.name != "Chart.yaml" and "expected" not in p.name]
+
+
+def test_unions_hints_and_peer_testdata_round_trip(emulator, shared_dir, tmp_path):
+    """The generated CRD (safety net included) holds the chart's own values on the real apiserver: nothing pruned."""
+    client = build_api_client(emulator.kubeconfig)
+    ext = kubernetes.client.ApiextensionsV1Api(client)
+    objects = kubernetes.client.CustomObjectsApi(client)
+    own = tmp_path / "unions" / "values.yaml"
+    own.parent.mkdir()
+    own.write_text(UNIONS_AND_HINTS)
+    inputs = [own] + _peer_inputs(shared_dir)
+    assert len(inputs) > 40
+    for index, path in enumerate(inputs):
+        kind = "peer%d" % index
+        result, failure = engine.run({"values_files": [str(path)], "output": "crd", "name": kind})
+        assert failure is None
+        doc = result["crd"]
+        _create_crd(emulator, ext, doc)
+        _wait_established(ext, doc["metadata"]["name"])
+        values = infer.load_values(path.read_text())
+        spec = doc["spec"]
+        body = {"apiVersion": "%s/%s" % (spec["group"], spec["versions"][0]["name"]), "kind": spec["names"]["kind"],
+                "metadata": {"name": kind}, "spec": {"version": "1.0.0", "values": values}}
+        create = functools.partial(objects.create_namespaced_custom_object, spec["group"], spec["versions"][0]["name"], emulator.namespace,
+                                   spec["names"]["plural"], body)
+        _retry_until_served(create)
+        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], emulator.namespace, spec["names"]["plural"], kind)
+        assert back["spec"]["values"] == values, str(path)
+        if path == own:
+            props = spec["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["values"]["properties"]
+            assert props["proxy"]["properties"]["port"] == {"type": "integer"}
+            assert props["pdb"]["properties"]["minAvailable"]["x-kubernetes-int-or-string"] is True
+            assert any("mode" in w and "enum" in w for w in result["warnings"])

@@ -68,7 +68,9 @@ def parse_schema_annotation(body):
             continue
         if ":" in part:
             key, _sep, value = part.partition(":")
-            result[key.strip()] = _scalar(value)
+            key = key.strip()
+            # a reference is a string as written ("#/properties/x" would be a YAML comment)
+            result[key] = value.strip().strip("\"'") if key in ("$ref", "itemRef", "$id") else _scalar(value)
         else:
             result[part] = True
     return result
@@ -98,7 +100,10 @@ def _split_semicolons(body):
 
 
 def parse_bitnami_modifiers(text):
-    """``[array, nullable, default: x]`` → annotations dict."""
+    """``[array, nullable, default: x]`` → annotations dict.
+
+    readme-generator's ``[array]``/``[object]``/``[string]`` only fill the README's default column: they are a
+    documentation hint (``x-doc-type``) that types a null leaf, never a type that narrows the inferred one."""
     result = {}
     for mod in (text or "").split(","):
         mod = mod.strip()
@@ -109,7 +114,7 @@ def parse_bitnami_modifiers(text):
             if low == "nullable":
                 result["nullable"] = True
             else:
-                result["type"] = low
+                result["x-doc-type"] = low
         elif low.startswith("default:"):
             result["x-default-doc"] = mod.split(":", 1)[1].strip()
         elif low == "skip":

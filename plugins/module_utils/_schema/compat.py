@@ -34,7 +34,7 @@ DEFAULT_SEVERITIES = {
     "nonempty_added": "warn",
     "enum_added": "error",
     "enum_value_removed": "error",
-    "enum_value_added": "ignore",
+    "enum_value_added": "error",
     "enum_removed": "warn",
     "default_changed": "error",
     "default_removed": "error",
@@ -60,13 +60,18 @@ RULE_OF_CHECK = {
     "nullable_removed": "nullable", "nullable_added": "nullable",
 }
 SEVERITIES = ("error", "warn", "ignore")
+# crdify's default configuration: every validation enforced as an error, required compared only where the parent
+# exists in both versions, no crd-schema-checker extensions.
+PROFILES = ("aicr", "crdify")
 MIN_KEYS = ("minimum", "minLength", "minItems", "minProperties")
 MAX_KEYS = ("maximum", "maxLength", "maxItems", "maxProperties")
 
 
-def resolve_severities(overrides=None):
-    """Severity per check: defaults, then overrides keyed by check or by rule name."""
-    result = dict(DEFAULT_SEVERITIES)
+def resolve_severities(overrides=None, profile="aicr"):
+    """Severity per check: the profile's defaults, then overrides keyed by check or by rule name."""
+    if profile not in PROFILES:
+        raise AicrError("compat_profile: %r is not allowed; allowed: %s" % (profile, ", ".join(PROFILES)), field="compat_profile", value=profile)
+    result = dict(DEFAULT_SEVERITIES) if profile == "aicr" else dict((check, "error") for check in DEFAULT_SEVERITIES)
     for key, value in (overrides or {}).items():
         if value not in SEVERITIES:
             raise AicrError("severities.%s: %r is not allowed; allowed: error, warn, ignore" % (key, value), field="severities", value=value)
@@ -91,8 +96,9 @@ def _go_list(values):
 
 
 class Comparator:
-    def __init__(self, severities=None):
-        self.severities = resolve_severities(severities)
+    def __init__(self, severities=None, profile="aicr"):
+        self.profile = profile
+        self.severities = resolve_severities(severities, profile)
         self.findings = []
 
     def add(self, check, version, path, message, rule=None):
@@ -201,9 +207,12 @@ class Comparator:
             added = [r for r in new_required if r not in old_required]
             if not added or not exists_for_old_objects(path):
                 continue
-            for name in added:
-                child = "%s.%s" % (path, name)
-                self.add("required_added", version, child, "new required fields added : %s is new and may not be required" % name)
+            if self.profile == "crdify" and path not in old_paths:
+                continue  # crdify compares properties present in both versions only
+            # crdify's finding: on the parent, naming the new required fields
+            self.add("required_added", version, path, "new required fields: [%s]" % " ".join(sorted(added)))
+        if self.profile == "crdify":
+            return
         # crd-schema-checker also counts a new list/string/map with a minimum size as required
         for path, new in new_paths.items():
             if path in old_paths or path.endswith("[*]") or path.endswith(".*"):
@@ -244,13 +253,15 @@ def _versions(crd):
     return dict((v.get("name"), v) for v in ((crd.get("spec") or {}).get("versions") or []))
 
 
-def compare(old_crd, new_crd, severities=None):
-    """Findings [{rule, check, version, path, message, severity}] for replacing old_crd by new_crd."""
+def compare(old_crd, new_crd, severities=None, profile="aicr"):
+    """Findings [{rule, check, version, path, message, severity}] for replacing old_crd by new_crd.
+
+    ``profile`` ``crdify`` restores crdify's defaults where ``aicr`` deliberately differs (see DEFAULT_SEVERITIES)."""
     for label, crd in (("old_crd", old_crd), ("new_crd", new_crd)):
         if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
             raise AicrError("%s: not a CustomResourceDefinition (kind %r)" % (label, crd.get("kind") if isinstance(crd, dict) else type(crd).__name__),
                             field=label)
-    comparator = Comparator(severities)
+    comparator = Comparator(severities, profile or "aicr")
     old_spec, new_spec = old_crd.get("spec") or {}, new_crd.get("spec") or {}
     if old_spec.get("scope") and new_spec.get("scope") and old_spec["scope"] != new_spec["scope"]:
         comparator.add("scope_changed", None, "^", "scope changed : %s -> %s" % (old_spec["scope"], new_spec["scope"]))

@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import CHART_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import jsonschema, refs
 
 DEFAULT_DOMAIN = "aicr.io"
 DEFAULT_API_VERSION = "v1alpha1"
@@ -69,10 +70,39 @@ def derive_names(chart_name, group=None, kind=None, plural=None, domain=None):
     return {"group": group, "kind": kind, "plural": plural, "singular": singular, "listKind": kind + "List"}
 
 
-def to_structural(node, path="", dropped=None, preserve_unknown=False):
+def lookup_for(root):
+    """``lookup(ref)`` for the references of a tree: the bundled ``$defs`` and the root's own JSON Schema (local refs)."""
+    document = {}
+
+    def lookup(ref):
+        if not document:
+            document.update(jsonschema.render(root))
+            document["$defs"] = root.get("defs") or {}
+            document["definitions"] = root.get("definitions") or {}
+        return refs.pointer(document, ref[1:]) if ref.startswith("#") else None
+    return lookup
+
+
+def values_structural(node, dropped=None, preserve_unknown=False):
+    """The structural schema of a whole values tree (references dereferenced inline)."""
+    return to_structural(node, "", [] if dropped is None else dropped, preserve_unknown, lookup_for(node))
+
+
+def to_structural(node, path="", dropped=None, preserve_unknown=False, lookup=None):
     """Structural schema for a node; JSON-only keywords are appended to ``dropped``."""
     if dropped is None:
         dropped = []
+    ref = (node.get("extra") or {}).get("$ref")
+    if isinstance(ref, str) and lookup is not None:
+        # a CRD cannot hold $ref: the reference is dereferenced inline
+        out = refs.structural({"$ref": ref}, lookup, dropped, path)
+        if node.get("description") is not None:
+            out["description"] = node["description"]
+        if node.get("nullable") and not node.get("crdNotNullable"):
+            out["nullable"] = True
+        if node.get("freeForm") and out.get("type") == "object" and "additionalProperties" not in out:
+            out["x-kubernetes-preserve-unknown-fields"] = True
+        return out
     out = {}
     for key in ("title", "description"):
         if node.get(key) is not None:
@@ -85,11 +115,12 @@ def to_structural(node, path="", dropped=None, preserve_unknown=False):
         out["x-kubernetes-preserve-unknown-fields"] = True
         if node.get("types"):
             dropped.append({"path": path or ".", "keyword": "type", "value": node["types"],
-                            "reason": "a structural schema allows one type per node; any value is accepted here"})
+                            "reason": "a structural schema allows one type per node; any value is accepted here"
+                                      + (" (the object member's properties are kept)" if "object" in node["types"] else "")})
     else:
         out["type"] = node["type"]
-    if node.get("nullable") and not node.get("crdNotNullable"):
-        out["nullable"] = True
+    if (node.get("nullable") or None in (node.get("enum") or ())) and not node.get("crdNotNullable"):
+        out["nullable"] = True  # an enum listing null (losisin "enum: [a, null]") admits null
     for key in _CRD_KEYWORDS[2:]:
         if node.get(key) is not None:
             value = node[key]
@@ -100,13 +131,23 @@ def to_structural(node, path="", dropped=None, preserve_unknown=False):
             out[key] = value
     if node.get("examples"):
         out["example"] = node["examples"][0]
+    if node.get("type") is None and "object" in (node.get("types") or ()) and node.get("properties"):
+        # a union with an object member: untyped and preserving unknown fields, its known properties stay typed
+        out["properties"] = dict((k, to_structural(v, "%s.%s" % (path, k), dropped, preserve_unknown, lookup)) for k, v in node["properties"].items())
+        if node.get("required"):
+            dropped.append({"path": path or ".", "keyword": "required", "value": node["required"],
+                            "reason": "required applies to the object member of a union only"})
     if node.get("type") == "object":
         props = node.get("properties") or {}
         if props:
-            out["properties"] = dict((k, to_structural(v, "%s.%s" % (path, k), dropped, preserve_unknown)) for k, v in props.items())
+            out["properties"] = dict((k, to_structural(v, "%s.%s" % (path, k), dropped, preserve_unknown, lookup)) for k, v in props.items())
+        for name in node.get("opaque") or ():
+            # hidden from the schema (losisin/dadav hidden) but set by the chart: kept, its content unchecked
+            out.setdefault("properties", {})[name] = {"x-kubernetes-preserve-unknown-fields": True, "nullable": True}
+        props = props or node.get("opaque")
         additional = node.get("additionalProperties")
         if additional is not None and not props:
-            out["additionalProperties"] = to_structural(additional, path + ".*", dropped, preserve_unknown)
+            out["additionalProperties"] = to_structural(additional, path + ".*", dropped, preserve_unknown, lookup)
         elif additional is not None:
             dropped.append({"path": path or ".", "keyword": "additionalProperties", "value": "schema",
                             "reason": "properties and additionalProperties are mutually exclusive in a structural schema"})
@@ -117,7 +158,10 @@ def to_structural(node, path="", dropped=None, preserve_unknown=False):
             out["required"] = list(node["required"])
     if node.get("type") == "array":
         items = node.get("items")
-        out["items"] = to_structural(items, path + "[*]", dropped, preserve_unknown) if items is not None else {"x-kubernetes-preserve-unknown-fields": True}
+        if items is None:
+            out["items"] = {"x-kubernetes-preserve-unknown-fields": True}
+        else:
+            out["items"] = to_structural(items, path + "[*]", dropped, preserve_unknown, lookup)
     for key, value in (node.get("extra") or {}).items():
         if key == "const":
             out["enum"] = [value]
@@ -142,7 +186,7 @@ def build_crd(node, chart_name, group=None, kind=None, plural=None, domain=None,
     if scope not in ("Namespaced", "Cluster"):
         raise AicrError("scope: %r is not allowed; allowed: Namespaced, Cluster" % scope, field="scope", value=scope)
     dropped = []
-    values_schema = to_structural(node, ".spec.values", dropped, preserve_unknown)
+    values_schema = to_structural(node, ".spec.values", dropped, preserve_unknown, lookup_for(node))
     values_schema["type"] = "object"
     values_schema.pop("nullable", None)
     values_schema.setdefault("description", "Values of the %s chart, as in its values.yaml." % chart_name)

@@ -22,7 +22,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat, crd as crd_mod, infer, jsonschema, nodes, sources, structural, validate
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat, crd as crd_mod, infer, jsonschema, nodes, refs, safety, sources
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import structural, validate
 
 OUTPUTS = ("json_schema", "crd", "validate", "compare")
 RESULT_KEYS = {"json_schema": "schema", "crd": "crd", "validate": "errors", "compare": "findings"}
@@ -32,6 +33,7 @@ DEFAULTS = dict(
     set=None, set_string=None, schema=None, draft="2020-12", name=None, group=None, kind=None, plural=None, domain=None,
     api_version=None, scope="Namespaced", versions=None, discover_versions=False, preserve_unknown_fields=False,
     old_crd=None, new_crd=None, kubeconfig=None, context=None, severities=None, fail_on_error=True, dest=None, dest_format="auto",
+    compat_profile="aicr", k8s_schema_version=refs.DEFAULT_K8S_VERSION,
 )
 
 
@@ -63,11 +65,35 @@ def load_sources(params):
     return chart, files
 
 
-def build_node(chart, files):
-    node = chart.node() if chart is not None else None
+def build_node(chart, files, warnings=None, draft="2020-12", k8s_schema_version=None):
+    """The node tree of the sources, references resolved offline (``refs``), widened until the chart's own values
+    pass it (``safety``)."""
+    warnings = [] if warnings is None else warnings
+    resolver = refs.Resolver(k8s_version=k8s_schema_version)
+    node = None
+    if chart is not None:
+        node = chart.node()
+        origin = str(chart.origin or "")
+        resolver.base_dir = origin if os.path.isdir(origin) else os.path.dirname(os.path.abspath(origin or "."))
+        refs.resolve_tree(node, resolver, warnings, nodes.prune_hidden)
     for path, text in files:
-        node = nodes.merge(node, infer.infer_text(text, path))
-    return node
+        resolver.base_dir = os.path.dirname(os.path.abspath(path))
+        file_node = refs.resolve_tree(infer.infer_text(text, path), resolver, warnings, nodes.prune_hidden)
+        node = nodes.merge(node, file_node)
+    if node is None:
+        return node
+    if resolver.bundle:
+        node["defs"] = resolver.bundle
+    safety.widen_to_defaults(node, own_values(chart, files), draft, warnings)
+    return safety.finish(node, warnings)
+
+
+def own_values(chart, files):
+    """The chart's default values ⊕ the values files (what the generated schema must accept)."""
+    values = chart.values() if chart is not None else {}
+    for path, text in files:
+        values = merge_null_deletes(values, infer.load_values(text, path))
+    return values
 
 
 def chart_name(params, chart, files):
@@ -81,9 +107,9 @@ def chart_name(params, chart, files):
     return "values"
 
 
-def generate_crd(params, chart, files, node=None):
+def generate_crd(params, chart, files, node=None, warnings=None):
     """(crd, dropped keywords) for the sources; raises if the result is not structural."""
-    node = node if node is not None else build_node(chart, files)
+    node = node if node is not None else build_node(chart, files, warnings, k8s_schema_version=params.get("k8s_schema_version"))
     versions = params.get("versions")
     if not versions and params.get("discover_versions"):
         versions = sources.discover_versions(params.get("repository"), chart.name if chart else chart_name(params, chart, files))
@@ -148,9 +174,7 @@ def _load_schema(value):
 
 
 def values_to_validate(params, chart, files):
-    values = chart.values() if chart is not None else {}
-    for path, text in files:
-        values = merge_null_deletes(values, infer.load_values(text, path))
+    values = own_values(chart, files)
     if params.get("values"):
         if not isinstance(params["values"], dict):
             raise AicrError("values: must be a mapping, got %s" % type(params["values"]).__name__, field="values")
@@ -220,26 +244,24 @@ def run(params, check_mode=False):
     if chart is not None:
         result["chart"] = {"name": chart.name, "version": chart.version, "app_version": chart.app_version,
                            "subcharts": [key for key, _sub in chart.subcharts]}
+    warnings = []
     if output == "json_schema":
-        node = build_node(chart, files)
+        node = build_node(chart, files, warnings, params["draft"], params.get("k8s_schema_version"))
         content = jsonschema.to_json_schema(node, params["draft"], title=chart.name if chart else params.get("name"))
         result["schema"] = content
     elif output == "crd":
-        content, dropped = generate_crd(params, chart, files)
+        content, dropped = generate_crd(params, chart, files, warnings=warnings)
         result["crd"] = content
         result["dropped"] = dropped
     elif output == "validate":
         if params.get("schema") is not None:
             schema = _load_schema(params["schema"])
         elif chart is not None:
-            schema = jsonschema.to_json_schema(chart.node(), params["draft"])
+            schema = jsonschema.to_json_schema(build_node(chart, [], warnings, params["draft"], params.get("k8s_schema_version")), params["draft"])
         else:
             raise AicrError("validate: give a chart (its schema is generated) or a schema to validate against", field="schema")
         values = values_to_validate(params, chart, files)
-        warnings = []
         content = validation.validate(schema, values, warnings=warnings)
-        if warnings:
-            result["warnings"] = warnings
         result["errors"] = content
         result["valid"] = not content
         if content and params["fail_on_error"]:
@@ -253,14 +275,16 @@ def run(params, check_mode=False):
             if new is None:
                 raise AicrError("new_crd: no CRD named %s in the cluster" % params["new_crd"], field="new_crd")
         else:
-            new = generate_crd(params, chart, files)[0]
+            new = generate_crd(params, chart, files, warnings=warnings)[0]
         result["old_found"] = old is not None
-        content = compat.compare(old, new, params.get("severities")) if old is not None else []
+        content = compat.compare(old, new, params.get("severities"), params.get("compat_profile") or "aicr") if old is not None else []
         result["findings"] = content
         result["breaking"] = any(f["severity"] == "error" for f in content)
         result["summary"] = compat.summary(content)
         if result["breaking"] and params["fail_on_error"]:
             failure = "breaking changes from %s: %s" % (old.get("metadata", {}).get("name"), result["summary"])
+    if warnings:
+        result["warnings"] = warnings
     if params.get("dest"):
         changed, diff, actions = write_dest(params["dest"], content, params.get("dest_format") or "auto", check_mode)
         result["changed"] = changed

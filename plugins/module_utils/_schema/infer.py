@@ -16,7 +16,11 @@ The result is an *intermediate* tree of plain dicts ("nodes") that both renderer
 ``required``       list of required property names
 ``types``          an annotated list of several non-null types (JSON Schema only)
 ``export``         False hides the node (``hidden``/``export: false``), True re-exports it
-``extra``          other JSON Schema keywords from annotations (rendered by each target as allowed)
+``extra``          other JSON Schema keywords from annotations (rendered by each target as allowed; ``$ref`` resolved
+                   by ``refs.resolve_tree``)
+``opaque``         names of hidden keys the chart sets, kept in the CRD as preserve-unknown fields (``safety``)
+``defs`` / ``definitions`` (root only) the bundled referenced schemas / dadav's hoisted ``definitions``
+``x-annotated``, ``x-unknown``, ``x-hidden``, ``x-hidden-by`` diagnostics for the safety net, stripped by ``safety.finish``
 plus annotation keywords: description, title, enum, pattern, minimum, maximum,
 exclusiveMinimum, exclusiveMaximum, multipleOf, minLength, maxLength, minItems, maxItems,
 minProperties, maxProperties, default, examples, format, deprecated.

@@ -39,6 +39,10 @@ def to_json_schema(root, draft="2020-12", title=None):
     if title:
         out["title"] = title
     out.update(render(root, draft))
+    if root.get("definitions"):
+        out["definitions"] = root["definitions"]  # dadav: annotation definitions hoisted to the root
+    if root.get("defs"):
+        out["$defs"] = root["defs"]  # what the references point to, bundled (refs.resolve_tree)
     return out
 
 
@@ -82,9 +86,12 @@ def render(node, draft="2020-12"):
             out["additionalProperties"] = render(node["additionalProperties"], draft)
         if node.get("required"):
             out["required"] = list(node["required"])
-    if node.get("type") == "array" and node.get("items") is not None:
+    if (node.get("type") == "array" or "array" in (node.get("types") or ())) and node.get("items") is not None:
         out["items"] = render(node["items"], draft)
     for key, value in (node.get("extra") or {}).items():
+        if key == "$ref" and types is None and node.get("nullable"):
+            out["anyOf"] = [{"$ref": value}, {"type": "null"}]  # a null default stays valid
+            continue
         if key == "$ref" and draft == "draft-07" and out:
             out.setdefault("allOf", []).append({"$ref": value})
             continue

@@ -30,9 +30,21 @@ EXTRA_KEYWORDS = (
 )
 
 
-IGNORED_ANNOTATIONS = ("x-default-doc", "x-skip-doc", "x-helm-docs-type", "item", "itemProperties", "itemEnum", "itemRef",
-                       "skipProperties", "mergeProperties", "hidden", "export", "required", "nullable", "type", "items",
-                       "additionalProperties", "properties", "id")
+# Documentation-only annotations: read by README generators, no effect on the schema.
+IGNORED_ANNOTATIONS = ("x-default-doc", "x-skip-doc")
+
+# Type hints of documentation dialects → the name a warning gives them.
+DOC_HINTS = {"x-helm-docs-type": "helm-docs (type)", "x-doc-type": "readme-generator [type]"}
+
+# Annotations whose constraint can reject a value (named in the safety net's warnings).
+_CONSTRAINTS = ("enum", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+                "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "format", "const", "required",
+                "additionalProperties", "items", "item", "itemRef", "$ref")
+
+
+def _record(node, key, value):
+    """Remember which annotation set a constraint (``x-annotated``, read by ``safety`` and stripped by it)."""
+    node.setdefault("x-annotated", {})[key] = value
 
 
 def new_node(type_name=None, nullable=False):
@@ -111,10 +123,15 @@ def apply_annotations(node, annotations, where):
     ann = dict(annotations)
     inferred_type = node.get("type")
     null_leaf = _is_null_leaf(node) or node.get("emptyList") or (inferred_type == "object" and node.get("freeForm") and not node.get("properties"))
-    hint = ann.pop("x-helm-docs-type", None)
-    if hint is not None and "type" not in ann and _is_null_leaf(node):
-        ann["type"] = hint
+    for key in DOC_HINTS:
+        hint = ann.pop(key, None)
+        # a documentation hint (readme-generator [object], helm-docs (type), helm-tool +docs:type) types a null leaf
+        # only: it never narrows a concrete inferred type ("" stays a string, {} an object)
+        if hint is not None and "type" not in ann and _is_null_leaf(node):
+            _set_type(node, grammar.normalise_type(hint, where))
+            _record(node, DOC_HINTS[key], hint)
     if "type" in ann:
+        _record(node, "type", ann["type"])
         _set_type(node, grammar.normalise_type(ann.pop("type"), where))
     if "nullable" in ann:
         node["nullable"] = bool(ann.pop("nullable"))
@@ -123,10 +140,17 @@ def apply_annotations(node, annotations, where):
     for flag in ("hidden",):
         if ann.pop(flag, False):
             node["export"] = False
+            node["x-hidden-by"] = "hidden"
     if "export" in ann:
         node["export"] = bool(ann.pop("export"))
+    for key in _CONSTRAINTS:
+        if key in ann:
+            _record(node, key, ann[key])
     items = ann.pop("items", None)
     item = ann.pop("item", None)
+    item_ref = ann.pop("itemRef", None)
+    if item_ref is not None and items is None and item is None:
+        items = {"$ref": item_ref}  # losisin itemRef = items.$ref
     if items is not None or item is not None:
         spec = items if items is not None else item
         item_node = _annotation_schema(spec, where + "[]")
@@ -136,7 +160,11 @@ def apply_annotations(node, annotations, where):
             item_node["properties"] = dict((k, _annotation_schema(v, where + "[]." + k)) for k, v in item_props.items())
         if ann.get("itemEnum") is not None:
             item_node["enum"] = ann.pop("itemEnum")
-        if node.get("type") in ("array", None) or null_leaf:
+        if node.get("types") and "array" in node["types"]:
+            # a union keeps its other members: items only describe its array member
+            node["items"] = item_node if node.get("items") is None else merge(item_node, node["items"])
+            node.pop("emptyList", None)
+        elif node.get("type") == "array" or null_leaf:
             node["type"] = "array"
             node["items"] = item_node if node.get("items") is None else merge(item_node, node["items"])
             node.pop("emptyList", None)
@@ -162,6 +190,10 @@ def apply_annotations(node, annotations, where):
             current[key] = merge(_annotation_schema(value, where + "." + key), current.get(key))
     if ann.pop("id", None) is not None:
         pass
+    for key in ("definitions", "$defs"):
+        definitions = ann.pop(key, None)
+        if isinstance(definitions, dict):
+            node.setdefault("x-definitions", {}).update(definitions)  # dadav: hoisted to the root (refs.resolve_tree)
     for key in ANNOTATION_KEYWORDS:
         if key in ann:
             value = ann.pop(key)
@@ -173,6 +205,10 @@ def apply_annotations(node, annotations, where):
     for key in EXTRA_KEYWORDS:
         if key in ann:
             node.setdefault("extra", {})[key] = ann.pop(key)
+    for key in IGNORED_ANNOTATIONS:
+        ann.pop(key, None)
+    if ann:
+        node.setdefault("x-unknown", []).extend(sorted(str(k) for k in ann))
     if node.get("type") is None and not node.get("intOrString") and not node.get("types") and "enum" in node and node["enum"]:
         kinds = set(_json_type(v) for v in node["enum"] if v is not None)
         if len(kinds) == 1:
@@ -255,6 +291,11 @@ def prune_hidden(node, inherited=True):
     visible = inherited if own is None else own
     kept_child = False
     props = node.get("properties")
+    ref = (node.get("extra") or {}).get("$ref")
+    if props and isinstance(ref, str) and not ref.startswith("#"):
+        # hidden children of a referenced node are pruned only once the reference is resolved (refs.resolve_tree)
+        node.pop("export", None)
+        return node if visible else None
     if props:
         new_props = {}
         for key, child in props.items():
@@ -262,6 +303,10 @@ def prune_hidden(node, inherited=True):
             if pruned is not None:
                 new_props[key] = pruned
                 kept_child = True
+            else:
+                # hidden on purpose: helmetica export: false stays pruned, a losisin/dadav hidden key the chart sets is
+                # kept opaque in the CRD by the safety net
+                node.setdefault("x-hidden", {})[key] = child.get("x-hidden-by") or "export"
         node["properties"] = new_props
         if "required" in node:
             node["required"] = [r for r in node["required"] if r in new_props]

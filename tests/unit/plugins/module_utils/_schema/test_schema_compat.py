@@ -17,30 +17,38 @@ def _crdify_cases(shared_dir):
 
 
 def _expected(case):
+    """crdify's findings of a case as (rule, property path, message) triples."""
     data = json.loads((case / "expected.json").read_text())
-    pairs, messages = set(), set()
+    triples = set()
     for check in data.get("crdValidation") or []:
         for error in check["errors"]:
-            pairs.add((check["name"], error.split(" : ", 1)[1].split(".", 1)[1]))
+            triples.add((check["name"], error.split(" : ", 1)[1].split(".", 1)[1], error))
     for version in data.get("sameVersionValidation") or []:
         for comparison in version["propertyComparisons"]:
             for result in comparison["comparisonResults"]:
-                pairs.add((result["name"], comparison["property"]))
-                messages.update(result["errors"])
-    return pairs, messages
+                for error in result["errors"]:
+                    triples.add((result["name"], comparison["property"], error))
+    return triples
 
 
-def test_all_crdify_cases_match(shared_dir):
+def _ours(findings):
+    return set((f["rule"], f["path"], f["message"]) for f in findings)
+
+
+def test_all_crdify_cases_identical_with_the_crdify_profile(shared_dir):
     cases = _crdify_cases(shared_dir)
     assert len(cases) == 14
+    identical = 0
     for case in cases:
         old = yaml.safe_load((case / "a.yaml").read_text())
         new = yaml.safe_load((case / "b.yaml").read_text())
-        findings = compat.compare(old, new, ALL_ERRORS)
-        pairs, messages = _expected(case)
-        assert set((f["rule"], f["path"]) for f in findings) == pairs, case.name
-        assert messages <= set(f["message"] for f in findings), case.name
+        findings = compat.compare(old, new, profile="crdify")
+        assert _ours(findings) == _expected(case), case.name
+        assert all(f["severity"] == "error" for f in findings), case.name  # crdify's default enforcement
         assert all(f["version"] == "v1alpha1" or f["version"] == "v1" for f in findings)
+        identical += 1
+    assert identical == 14
+    assert _ours(compat.compare(old, new, ALL_ERRORS)) == _expected(case)  # the same findings with every check at error
 
 
 def test_default_severities_on_crdify_cases(shared_dir):
@@ -48,11 +56,31 @@ def test_default_severities_on_crdify_cases(shared_dir):
     for case in _crdify_cases(shared_dir):
         findings = compat.compare(yaml.safe_load((case / "a.yaml").read_text()), yaml.safe_load((case / "b.yaml").read_text()))
         by_case[case.name] = sorted(set(f["severity"] for f in findings))
-    assert by_case["descriptionchanged"] == [] and by_case["enumvalueadded"] == []  # ignored by default
-    for name in ("defaultvaluechanged", "defaultvalueremoved", "enumnetnew", "existingfieldremoved", "maxnetnew", "minnetnew",
-                 "minvalueincreased", "nullableremoved", "patternadded"):
+        assert _ours(findings) <= _expected(case), case.name
+    assert by_case["descriptionchanged"] == []  # ignored by default (deliberate: existing objects stay valid)
+    for name in ("defaultvaluechanged", "defaultvalueremoved", "enumnetnew", "enumvalueadded", "existingfieldremoved", "maxnetnew",
+                 "minnetnew", "minvalueincreased", "nullableremoved", "patternadded"):
         assert "error" in by_case[name], name
     assert by_case["nullableadded"] == ["warn"] and by_case["patternremoved"] == ["warn"] and by_case["defaultvaluenetnew"] == ["warn"]
+
+
+def test_new_required_field_reported_at_the_parent_as_crdify_does():
+    old = _simple({"mode": {"type": "string"}})
+    new = _simple({"mode": {"type": "string"}, "size": {"type": "integer"}})
+    new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] = ["size", "mode"]
+    for profile in ("aicr", "crdify"):
+        findings = [f for f in compat.compare(old, new, profile=profile) if f["rule"] == "required"]
+        assert [(f["path"], f["message"], f["severity"]) for f in findings] == [("^.spec", "new required fields: [mode size]", "error")]
+    # a new required object holding a new required field: crd-schema-checker reports both levels, crdify only the existing parent
+    nested = _simple({"mode": {"type": "string"}, "tls": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}}}})
+    nested["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] = ["tls"]
+    aicr = [(f["path"], f["message"]) for f in compat.compare(old, nested) if f["rule"] == "required"]
+    assert aicr == [("^.spec", "new required fields: [tls]"), ("^.spec.tls", "new required fields: [key]")]
+    crdify = [(f["path"], f["message"]) for f in compat.compare(old, nested, profile="crdify") if f["rule"] == "required"]
+    assert crdify == [("^.spec", "new required fields: [tls]")]
+    with pytest.raises(AicrError) as exc:
+        compat.compare(old, new, profile="strict")
+    assert exc.value.msg == "compat_profile: 'strict' is not allowed; allowed: aicr, crdify"
 
 
 CHECKER = {
@@ -80,7 +108,14 @@ def test_crd_schema_checker_cases_agree(shared_dir, comparator):
             continue  # create-only cases have nothing to compare
         expected = yaml.safe_load((case / "expected.yaml").read_text())["items"][0]
         findings = compat.compare(yaml.safe_load((case / "existing.yaml").read_text()), yaml.safe_load((case / "new.yaml").read_text()))
-        got = set(f["path"] for f in findings if f["rule"] in CHECKER[comparator] and f["check"] not in ("type_widened", "enum_removed"))
+        got = set()
+        for f in findings:
+            if f["rule"] not in CHECKER[comparator] or f["check"] in ("type_widened", "enum_removed", "enum_value_added"):  # not their rules
+                continue
+            if f["check"] == "required_added":  # reported at the parent, crdify's way: one path per field named
+                got.update("%s.%s" % (f["path"], name) for name in f["message"].split("[", 1)[1].rstrip("]").split())
+            else:
+                got.add(f["path"])
         assert got == _checker_fields(expected.get("errors")), (comparator, case.name, findings)
         checked += 1
     assert checked >= 3
