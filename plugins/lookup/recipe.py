@@ -55,13 +55,18 @@ options:
     description: Persist and reuse the parsed catalog metadata in O(cache_dir).
     type: bool
     default: true
+  snapshot:
+    description:
+      - A Snapshot (mapping, cluster_facts result or file path on the controller) to resolve against, as
+        M(aicr.runtime.recipe_resolve) does with its C(snapshot) option.
+    type: raw
   result:
     description:
       - Which part of the result to return. C(all) returns the whole dictionary;
         C(deployment_order) returns C(recipe.deploymentOrder).
     type: str
     default: all
-    choices: [all, recipe, components, recipe_name, catalog_digest, graph, deployment_order]
+    choices: [all, recipe, components, recipe_name, catalog_digest, graph, deployment_order, relaxed_dimensions]
 notes:
   - Errors are raised as lookup errors with the same one-line messages as the module.
 """
@@ -123,6 +128,7 @@ class LookupModule(LookupBase):
                 component_overrides=self.get_option("component_overrides"),
                 cache_dir=self.get_option("cache_dir"),
                 persist_cache=self.get_option("use_cache"),
+                snapshot=self.get_option("snapshot"),
             )
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)
@@ -131,4 +137,6 @@ class LookupModule(LookupBase):
             return [result]
         if part == "deployment_order":
             return [result["recipe"]["deploymentOrder"]]
+        if part == "relaxed_dimensions":
+            return [result.get("relaxed_dimensions") or []]
         return [result[part]]

@@ -100,6 +100,19 @@ options:
       - Persist and reuse the parsed catalog metadata in O(cache_dir), keyed by the catalog digest.
     type: bool
     default: true
+  snapshot:
+    description:
+      - Resolve against a snapshot of the cluster, as C(aicr recipe --snapshot) does - an AICR C(Snapshot) mapping,
+        the registered result of M(aicr.runtime.cluster_facts), or the path of a Snapshot YAML/JSON file.
+      - Criteria not given in O(criteria) are taken from the snapshot (service from the server version or
+        C(K8s.server.service), accelerator from the GPU model, OS from C(OS.release.ID)).
+      - The constraints of each matched overlay, of the mixins and of the profile value are evaluated on the
+        snapshot; overlays that fail are left out (C(recipe.metadata.excludedOverlays),
+        C(recipe.metadata.constraintWarnings)). A reading the snapshot lacks excludes the overlay; a malformed
+        constraint or an unparseable version fails the task (fail closed).
+      - When the only uncovered dimensions came from the snapshot (and not only from excluded overlays) they are
+        cleared and the recipe is resolved once more (RV(relaxed_dimensions)).
+    type: raw
 notes:
   - Errors (bad criteria value, unknown profile, missing or malformed catalog files, unknown base,
     dependency cycles, duplicate mixins) fail the task with a one-line message naming the field or
@@ -137,6 +150,17 @@ EXAMPLES = r"""
         values:
           driver: {version: "580.95.05"}
   register: plan
+
+- name: Read the cluster, then resolve against what it is
+  aicr.runtime.cluster_facts:
+  register: facts
+
+- name: Resolve for this cluster (criteria not given come from the snapshot; failing overlays are left out)
+  aicr.runtime.recipe_resolve:
+    catalog: /opt/aicr/recipes
+    criteria: {intent: training}
+    snapshot: "{{ facts }}"
+  register: plan
 """
 
 RETURN = r"""
@@ -145,6 +169,9 @@ recipe:
     - The AICR C(RecipeResult) with AICR's field names - C(kind), C(apiVersion), C(metadata.appliedOverlays),
       C(metadata.selectedProfile) (when a profile applies), C(criteria), C(constraints), C(componentRefs),
       C(deploymentOrder), C(validation), C(configuration) (Slurm recipes).
+    - With O(snapshot), C(metadata.excludedOverlays) (C(name), C(reason) C(constraint-failed) or
+      C(mixin-constraint-failed)) and C(metadata.constraintWarnings) (C(overlay), C(constraint), C(expected),
+      C(actual), C(reason)) when an overlay was left out.
   returned: success
   type: dict
   sample:
@@ -250,16 +277,29 @@ graph:
   description: The dependency DAG of the managed components as Mermaid C(flowchart) text.
   returned: success
   type: str
+snapshot_criteria:
+  description: The criteria the snapshot fingerprinted (dimensions it does not show are absent).
+  returned: when O(snapshot) is given
+  type: dict
+  sample: {service: eks, accelerator: h100, os: ubuntu}
+relaxed_dimensions:
+  description:
+    - Snapshot-derived dimensions that no recipe distinguishes and that were cleared for a second resolution
+      (also in C(recipe.metadata.relaxedDimensions)); empty when none were.
+  returned: when O(snapshot) is given
+  type: list
+  elements: str
+  sample: [os]
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC, resolve_from_options
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(RESOLVE_SPEC, cache_dir=dict(type="path")), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(RESOLVE_SPEC, cache_dir=dict(type="path"), **SNAPSHOT_SPEC), supports_check_mode=True)
     result = call_engine(module, "recipe_resolve",
                          lambda: resolve_from_options(module.params, cache_dir=module.params["cache_dir"], check_mode=module.check_mode),
                          requires=["PyYAML"])

@@ -1,5 +1,6 @@
 """recipe_resolve and the recipe lookup, driven through ansible-playbook against the installed collection."""
 
+import json
 import os
 import tarfile
 from pathlib import Path
@@ -132,3 +133,23 @@ def test_errors(run_playbook, real_catalog, tmp_path):
     assert recorded["os_guard"] == expected["OS guard"]
     assert "no recipe provides os 'ubuntu' for criteria(service=kind, os=ubuntu)" in recorded["lookup"]
     assert "Traceback" not in run.stdout
+
+
+def test_lookup_with_a_snapshot(run_playbook, real_catalog, cache_dir, tmp_path):
+    """The lookup takes `snapshot` (a file here, a mapping for kind): fingerprinted criteria, relaxation."""
+    snapshot = {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1", "measurements": [
+        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}}]},
+        {"type": "OS", "subtypes": [{"subtype": "release", "data": {"ID": "ubuntu", "VERSION_ID": "24.04"}},
+                                    {"subtype": "sysctl", "data": {"/proc/sys/kernel/osrelease": "6.8.0-1028-aws"}}]},
+        {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"gpu.model": "NVIDIA H100 80GB HBM3", "gpu-count": 8}}]}]}
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(snapshot))
+    kind = json.loads(json.dumps(snapshot))
+    kind["measurements"][0]["subtypes"][0]["data"] = {"version": "v1.35.0", "service": "kind"}
+    run = run_playbook("recipe_snapshot_lookup.yml", extravars={"catalog": real_catalog, "cache_dir": cache_dir, "snapshot_file": str(path),
+                                                                "kind_snapshot": kind})
+    assert run.rc == 0, run.stdout[-4000:]
+    report = run.result("Report")["msg"]
+    assert report["name"] == "h100-eks-ubuntu-training"
+    assert report["derived"] == {"service": "eks", "accelerator": "h100", "os": "ubuntu"}
+    assert report["excluded"] == [] and report["relaxed"] == ["os"]

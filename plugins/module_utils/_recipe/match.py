@@ -165,8 +165,22 @@ def completion_tuples(catalog, query, dim_name, want):
     return minimal
 
 
-def verify_coverage(catalog, query, applied):
-    """Raise AICR's coverage error when a stated dimension is not honoured by the applied overlays."""
+def excluded_provides(catalog, excluded, dim, want):
+    """Does an overlay excluded by failing constraints carry ``dim=want``?"""
+    for entry in excluded or []:
+        doc = catalog.overlays.get(entry["name"])
+        oc = _criteria(doc) if doc is not None else None
+        if oc is not None and crit.overlay_value(oc, dim) == want:
+            return True
+    return False
+
+
+def verify_coverage(catalog, query, applied, excluded=None, warnings=None):
+    """Raise AICR's coverage error when a stated dimension is not honoured by the applied overlays.
+
+    On the snapshot path ``excluded`` (``excludedOverlays``) and ``warnings`` (``constraintWarnings``) are attached,
+    and a dimension whose only providers were excluded says so instead of "no recipe provides".
+    """
     uncovered = uncovered_dimensions(catalog, query, applied)
     if not uncovered:
         return
@@ -176,7 +190,10 @@ def verify_coverage(catalog, query, applied):
     for dim in uncovered:
         want = query[dim]
         tuples = completion_tuples(catalog, query, dim, want)
-        if not tuples:
+        by_excluded = excluded_provides(catalog, excluded, dim, want)
+        if not tuples and by_excluded:
+            clause = "%s '%s' for %s is provided only by overlays excluded by failing constraints (see excludedOverlays)" % (dim, want, stated)
+        elif not tuples:
             clause = "no recipe provides %s '%s' for %s" % (dim, want, stated)
         else:
             keys = set(k for t in tuples for k in t)
@@ -187,5 +204,13 @@ def verify_coverage(catalog, query, applied):
                 clause = "%s '%s' requires additional criteria; supported combinations: %s" % (
                     dim, want, ", ".join("(%s)" % _tuple_key(t) for t in tuples))
         clauses.append(clause)
-        entries.append({"dimension": dim, "requestedValue": want, "validCompletions": [_tuple_key(t) for t in tuples]})
-    raise AicrError("; ".join(clauses), uncovered=entries, field="criteria")
+        entry = {"dimension": dim, "requestedValue": want, "validCompletions": [_tuple_key(t) for t in tuples]}
+        if excluded is not None:
+            entry["constraintExcluded"] = by_excluded
+        entries.append(entry)
+    details = {"uncovered": entries, "field": "criteria"}
+    if excluded:
+        details["excludedOverlays"] = excluded
+    if warnings:
+        details["constraintWarnings"] = warnings
+    raise AicrError("; ".join(clauses), **details)

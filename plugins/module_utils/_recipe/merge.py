@@ -3,6 +3,9 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Merging recipe specs: inheritance chains, mixins and configuration profiles.
 
+Over 400 lines: AICR's merge rules for specs, component refs, mixins and profiles are one rule set, each rule a
+few lines, kept side by side so they can be read against AICR's ``Merge`` in one place.
+
 A merged spec is a dict ``{constraints, componentRefs, validation, mixins}``.
 Rules (AICR v0.19.0 ``RecipeMetadataSpec.Merge`` / ``mergeComponentRef``):
 
@@ -207,9 +210,13 @@ def _mixin_unsafe_field(ref):
 
 
 def merge_mixins(catalog, spec):
-    """Merge every accumulated mixin once, in order; conflicts are errors naming the mixin."""
+    """Merge every accumulated mixin once, in order; conflicts are errors naming the mixin.
+
+    Returns the names of the constraints the mixins contributed (evaluated after composition on the snapshot path).
+    """
+    contributed = set()
     if not spec["mixins"]:
-        return
+        return contributed
     constraints = set(c["name"] for c in spec["constraints"])
     components = set(r["name"] for r in spec["componentRefs"])
     for name in spec["mixins"]:
@@ -233,8 +240,10 @@ def merge_mixins(catalog, spec):
                 )
         merge_spec(spec, {"constraints": mixin.get("constraints") or [], "componentRefs": mixin.get("componentRefs") or []})
         constraints.update(c.get("name") for c in mixin.get("constraints") or [])
+        contributed.update(c.get("name") for c in mixin.get("constraints") or [])
         components.update(r["name"] for r in mixin.get("componentRefs") or [])
     spec["mixins"] = []
+    return contributed
 
 
 # -- configuration profiles ------------------------------------------------------------
@@ -325,8 +334,25 @@ def parse_selection(raw):
     return name, value
 
 
-def apply_profile(spec, effective, raw_selection):
-    """Apply the default or selected profile value; returns AICR's ``selectedProfile`` or None."""
+def _check_profile_constraint(decl_name, value_name, constraint, evaluator):
+    """Fail closed, as AICR does, when a snapshot is given and a profile value's constraint is not met."""
+    result = evaluator(constraint)
+    details = dict(constraint=constraint["name"], expected=constraint["value"], actual=result.actual, field="profile")
+    if result.error and result.error_code == "not_found":
+        raise AicrError("profile %s=%s cannot be validated because reading %r is unavailable" % (decl_name, value_name, constraint["name"]),
+                        cause=result.error, **details)
+    if result.error:
+        raise AicrError("failed to evaluate profile constraint %r: %s" % (constraint["name"], result.error), **details)
+    if not result.passed:
+        raise AicrError("profile %s=%s constraint %r failed (expected %s, got %s)" % (
+            decl_name, value_name, constraint["name"], constraint["value"], result.actual), **details)
+
+
+def apply_profile(spec, effective, raw_selection, evaluator=None):
+    """Apply the default or selected profile value; returns AICR's ``selectedProfile`` or None.
+
+    With a snapshot ``evaluator`` each of the value's constraints must pass (an unavailable reading fails too).
+    """
     selection = parse_selection(raw_selection)
     if effective is None:
         if selection is not None:
@@ -356,6 +382,8 @@ def apply_profile(spec, effective, raw_selection):
         if cleaned["name"] in names:
             raise AicrError("profile %r value %r constraint %r collides with the composed recipe" % (decl["name"], value_name, cleaned["name"]))
         names.add(cleaned["name"])
+        if evaluator is not None:
+            _check_profile_constraint(decl["name"], value_name, cleaned, evaluator)
         spec["constraints"].append(cleaned)
     spec["constraints"].sort(key=lambda c: c["name"])
     readiness = value.get("readinessConstraints") or []

@@ -29,6 +29,10 @@ RESOLVE_SPEC = dict(
     use_cache=dict(type="bool", default=True),
 )
 
+# recipe_resolve's own option (gated_release's ``resolve`` does not take it yet): a Snapshot, a cluster_facts
+# result, or the path of a Snapshot file.
+SNAPSHOT_SPEC = dict(snapshot=dict(type="raw"))
+
 
 def resolve_from_options(options, cache_dir=None, check_mode=False):
     """``resolve.resolve`` from validated RESOLVE_SPEC options; check mode reads the catalog cache but never writes it."""
@@ -45,4 +49,5 @@ def resolve_from_options(options, cache_dir=None, check_mode=False):
         cache_dir=cache_dir,
         persist_cache=options.get("use_cache", True),
         write_cache=not check_mode,
+        snapshot=options.get("snapshot"),
     )

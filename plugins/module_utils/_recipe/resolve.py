@@ -3,6 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Resolve a recipe: criteria -> AICR RecipeResult -> the managed components, in order.
 
+Over 400 lines: it is AICR's ``BuildRecipeResultWithProfile`` step by step, and the snapshot path (constraint
+exclusion, mixin re-composition, the relaxation retry) re-runs those same steps; split up, one algorithm would be
+scattered over files that only make sense together.
+
 Pipeline (AICR v0.19.0 ``BuildRecipeResultWithProfile`` + Builder):
 match overlays -> "specify an OS" guard -> find the profile declaration -> merge
 base and every matched chain -> merge mixins -> coverage post-condition -> apply
@@ -20,10 +24,12 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.component imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_kept
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as constraints_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import match
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import merge
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import values as values_mod
 
 API_VERSION = "aicr.run/v1alpha2"
@@ -147,16 +153,12 @@ def _omit_empty_phase_fields(validation):
     return out
 
 
-def build_recipe(catalog, query, profile=None):
-    """The AICR RecipeResult (a plain dict with AICR's field names) for a parsed query."""
-    matched = match.find_matching(catalog, query)
-    match.require_os_if_needed(catalog, query, matched)
-    effective_profile = merge.find_profile(catalog, matched)
-
+def _merge_chains(catalog, overlays):
+    """Base, then each overlay's chain from its root down (each overlay once): (spec, appliedOverlays)."""
     spec = merge.initial_spec(catalog.base["spec"])
     applied = ["base"]
     processed = set()
-    for overlay in matched:
+    for overlay in overlays:
         for doc in catalog.chain(overlay["metadata"]["name"]):
             name = doc["metadata"]["name"]
             if name in processed:
@@ -164,9 +166,124 @@ def build_recipe(catalog, query, profile=None):
             processed.add(name)
             merge.merge_spec(spec, doc["spec"])
             applied.append(name)
-    merge.merge_mixins(catalog, spec)
-    match.verify_coverage(catalog, query, applied)
-    selected = merge.apply_profile(spec, effective_profile, profile)
+    return spec, applied
+
+
+def _invalid_evaluation(overlay_name, constraint, result):
+    """AICR fails closed on an evaluation error other than "reading not in the snapshot"."""
+    raise AicrError("constraint evaluation failed for overlay %r constraint %r (value %r): %s" % (
+        overlay_name, constraint["name"], constraint["value"], result.error),
+        overlay=overlay_name, constraint=constraint["name"], expected=constraint["value"], actual=result.actual, field="snapshot")
+
+
+def _warning(overlay_name, constraint, result, reason):
+    warning = {"overlay": overlay_name, "constraint": constraint["name"], "expected": constraint["value"], "reason": reason}
+    if result.actual:
+        warning["actual"] = result.actual
+    return warning
+
+
+def _evaluate_overlay(overlay, evaluator):
+    """(passed, warnings) of one matched overlay's own constraints (AICR's ``evaluateOverlayConstraints``)."""
+    name = overlay["metadata"]["name"]
+    warnings = []
+    for raw in overlay["spec"].get("constraints") or []:
+        constraint = merge.clean_constraint(raw)
+        result = evaluator(constraint)
+        if result.error and result.error_code != "not_found":
+            _invalid_evaluation(name, constraint, result)
+        if result.error:
+            warnings.append(_warning(name, constraint, result, result.error))
+        elif not result.passed:
+            warnings.append(_warning(name, constraint, result, "expected %s, got %s" % (constraint["value"], result.actual)))
+    return not warnings, warnings
+
+
+def _mixin_constraint_index(catalog, candidates):
+    """Mixin constraint name -> the candidate leaves whose chains bring it in."""
+    index = {}
+    for candidate in candidates:
+        seen = set()
+        for doc in [catalog.base] + catalog.chain(candidate):
+            for mixin_name in doc["spec"].get("mixins") or []:
+                for c in (catalog.mixins.get(mixin_name) or {}).get("constraints") or []:
+                    if c.get("name") in seen:
+                        continue
+                    seen.add(c.get("name"))
+                    index.setdefault(c.get("name"), []).append(candidate)
+    return index
+
+
+def _evaluate_mixin_constraints(catalog, spec, contributed, candidates, evaluator):
+    """Post-compose evaluation of the mixins' constraints: (failed candidates, warnings)."""
+    if not contributed:
+        return [], []
+    index = _mixin_constraint_index(catalog, candidates)
+    failed, warnings = [], []
+    for constraint in spec["constraints"]:
+        if constraint["name"] not in contributed:
+            continue
+        result = evaluator(constraint)
+        if result.error and result.error_code != "not_found":
+            _invalid_evaluation("(mixin)", constraint, result)
+        if result.passed:
+            continue
+        affected = index.get(constraint["name"]) or []
+        if not affected:
+            raise AicrError("failed to map mixin constraint %r to a candidate chain" % constraint["name"], constraint=constraint["name"])
+        reason = "mixin-constraint-failed: " + (result.error or "expected %s, got %s" % (constraint["value"], result.actual))
+        for candidate in affected:
+            if candidate not in failed:
+                failed.append(candidate)
+            warnings.append(_warning(candidate, constraint, result, reason))
+    return failed, warnings
+
+
+def _compose(catalog, matched, evaluator):
+    """(spec, applied, excludedOverlays, constraintWarnings); without an evaluator nothing is excluded."""
+    if evaluator is None:
+        spec, applied = _merge_chains(catalog, matched)
+        merge.merge_mixins(catalog, spec)
+        return spec, applied, [], []
+    candidates, excluded, warnings = [], [], []
+    for overlay in matched:
+        passed, found = _evaluate_overlay(overlay, evaluator)
+        if passed:
+            candidates.append(overlay)
+        else:
+            excluded.append({"name": overlay["metadata"]["name"], "reason": "constraint-failed"})
+            warnings.extend(found)
+    spec, applied = _merge_chains(catalog, candidates)
+    contributed = merge.merge_mixins(catalog, spec)
+    names = [doc["metadata"]["name"] for doc in candidates]
+    failed, found = _evaluate_mixin_constraints(catalog, spec, contributed, names, evaluator)
+    if failed:
+        excluded.extend({"name": name, "reason": "mixin-constraint-failed"} for name in names if name in failed)
+        warnings.extend(found)
+        surviving = [doc for doc in candidates if doc["metadata"]["name"] not in failed]
+        spec, applied = _merge_chains(catalog, surviving)
+        merge.merge_mixins(catalog, spec)
+    return spec, applied, excluded, warnings
+
+
+def build_recipe(catalog, query, profile=None, evaluator=None):
+    """The AICR RecipeResult (a plain dict with AICR's field names) for a parsed query.
+
+    With ``evaluator`` (a snapshot's :func:`~.constraints.evaluate`) this is AICR's snapshot path
+    (``BuildRecipeResultWithEvaluatorAndProfile``): matched overlays whose own constraints fail are excluded, the
+    mixins' constraints are evaluated after composition (a failure excludes the chains that brought the mixin in),
+    the coverage post-condition runs on what survived, and the profile value's constraints must pass.
+    """
+    matched = match.find_matching(catalog, query)
+    match.require_os_if_needed(catalog, query, matched)
+    effective_profile = merge.find_profile(catalog, matched)
+
+    spec, applied, excluded, warnings = _compose(catalog, matched, evaluator)
+    if evaluator is not None and effective_profile is not None and effective_profile[0] != "base" and effective_profile[0] not in applied:
+        raise AicrError("profile %r declared by overlay %r was excluded by failing constraints (see excludedOverlays)" % (
+            (effective_profile[1] or {}).get("name"), effective_profile[0]), field="snapshot", excludedOverlays=excluded, constraintWarnings=warnings)
+    match.verify_coverage(catalog, query, applied, excluded if evaluator is not None else None, warnings)
+    selected = merge.apply_profile(spec, effective_profile, profile, evaluator)
 
     refs = spec["componentRefs"]
     order.validate_dependencies(refs, where="merged recipe componentRefs")
@@ -201,6 +318,10 @@ def build_recipe(catalog, query, profile=None):
         result["metadata"]["selectedProfile"] = selected
     if query.get("platform") == "slurm":
         apply_slurm_accounting_default(result)
+    if excluded:
+        result["metadata"]["excludedOverlays"] = excluded
+    if warnings:
+        result["metadata"]["constraintWarnings"] = warnings
     return result
 
 
@@ -286,16 +407,66 @@ def component_of(catalog, ref, user_values=None):
 
 
 def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True,
-            write_cache=True):
+            write_cache=True, snapshot=None):
     """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md)."""
     cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache, write_cache=write_cache)
-    return resolve_loaded(cat, criteria, profile, skip_components, component_overrides)
+    return resolve_loaded(cat, criteria, profile, skip_components, component_overrides, snapshot=snapshot)
 
 
-def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, component_overrides=None):
+def _relaxable(exc, stated, query):
+    """The uncovered dimensions AICR's relaxation may clear (all snapshot-derived, none constraint-excluded), or None."""
+    uncovered = exc.details.get("uncovered")
+    if not uncovered:
+        return None
+    dims = [entry["dimension"] for entry in uncovered]
+    if any(dim in stated or entry.get("constraintExcluded") for dim, entry in zip(dims, uncovered)):
+        return None
+    if not any(crit.is_stated(query[dim]) for dim in crit.DIMENSIONS if dim not in dims):
+        return None  # the retry would resolve the generic fallback recipe
+    return dims
+
+
+def build_from_snapshot(cat, criteria, snap, profile=None, evaluator=None):
+    """AICR's ``recipe --snapshot``: (result, query, snapshot criteria, relaxed dimensions).
+
+    Criteria not given fall back to the snapshot's fingerprint; constraints are evaluated on the snapshot; a coverage
+    failure whose uncovered dimensions all came from the fingerprint (and none only from excluded overlays) clears them
+    and resolves once more.
+    """
+    given = dict((k, v) for k, v in (criteria or {}).items() if v is not None and v != "")
+    derived = snapshot_mod.criteria_from_snapshot(snap, cat.registered)
+    merged = dict(derived)
+    merged.update(given)
+    query = crit.parse_criteria(merged, cat.registered)
+    stated = set(dim for dim in crit.DIMENSIONS if dim in given)
+    if evaluator is None:
+        def evaluator(constraint):
+            return constraints_mod.evaluate(constraint, snap)
+    try:
+        return build_recipe(cat, query, profile, evaluator), query, derived, []
+    except AicrError as exc:
+        dims = _relaxable(exc, stated, query)
+        if dims is None:
+            raise
+    relaxed = dict(query)
+    for dim in dims:
+        relaxed[dim] = crit.ANY
+    result = build_recipe(cat, relaxed, profile, evaluator)
+    result["metadata"]["relaxedDimensions"] = list(dims)
+    return result, relaxed, derived, dims
+
+
+def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, component_overrides=None, snapshot=None):
     """:func:`resolve` on an already loaded :class:`~.catalog.Catalog` (no file-system check)."""
-    query = crit.parse_criteria(criteria, cat.registered)
-    result = build_recipe(cat, query, profile)
+    extra = {}
+    if snapshot is None:
+        query = crit.parse_criteria(criteria, cat.registered)
+        result = build_recipe(cat, query, profile)
+    else:
+        crit.parse_criteria(criteria, cat.registered)  # the user's criteria are checked as given
+        snap = snapshot_mod.load(snapshot)
+        result, query, derived, relaxed = build_from_snapshot(cat, criteria, snap, profile)
+        extra = {"snapshot_criteria": derived, "relaxed_dimensions": relaxed}
     overrides = apply_user_inputs(result, skip_components, component_overrides)
 
     refs = dict((ref["name"], ref) for ref in result["componentRefs"])
@@ -308,11 +479,11 @@ def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, compo
         for dep in ref.get("dependencyRefs") or []:
             (comp.dependencies if dep in enabled else comp.external_dependencies).append(dep)
         components.append(comp.to_dict())
-    return {
+    return dict({
         "recipe": result,
         "components": components,
         "recipe_name": crit.recipe_name(query),
         "catalog_digest": cat.digest,
         "catalog_root": cat.root,
         "graph": order.mermaid(result["componentRefs"], result["deploymentOrder"]),
-    }
+    }, **extra)

@@ -35,6 +35,7 @@ IDENTITIES = {
     # stack_reconcile: all of it (resolve, devices, rollout, status), plus installing the ClusterStack CRD
     "reconciler": ["aicr-runtime:release", "aicr-runtime:example-charts", "aicr-runtime:stack", "aicr-runtime:stack-crd",
                    "aicr-runtime:fabric"],
+    "facts": ["aicr-runtime:facts"],  # cluster_facts (and recipe_resolve with its snapshot)
     # a user with no role at all: what a denied call looks like
     "nobody": [],
 }

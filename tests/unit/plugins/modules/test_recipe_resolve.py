@@ -83,3 +83,25 @@ def test_check_mode_does_not_write_the_cache(capsys, catalog_dir, tmp_path):
                                         "criteria": {"service": "eks", "intent": "training"}})
     assert code == 0
     assert not (tmp_path / "c" / "parsed").exists()
+
+
+def test_snapshot_option_excludes_an_overlay_the_cluster_fails(capsys, catalog_dir, tmp_path):
+    """A kernel under the os-ubuntu mixin's floor: the ubuntu leaf is excluded and the task fails naming why."""
+    snapshot = {"kind": "Snapshot", "measurements": [
+        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}}]},
+        {"type": "OS", "subtypes": [{"subtype": "release", "data": {"ID": "ubuntu", "VERSION_ID": "24.04"}},
+                                    {"subtype": "sysctl", "data": {"/proc/sys/kernel/osrelease": "6.5.0-1024-aws"}}]},
+        {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"gpu.model": "NVIDIA H100 80GB HBM3"}}]}]}
+    code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"intent": "training"},
+                                    "snapshot": snapshot})
+    assert code == 1 and "exception" not in out
+    assert {"name": "h100-eks-ubuntu-training", "reason": "mixin-constraint-failed"} in out["excludedOverlays"]
+    warning = [w for w in out["constraintWarnings"] if w["overlay"] == "h100-eks-ubuntu-training"][0]
+    assert warning == {"overlay": "h100-eks-ubuntu-training", "constraint": "OS.sysctl./proc/sys/kernel/osrelease", "expected": ">= 6.8",
+                       "actual": "6.5.0-1024-aws", "reason": "mixin-constraint-failed: expected >= 6.8, got 6.5.0-1024-aws"}
+    snapshot["measurements"][1]["subtypes"][1]["data"]["/proc/sys/kernel/osrelease"] = "6.8.0-1028-aws"
+    code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"intent": "training"},
+                                    "snapshot": snapshot})
+    assert code == 0 and out["recipe_name"] == "h100-eks-ubuntu-training"
+    assert out["snapshot_criteria"] == {"service": "eks", "accelerator": "h100", "os": "ubuntu"} and out["relaxed_dimensions"] == []
+    assert "excludedOverlays" not in out["recipe"]["metadata"]

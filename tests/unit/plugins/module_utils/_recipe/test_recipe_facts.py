@@ -1,0 +1,86 @@
+"""cluster_facts' engine: node objects and /version -> AICR Snapshot (the lab run is tests/integration/test_cluster_facts.py)."""
+
+import pytest
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as cons
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import facts
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snap_mod
+
+VERSION = {"gitVersion": "v1.34.2-eks-113cf36", "platform": "linux/amd64", "goVersion": "go1.24.4"}
+
+
+def node(name, os_image="Ubuntu 24.04.1 LTS", kernel="6.8.0-1028-aws", labels=None, gpus=None, taints=None, provider="aws:///us-west-2a/i-0abc"):
+    obj = {"metadata": {"name": name, "labels": dict(labels or {})},
+           "spec": {"providerID": provider, "taints": taints or []},
+           "status": {"nodeInfo": {"osImage": os_image, "kernelVersion": kernel, "operatingSystem": "linux",
+                                   "containerRuntimeVersion": "containerd://2.0.4", "kubeletVersion": "v1.34.2-eks-1"},
+                      "capacity": {"cpu": "8"}}}
+    if gpus is not None:
+        obj["status"]["capacity"]["nvidia.com/gpu"] = str(gpus)
+    return obj
+
+
+def reading(snap, path):
+    mtype, sub, key = path.split(".", 2)
+    return snap_mod.data(snap, mtype, sub).get(key)
+
+
+def test_gpu_nodes_are_reported_and_snapshot_has_aicr_shape():
+    gpu_labels = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/cuda.driver-version.full": "580.95.05"}
+    nodes = [node("cpu-0", os_image="Ubuntu 22.04.4 LTS", kernel="5.15.0-1"),
+             node("gpu-0", labels=gpu_labels, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]),
+             node("gpu-1", labels=gpu_labels, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])]
+    snap, chosen, conflicts = facts.build_snapshot(VERSION, nodes)
+    assert snap_mod.check(snap) == snap and snap["kind"] == "Snapshot" and snap["apiVersion"] == "aicr.nvidia.com/v1alpha1"
+    assert [v["name"] for v in chosen] == ["gpu-0", "gpu-1"] and conflicts == []
+    assert reading(snap, "K8s.server.version") == "v1.34.2-eks-113cf36"
+    assert reading(snap, "K8s.node.provider") == "eks" and reading(snap, "K8s.node.container-runtime-version") == "2.0.4"
+    assert reading(snap, "K8s.node.provider-id") is None  # two nodes: no single provider id
+    assert reading(snap, "OS.release.ID") == "ubuntu" and reading(snap, "OS.release.VERSION_ID") == "24.04"
+    assert reading(snap, "OS.sysctl./proc/sys/kernel/osrelease") == "6.8.0-1028-aws"
+    assert reading(snap, "GPU.device.gpu.model") == "NVIDIA-H100-80GB-HBM3" and reading(snap, "GPU.device.gpu-count") == 8
+    assert reading(snap, "GPU.device.driver") == "580.95.05"
+    assert reading(snap, "NodeTopology.summary.node-count") == 3
+    assert reading(snap, "NodeTopology.taint.nvidia.com/gpu") == "NoSchedule|present|gpu-0,gpu-1"
+    assert reading(snap, "NodeTopology.label.nvidia.com/gpu.product") == "NVIDIA-H100-80GB-HBM3|gpu-0,gpu-1"
+    assert snap_mod.criteria_from_snapshot(snap) == {"service": "eks", "accelerator": "h100", "os": "ubuntu"}
+    # the snapshot satisfies / fails the real catalog's constraints through the evaluator
+    assert cons.evaluate({"name": "OS.sysctl./proc/sys/kernel/osrelease", "value": ">= 6.8"}, snap).passed
+    assert cons.evaluate({"name": "K8s.server.version", "value": ">= 1.34"}, snap).passed
+    assert not cons.evaluate({"name": "K8s.server.version", "value": ">= 1.35"}, snap).passed
+
+
+def test_disagreeing_nodes_leave_the_reading_absent():
+    nodes = [node("a", kernel="6.8.0-1"), node("b", kernel="6.5.0-2")]
+    snap, chosen, conflicts = facts.build_snapshot(VERSION, nodes)
+    assert [v["name"] for v in chosen] == ["a", "b"]  # no GPU node: all nodes
+    assert reading(snap, "OS.sysctl./proc/sys/kernel/osrelease") is None
+    assert {"reading": "OS.sysctl./proc/sys/kernel/osrelease", "values": {"a": "6.8.0-1", "b": "6.5.0-2"}} in conflicts
+    result = cons.evaluate({"name": "OS.sysctl./proc/sys/kernel/osrelease", "value": ">= 6.8"}, snap)
+    assert result.error_code == cons.NOT_FOUND  # the overlay is excluded, not passed on one node's word
+    snap, chosen, _conflicts = facts.build_snapshot(VERSION, nodes, nodes=["b"])
+    assert reading(snap, "OS.sysctl./proc/sys/kernel/osrelease") == "6.5.0-2" and reading(snap, "K8s.node.source-node") == "b"
+
+
+def test_unknown_os_image_and_nfd_labels():
+    nfd = {"feature.node.kubernetes.io/system-os_release.ID": "rhel", "feature.node.kubernetes.io/system-os_release.VERSION_ID": "9.4"}
+    snap, chosen, _conflicts = facts.build_snapshot({"gitVersion": "v1.37.2"}, [node("n", os_image="Some Distro 1", labels=nfd)])
+    assert reading(snap, "OS.release.ID") == "rhel" and chosen[0]["os_release_source"] == "nfd-label"
+    snap, chosen, _conflicts = facts.build_snapshot({"gitVersion": "v1.37.2"}, [node("n", os_image="Some Distro 1")])
+    assert snap_mod.measurement(snap, "OS")["subtypes"][0]["subtype"] == "sysctl"  # no release: absent, not guessed
+    assert chosen[0]["os_release"] == {} and snap_mod.measurement(snap, "GPU") is None
+    assert snap_mod.criteria_from_snapshot(snap) == {}
+
+
+def test_unknown_node_is_an_error():
+    with pytest.raises(AicrError) as exc:
+        facts.build_snapshot(VERSION, [node("a")], nodes=["ghost"])
+    assert exc.value.msg == "nodes: node 'ghost' not found in the cluster (nodes: a)"
+
+
+@pytest.mark.parametrize("ref", ["ns", "ns/", "/name", "cm://a/b/c"])
+def test_bad_configmap_reference(ref):
+    with pytest.raises(AicrError) as exc:
+        facts.read_configmap_snapshot(None, ref)
+    assert exc.value.msg == "from_configmap: %r is not namespace/name (or cm://namespace/name)" % ref
