@@ -15,13 +15,18 @@ options:
   kubeconfig:
     description:
       - Path to a kubeconfig file, or the kubeconfig content as a dictionary.
-      - Without it, C($KUBECONFIG), then C(~/.kube/config), then the in-cluster service account are used,
-        as kubectl does.
-      - The value is a secret; it is never logged or returned.
+      - Without it, AWX's Kubernetes credential variables are used as kubernetes.core uses them - C(K8S_AUTH_KUBECONFIG),
+        else C(K8S_AUTH_HOST) with C(K8S_AUTH_API_KEY), C(K8S_AUTH_SSL_CA_CERT) and C(K8S_AUTH_VERIFY_SSL) - then
+        C($KUBECONFIG), then C(~/.kube/config), then the in-cluster service account, as kubectl does. helm is given
+        exactly the same cluster and credentials.
+      - Given as a dictionary, its secrets - users' C(token), C(password) and C(client-key-data), auth-provider tokens
+        and client secrets, exec plugins' environment values - are masked in all of the task's output (they are added
+        to the module's no_log values at run time); names, servers, CA and certificate data stay readable, so results
+        are not mangled by masking.
     type: raw
   context:
     description:
-      - The kubeconfig context to use; the current context when omitted.
+      - The kubeconfig context to use; C(K8S_AUTH_CONTEXT), else the current context, when omitted.
     type: str
 """
 
@@ -32,9 +37,10 @@ options:
       - Seconds one component may take, from the moment its gate opens until it is Ready
         (objects applied, release installed, every resource current).
       - A component that runs out of time fails and names the first resource that is not ready.
-      - A release whose latest revision has been C(pending-install), C(pending-upgrade) or C(pending-rollback) for
-        longer than this is taken as an interrupted helm operation - its revision record is removed and the release
-        installed or upgraded again; a younger one fails the component (someone may be running helm on it).
+      - With O(clear_pending), a release whose latest revision has been C(pending-install), C(pending-upgrade) or
+        C(pending-rollback) for longer than this (by the API server's clock) is taken as an interrupted helm operation -
+        its revision record is removed and the release installed or upgraded again; a younger one fails the component
+        (someone may be running helm on it). Without O(clear_pending) any pending revision fails the component.
     type: int
     default: 600
   overall_timeout:

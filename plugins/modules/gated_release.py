@@ -214,14 +214,53 @@ options:
       - Roll a failed install/upgrade back (helm 3 C(--atomic), helm 4 C(--rollback-on-failure); both make helm wait).
     type: bool
     default: false
+  clear_pending:
+    description:
+      - What to do with a release whose latest revision is C(pending-install), C(pending-upgrade) or C(pending-rollback)
+        (a helm operation in progress, or one whose helm process was killed).
+      - V(false) (the default) fails that component, naming the revision, and leaves it alone, since it may be someone
+        else's helm operation that is still running.
+      - V(true) deletes the pending revision's record once it is older than O(timeout), its age measured with the API
+        server's clock (never this host's), so helm can proceed; a younger one still fails the component.
+    type: bool
+    default: false
+  adopt:
+    description:
+      - Take over releases and objects that belong to another stack, or to nobody.
+      - A release belongs to this stack when its latest revision carries the release label C(aicr.io/stack) with this
+        stack's name; an object when it carries that label and the field manager C(aicr-runtime) holds fields of it.
+      - With V(false) (the default) a component whose release or object belongs to someone else fails with a message
+        naming the owner, and nothing of it is changed; prune and O(state=absent) leave such objects alone (with a
+        warning naming the owner, whatever the inventory lists) and refuse to uninstall such a release.
+      - With V(true) they are upgraded, relabelled and removed as this stack's own.
+    type: bool
+    default: false
+  sensitive_values:
+    description:
+      - Which Helm values are secret. Each entry is a key name, matching a key that is that word in any case or ends
+        with it at a word boundary (V(password) matches C(adminPassword), C(db_password), C(PASSWORD); not C(tokenFile)),
+        or a dotted path of keys from the top of a component's values (V(auth.users.*.credential); C(*) is any one key).
+      - Everything under a sensitive key is shown as C(<hidden>) in the diff (C(<changed>) after, when it changed), for
+        the release's deployed values (read from its Secret) and the new ones alike, and its strings (4 characters or
+        longer) given in O(recipe) or O(component_overrides) are masked in all of the task's output (no_log values).
+      - Validation errors never quote a value, whatever this option says; they name the path and the schema rule.
+    type: list
+    elements: str
+    default: [password, token, secret, apiKey, key]
   lease_namespace:
     description:
-      - Namespace of the stack Lease and of the inventory ConfigMap.
+      - Namespace of the stack Lease and of the inventory ConfigMap; created (a plain create) when missing.
+      - Keep it a namespace only the collection's identities may write in (see the RBAC guide), since whoever can write
+        ConfigMaps there can edit the inventory. The inventory only ever narrows what prune and O(state=absent) remove
+        (what is removed must carry this stack's label and field manager, see O(adopt)), but it is not a place to share.
     type: str
-    default: default
+    default: aicr-system
   lease_duration:
     description:
-      - Seconds after which a Lease that was not renewed is considered stale and may be taken over.
+      - Seconds after which a Lease that was not renewed is considered stale and may be taken over, by the API server's
+        clock; from 10 to 3600.
+      - The Lease is renewed every third of this. A renewal the server refuses, a Lease another run took over, or
+        renewals failing for this long stop the run before its next change, with a message saying why.
     type: int
     default: 60
   holder_message:
@@ -417,9 +456,10 @@ live_status:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import DEFAULT_SENSITIVE_VALUES
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute, secret_params
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
 
 
@@ -441,7 +481,10 @@ def argument_spec():
         validate_values=dict(type="bool", default=True),
         values_schemas=dict(type="dict", default={}),
         atomic=dict(type="bool", default=False),
-        lease_namespace=dict(type="str", default="default"),
+        clear_pending=dict(type="bool", default=False),
+        adopt=dict(type="bool", default=False),
+        sensitive_values=dict(type="list", elements="str", default=list(DEFAULT_SENSITIVE_VALUES)),
+        lease_namespace=dict(type="str", default="aicr-system"),
         lease_duration=dict(type="int", default=60),
         holder_message=dict(type="str"),
         cache_dir=dict(type="path"),
@@ -459,7 +502,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
                            required_one_of=[["recipe", "resolve"]], mutually_exclusive=[["recipe", "resolve"], ["catalog", "resolve"]])
     result = call_engine(module, "gated_release", lambda: execute(module.params, check_mode=module.check_mode, diff=module._diff),
-                         requires=["kubernetes", "PyYAML"])
+                         requires=["kubernetes", "PyYAML"], secrets=secret_params(module.params))
     for warning in result.pop("warnings", None) or []:
         module.warn(warning)
     failed_message = result.pop("failed_message", None)

@@ -198,6 +198,68 @@ def test_context_selects_the_identity(rollout, kube, tmp_path):
     assert_one_identity(*rollout(kubeconfig=str(path), context="release"), user=kube.user("release"))
 
 
+# Every variable helm itself reads that could send it to another API server, identity, CA, namespace, context or
+# release store than the Python client's, set to something wrong (issue 15, item 4).
+WRONG_HELM_ENVIRONMENT = {
+    "HELM_KUBEAPISERVER": "https://127.0.0.1:1", "HELM_KUBETOKEN": "not-a-token", "HELM_KUBECAFILE": "/nonexistent/ca.crt",
+    "HELM_KUBEASUSER": "system:admin", "HELM_KUBEASGROUPS": "system:masters", "HELM_KUBEINSECURE_SKIP_TLS_VERIFY": "true",
+    "HELM_KUBETLS_SERVER_NAME": "wrong.example", "HELM_KUBECONTEXT": "no-such-context", "HELM_NAMESPACE": "kube-system",
+    "HELM_DRIVER": "configmap", "HELM_DRIVER_SQL_CONNECTION_STRING": "postgres://nowhere", "HELM_CONFIG_HOME": "/nonexistent/config",
+    "HELM_REGISTRY_CONFIG": "/nonexistent/registry.json", "HELM_REPOSITORY_CONFIG": "/nonexistent/repositories.yaml",
+}
+
+
+def _release_is_a_secret_in(kube, namespace):
+    """The rolled-out release is stored by helm's secret driver in the component's namespace (not as a ConfigMap, not elsewhere)."""
+    secrets = kube.rest.get("/api/v1/namespaces/%s/secrets" % namespace, labelSelector="owner=helm")["items"]
+    configmaps = kube.rest.get("/api/v1/namespaces/%s/configmaps" % namespace, labelSelector="owner=helm")["items"]
+    return bool(secrets) and not configmaps
+
+
+@pytest.mark.parametrize("source", ["kubeconfig option", "KUBECONFIG variable"])
+def test_helm_environment_variables_change_nothing(rollout, kube, source):
+    """With every HELM_* variable (and, with the option, KUBECONFIG) set wrong, helm still reaches the Python client's
+    cluster as the same identity, installs into the component's namespace and stores the release as a Secret."""
+    envvars = dict(WRONG_HELM_ENVIRONMENT)
+    if source == "kubeconfig option":
+        envvars["KUBECONFIG"] = kube.kubeconfig_for("nobody")
+        result, entries = rollout(envvars=envvars, kubeconfig=kube.kubeconfig_for("release"))
+    else:
+        envvars["KUBECONFIG"] = kube.kubeconfig_for("release")
+        result, entries = rollout(envvars=envvars)
+    assert_one_identity(result, entries, user=kube.user("release"))
+    assert _release_is_a_secret_in(kube, kube.namespace)
+    assert not kube.rest.get("/api/v1/namespaces/kube-system/secrets", labelSelector="owner=helm")["items"]
+
+
+def test_awx_k8s_auth_bearer_token_credential(rollout, kube, service_account):
+    """AWX's Kubernetes bearer-token credential injects K8S_AUTH_HOST/API_KEY/SSL_CA_CERT/VERIFY_SSL (as kubernetes.core
+    reads them): the Python client and helm both use it, before $KUBECONFIG (here the identity with no rights)."""
+    user, token = service_account
+    envvars = {"K8S_AUTH_HOST": kube.server, "K8S_AUTH_API_KEY": token, "K8S_AUTH_SSL_CA_CERT": kube.ca_file, "K8S_AUTH_VERIFY_SSL": "true",
+               "KUBECONFIG": kube.kubeconfig_for("nobody")}
+    result, entries = rollout(envvars=envvars)
+    assert_one_identity(result, entries, user=user)
+    assert token not in result.stdout
+
+
+def test_awx_k8s_auth_kubeconfig_and_context(rollout, kube, tmp_path):
+    """A custom AWX credential type injecting a kubeconfig file (K8S_AUTH_KUBECONFIG) and a context (K8S_AUTH_CONTEXT)."""
+    contexts = {}
+    for identity in ("nobody", "release"):
+        with open(kube.kubeconfig_for(identity), encoding="utf-8") as handle:
+            contexts[identity] = yaml.safe_load(handle)
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "nobody", "clusters": [], "users": [], "contexts": []}
+    for identity, single in contexts.items():
+        config["clusters"].append(dict(single["clusters"][0], name=identity))
+        config["users"].append(dict(single["users"][0], name=identity))
+        config["contexts"].append({"name": identity, "context": {"cluster": identity, "user": identity}})
+    path = tmp_path / "awx.kubeconfig"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    envvars = {"K8S_AUTH_KUBECONFIG": str(path), "K8S_AUTH_CONTEXT": "release", "KUBECONFIG": kube.kubeconfig_for("nobody")}
+    assert_one_identity(*rollout(envvars=envvars), user=kube.user("release"))
+
+
 def _can_unshare():
     if not shutil.which("unshare"):
         return False

@@ -444,3 +444,61 @@ def test_an_identity_without_the_shipped_roles_is_refused_in_one_line(run_playbo
     assert first["namespace"] == kube.namespace and kube.namespace in msg, (msg, first)
     assert [e for e in denied if e["mutating"] and e["code"] != 403] == []
     assert kubectl_json(kube, "get", "secrets,configmaps,leases", "-n", kube.namespace, "-l", "app.kubernetes.io/managed-by")["items"] == []
+
+
+def test_a_secret_value_never_appears_in_verbose_output_diff_or_result(run_playbook, kube, catalog, example_repo):
+    """Issue 15, item 2: a value under a sensitive key (``apiKey``) - given in component_overrides, and read back from the
+    release Secret on the next run - appears nowhere in ansible-playbook's -v output, the diff or the task result; the
+    diff shows <hidden>/<changed> instead. A dict kubeconfig does not mangle the result ("********Map")."""
+    first, second = "sk-first-0123456789", "sk-second-9876543210"
+    params = example_vars(kube, catalog, example_repo, "helm4", overrides={"example-agent": {"values": {"auth": {"apiKey": first, "user": "agent"}}}})
+    run = run_playbook("release_converge.yml", extravars=params, envvars={"ANSIBLE_VERBOSITY": "1"})
+    assert run.rc == 0, run.stdout[-4000:]
+    assert first not in run.stdout and first not in json.dumps(run.result("Roll out"))
+    params["overrides"] = {"example-agent": {"values": {"auth": {"apiKey": second, "user": "agent"}}}}
+    run = run_playbook("release_converge.yml", extravars=params, envvars={"ANSIBLE_VERBOSITY": "1"}, diff=True)
+    assert run.rc == 0, run.stdout[-4000:]
+    res = run.result("Roll out")
+    for secret in (first, second):
+        assert secret not in run.stdout and secret not in json.dumps(res)
+    [diff] = [d for d in res["diff"] if d["before_header"].startswith("example-agent")]
+    assert "apiKey: <hidden>" in diff["before"] and "apiKey: <changed>" in diff["after"] and "user: agent" in diff["after"]
+    # the secret did reach the cluster (the test would prove nothing otherwise)
+    release = kubectl_json(kube, "get", "secrets", "-n", kube.namespace, "-l", "owner=helm,name=example-agent,status=deployed")["items"]
+    assert release and release[0]["metadata"]["labels"]["version"] == "2"
+
+
+def test_a_forged_inventory_entry_naming_an_object_in_kube_system_is_left_alone(run_playbook, kube, catalog, example_repo):
+    """Issue 15, item 1: anyone who may write ConfigMaps where the inventory lives could make the next run delete any
+    object. A hand-written inventory entry naming a ConfigMap in kube-system is NOT deleted, by prune or by state=absent,
+    and the run says so; the stack's own objects and releases still go."""
+    target = "forged-%s" % kube.namespace[-8:]
+    kube.rest.create("/api/v1/namespaces/kube-system/configmaps",
+                     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": target}, "data": {"keep": "me"}})
+    try:
+        params = example_vars(kube, catalog, example_repo, "helm4")
+        assert run_playbook("release_converge.yml", extravars=params).rc == 0
+        path = "/api/v1/namespaces/%s/configmaps/aicr-runtime-%s-inventory" % (kube.namespace, kube.namespace)
+
+        def forge():
+            inventory = kube.rest.get(path)
+            document = json.loads(inventory["data"]["inventory"])
+            document["components"]["ghost"] = {"namespace": "kube-system", "release": None, "dependencies": [], "objects": [
+                {"id": "ghost-post-configmap-%s" % target, "apiVersion": "v1", "kind": "ConfigMap", "name": target, "namespace": "kube-system",
+                 "wave": "post"}]}
+            document["order"].append("ghost")
+            inventory["data"]["inventory"] = json.dumps(document)
+            kube.rest.request("PUT", path, body=inventory)
+
+        for extra in ({"prune": True}, {"state": "absent"}):
+            forge()
+            mark = kube.audit_mark()
+            run = run_playbook("release_converge.yml", extravars=dict(params, **extra))
+            assert run.rc == 0, run.stdout[-4000:]
+            assert kube.rest.exists("/api/v1/namespaces/kube-system/configmaps/%s" % target), extra
+            assert "left ConfigMap kube-system/%s alone" % target in run.stdout and "belongs to nobody" in run.stdout, run.stdout[-4000:]
+            deletes = [e for e in kube.audit(since=mark, user=kube.user(IDENTITY)) if e["verb"] == "delete" and e["namespace"] == "kube-system"]
+            assert deletes == [], deletes
+        assert kubectl_json(kube, "get", "secrets", "-n", kube.namespace, "-l", "owner=helm")["items"] == [], "state=absent removed the stack's own"
+    finally:
+        kube.rest.delete("/api/v1/namespaces/kube-system/configmaps/%s" % target)

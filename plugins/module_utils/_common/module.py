@@ -18,8 +18,22 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
 
 
+def hide_kubeconfig_secrets(module):
+    """The secrets of a ``kubeconfig`` parameter given as a dict (tokens, passwords, key data:
+    ``_kube.connection.kubeconfig_secrets``) become no_log values; the rest of it stays readable."""
+    kubeconfig = (getattr(module, "params", None) or {}).get("kubeconfig")
+    if isinstance(kubeconfig, dict):
+        from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import kubeconfig_secrets  # pylint: disable=import-outside-toplevel
+        hide(module, kubeconfig_secrets(kubeconfig))
+
+
 def require_libraries(module, packages):
-    """``fail_json(missing_required_lib(...))`` for the first of ``packages`` that cannot be imported."""
+    """``fail_json(missing_required_lib(...))`` for the first of ``packages`` that cannot be imported.
+
+    Every module calls it first (directly or through :func:`call_engine`), so it also hides the secrets of a dict
+    ``kubeconfig`` (:func:`hide_kubeconfig_secrets`) before anything can be returned.
+    """
+    hide_kubeconfig_secrets(module)
     from ansible.module_utils.basic import missing_required_lib  # pylint: disable=import-outside-toplevel
     for package in packages:
         present, error = deps.guard(package)
@@ -27,8 +41,21 @@ def require_libraries(module, packages):
             module.fail_json(msg=missing_required_lib(package), exception=error)
 
 
-def call_engine(module, name, engine, requires=()):
-    """``engine()``'s result; the task fails in one line when a library is missing or the engine raises."""
+def hide(module, secrets):
+    """Add ``secrets`` (strings) to the module's no_log values: Ansible masks them in the whole result (``invocation``,
+    ``msg``, ``diff``, warnings), as it does a no_log option's value."""
+    values = getattr(module, "no_log_values", None)
+    if values is not None:
+        values.update(s for s in secrets if s)
+
+
+def call_engine(module, name, engine, requires=(), secrets=()):
+    """``engine()``'s result; the task fails in one line when a library is missing or the engine raises.
+
+    Before the engine runs, ``secrets`` and the secrets of a ``kubeconfig`` given as a dict (its tokens, passwords and
+    key data; :func:`hide_kubeconfig_secrets`) are added to the module's no_log values.
+    """
+    hide(module, secrets)
     require_libraries(module, requires)
     try:
         return engine()

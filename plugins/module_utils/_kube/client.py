@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import email.utils
 import json
 import threading
 import time
@@ -177,6 +178,28 @@ class KubeClient(object):
             path += "/" + quote(name, safe=":@")
         return path, namespaced
 
+    def server_time(self):
+        """The API server's clock, epoch seconds (the ``Date`` header of ``GET /version``, whole seconds).
+
+        Ages of objects (a pending helm revision's ``creationTimestamp``, a Lease's ``renewTime``) are measured with it:
+        they were written by the server, or by other hosts whose clocks this host does not share.
+        """
+        headers = self._headers()
+        try:
+            response = self.api_client.rest_client.pool_manager.request(
+                "GET", self.api_client.configuration.host + "/version", headers=headers, timeout=self.request_timeout, preload_content=True, retries=False)
+        except Exception as exc:  # urllib3 errors: connection refused, TLS, timeouts
+            reason = transport_error(exc)
+            raise ClusterError("cluster: GET %s/version failed: %s" % (self.api_client.configuration.host, reason), status=0, reason=reason)
+        moment = None
+        try:
+            moment = email.utils.parsedate_to_datetime(response.headers.get("Date") or "")
+        except (TypeError, ValueError, IndexError):
+            moment = None
+        if moment is None:
+            raise ClusterError("cluster: the API server sent no Date header: its clock cannot be read", status=response.status)
+        return moment.timestamp()
+
     # -- verbs -------------------------------------------------------------
     def get_path(self, path):
         """The JSON at ``path``, or None on 404."""
@@ -220,11 +243,18 @@ class KubeClient(object):
             query["dryRun"] = "All"
         return self.request("PATCH", path, query=query, body=obj, content_type="application/apply-patch+yaml")
 
-    def delete(self, api_version, kind, name, namespace=None):
-        """Delete (background propagation); True if something was deleted."""
+    def delete(self, api_version, kind, name, namespace=None, uid=None, resource_version=None):
+        """Delete (background propagation); True if something was deleted.
+
+        ``uid`` / ``resource_version``: preconditions (the server refuses with 409 when the object is not that one any more).
+        """
         try:
             path = self._path(api_version, kind, namespace, name)[0]
-            self.request("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+            body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+            preconditions = dict((k, v) for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v)
+            if preconditions:
+                body["preconditions"] = preconditions
+            self.request("DELETE", path, body=body)
             return True
         except NotServed:
             return False

@@ -4,8 +4,9 @@
 """One way to reach a cluster, shared by every engine and by helm.
 
 The collection only ever knows a kubeconfig (a path, or its parsed content) and an optional
-context. Without a kubeconfig, ``$KUBECONFIG``, then ``~/.kube/config``, then the in-cluster
-service account are tried, as kubectl and kubernetes.core do. :func:`resolve` decides that once;
+context. Without a kubeconfig, AWX's ``K8S_AUTH_*`` credential variables (:func:`from_k8s_auth`), then
+``$KUBECONFIG``, then ``~/.kube/config``, then the in-cluster service account are tried, as kubectl and
+kubernetes.core do. :func:`resolve` decides that once;
 the Python client (:meth:`Connection.api_client`) and helm (:meth:`Connection.helm_kubeconfig`)
 are then given the same cluster and the same identity
 (:meth:`Connection.client` wraps the Python client in the collection's :class:`~.client.KubeClient`):
@@ -46,10 +47,17 @@ except ImportError:
         pass
 
 # Options every module that talks to a cluster accepts (see doc fragment aicr.runtime.kube).
+# ``kubeconfig`` is not no_log as a whole: Ansible would then mask every string of a kubeconfig dict (``v1``, ``Config``,
+# user, cluster and context names) wherever it appears in any output ("kind": "********Map"). Only its secrets
+# (:func:`kubeconfig_secrets`) are added to the module's no_log values, by ``_common.module.call_engine``.
 KUBE_ARG_SPEC = dict(
-    kubeconfig=dict(type="raw", no_log=True),
+    kubeconfig=dict(type="raw", no_log=False),
     context=dict(type="str"),
 )
+
+# The secret fields of a kubeconfig user (and of its auth-provider config); an exec plugin's env values are secret too.
+_SECRET_USER_FIELDS = ("token", "password", "client-key-data")
+_SECRET_PROVIDER_FIELDS = ("id-token", "refresh-token", "access-token", "client-secret")
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -94,8 +102,34 @@ class Connection(object):
                 "contexts": [{"name": "in-cluster", "context": {"cluster": "in-cluster", "user": "in-cluster"}}],
             }
             return _write_private(os.path.join(directory, "kubeconfig-in-cluster"), json.dumps(config)), None
-        # $KUBECONFIG or ~/.kube/config: helm reads the same environment the same way
-        return None, self.context
+        # $KUBECONFIG or ~/.kube/config, as the Python client read it (helm's environment has no KUBECONFIG of its own:
+        # a list of files is given to helm as KUBECONFIG, one file as --kubeconfig)
+        return self.kubeconfig, self.context
+
+
+def kubeconfig_secrets(kubeconfig):
+    """The secret strings of a kubeconfig given as a dict: users' tokens, passwords, client key data, auth-provider
+    tokens and client secrets, exec plugins' environment values. A path (or anything else) has none: the file's content
+    never enters the module's parameters. Names, servers, CA and certificate data are not secret."""
+    found = set()
+    if not isinstance(kubeconfig, dict):
+        return found
+    for entry in kubeconfig.get("users") or []:
+        user = (entry or {}).get("user") if isinstance(entry, dict) else None
+        if not isinstance(user, dict):
+            continue
+        for field in _SECRET_USER_FIELDS:
+            if user.get(field):
+                found.add(str(user[field]))
+        provider = ((user.get("auth-provider") or {}).get("config")) if isinstance(user.get("auth-provider"), dict) else None
+        for field in _SECRET_PROVIDER_FIELDS:
+            if isinstance(provider, dict) and provider.get(field):
+                found.add(str(provider[field]))
+        exec_config = user.get("exec") if isinstance(user.get("exec"), dict) else {}
+        for env in exec_config.get("env") or []:
+            if isinstance(env, dict) and env.get("value"):
+                found.add(str(env["value"]))
+    return found
 
 
 def _write_private(path, text):
@@ -140,8 +174,44 @@ def _check_exec_credentials(configuration, kubeconfig, context):
                     plugin=command, context=context)
 
 
-def resolve(kubeconfig=None, context=None):
-    """The :class:`Connection` for a kubeconfig (path, dict or None) and context."""
+# AWX's "OpenShift or Kubernetes API Bearer Token" credential type, and its kubeconfig-file custom types, inject these
+# (the variables kubernetes.core reads too).
+K8S_AUTH_VARIABLES = ("K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "K8S_AUTH_HOST", "K8S_AUTH_API_KEY", "K8S_AUTH_SSL_CA_CERT", "K8S_AUTH_VERIFY_SSL")
+_FALSE = ("0", "false", "no", "off", "n", "f")
+
+
+def from_k8s_auth(kubeconfig, context, environ):
+    """``(kubeconfig, context)`` with AWX's ``K8S_AUTH_*`` credential variables applied, as kubernetes.core does: the module's
+    own options first; then ``K8S_AUTH_KUBECONFIG`` / ``K8S_AUTH_CONTEXT``; then, without any kubeconfig, ``K8S_AUTH_HOST``
+    with ``K8S_AUTH_API_KEY`` (a bearer token), ``K8S_AUTH_SSL_CA_CERT`` (a CA file) and ``K8S_AUTH_VERIFY_SSL`` become a
+    kubeconfig dict, which helm is given as a private 0600 file - so the Python client and helm use the same credential."""
+    context = context or environ.get("K8S_AUTH_CONTEXT") or None
+    if kubeconfig:
+        return kubeconfig, context
+    if environ.get("K8S_AUTH_KUBECONFIG"):
+        return environ["K8S_AUTH_KUBECONFIG"], context
+    host = environ.get("K8S_AUTH_HOST")
+    if not host:
+        if environ.get("K8S_AUTH_API_KEY"):
+            raise AicrError("K8S_AUTH_API_KEY is set without K8S_AUTH_HOST: set the API server's URL too (AWX's Kubernetes credential has both)",
+                            field="kubeconfig")
+        return None, context
+    cluster = {"server": host}
+    if str(environ.get("K8S_AUTH_VERIFY_SSL", "true")).strip().lower() in _FALSE:
+        cluster["insecure-skip-tls-verify"] = True
+    elif environ.get("K8S_AUTH_SSL_CA_CERT"):
+        cluster["certificate-authority"] = environ["K8S_AUTH_SSL_CA_CERT"]
+    user = {"token": environ["K8S_AUTH_API_KEY"]} if environ.get("K8S_AUTH_API_KEY") else {}
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "k8s-auth",
+              "clusters": [{"name": "k8s-auth", "cluster": cluster}], "users": [{"name": "k8s-auth", "user": user}],
+              "contexts": [{"name": "k8s-auth", "context": {"cluster": "k8s-auth", "user": "k8s-auth"}}]}
+    return config, None
+
+
+def resolve(kubeconfig=None, context=None, environ=None):
+    """The :class:`Connection` for a kubeconfig (path, dict or None) and context (AWX's ``K8S_AUTH_*`` variables applied:
+    :func:`from_k8s_auth`)."""
+    kubeconfig, context = from_k8s_auth(kubeconfig, context, os.environ if environ is None else environ)
     if not HAS_KUBERNETES:
         raise AicrError("the Python package 'kubernetes' is required to talk to a cluster", exception=KUBERNETES_IMPORT_ERROR)
     configuration = k8s_client.Configuration()
@@ -159,7 +229,9 @@ def resolve(kubeconfig=None, context=None):
             k8s_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
         elif os.environ.get("KUBECONFIG") or os.path.isfile(os.path.expanduser("~/.kube/config")):
             source = "env"
-            k8s_config.load_kube_config(context=context, client_configuration=configuration)
+            # read now, not when the kubernetes package was imported; helm is given exactly these files
+            kubeconfig = os.pathsep.join(os.path.expanduser(p) for p in (os.environ.get("KUBECONFIG") or "~/.kube/config").split(os.pathsep) if p)
+            k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
         else:
             source = "in-cluster"
             k8s_config.load_incluster_config(client_configuration=configuration)
@@ -170,7 +242,7 @@ def resolve(kubeconfig=None, context=None):
         reason = _first_line(exc) or exc.__class__.__name__
         raise AicrError("kubeconfig/context: cannot load cluster configuration (%s)" % reason, field="kubeconfig", context=context)
     if source != "in-cluster":
-        _check_exec_credentials(configuration, kubeconfig if source != "env" else None, context)
+        _check_exec_credentials(configuration, kubeconfig, context)
     return Connection(configuration, source, kubeconfig=kubeconfig, context=context, incluster=incluster)
 
 

@@ -24,6 +24,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.values import
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import object_owner, release_owner
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
 
 
@@ -78,6 +79,13 @@ class Deploy(object):
         for mobj, action, _reason in entries:
             if action == "unchanged":
                 continue
+            if action == "update" and not self.opts.adopt:
+                live = self.cluster.get(mobj.api_version, mobj.kind, mobj.name, mobj.namespace)
+                owner = object_owner(live, self.opts.stack) if live is not None else None
+                if owner is not None:
+                    raise AicrError("component %s: object %s (%s %s/%s) belongs to %s, not stack %s: it is not changed (set adopt: true to take it over)"
+                                    % (comp.name, mobj.identity, mobj.kind, mobj.namespace or "-", mobj.name, owner, self.opts.stack),
+                                    component=comp.name, object=mobj.identity, owner=owner)
             apply_object(self.cluster, mobj, comp.namespace)
             st.changed = True
             self._action("apply %s (%s %s/%s: %s)" % (mobj.identity, mobj.kind, mobj.namespace or "-", mobj.name, action))
@@ -88,11 +96,18 @@ class Deploy(object):
         """Remove the record of a helm operation that was interrupted (pending-install/-upgrade/-rollback), so helm can proceed.
 
         helm refuses to touch a release whose latest revision is pending ("another operation is in progress"), and
-        nothing ever finishes a revision whose helm process was killed. This stack's Lease rules out a run of ours; a
-        revision pending for longer than ``timeout`` is taken as interrupted (a helm operation of ours would have been
-        stopped by then). Younger ones may belong to someone running helm by hand: the component fails instead.
+        nothing ever finishes a revision whose helm process was killed. Clearing it is opt-in (``clear_pending``): without
+        it the component fails, naming the revision. With it, a revision pending for longer than ``timeout`` is taken as
+        interrupted (a helm operation of ours would have been stopped by then), its age measured with the API server's
+        clock (the revision's ``creationTimestamp`` is the server's, not this host's). Younger ones may belong to
+        someone running helm by hand: the component fails instead.
         """
-        age = deployed.age_seconds(self.wall())
+        if not self.opts.clear_pending:
+            raise AicrError("component %s: release %s/%s revision %s is %s since %s: another helm operation may still be running; "
+                            "set clear_pending: true to clear it once it is older than timeout (%ds)"
+                            % (comp.name, comp.namespace, comp.name, deployed.revision, deployed.status, deployed.created, int(self.opts.timeout)),
+                            component=comp.name, release_status=deployed.status)
+        age = deployed.age_seconds(self.cluster.server_time())
         if age is None or age < self.opts.timeout:
             raise AicrError("component %s: release %s/%s revision %s is %s since %s: another helm operation may still be running; "
                             "it is taken as interrupted once older than timeout (%ds)"
@@ -108,7 +123,7 @@ class Deploy(object):
         schema, defaults_text = chart_schema_and_defaults(archive)
         if schema:
             defaults = deps.load(defaults_text) if defaults_text.strip() else {}
-            problems = validation.value_problems(schema, merge_null_deletes(defaults if isinstance(defaults, dict) else {}, comp.values))
+            problems = validation.rule_problems(schema, merge_null_deletes(defaults if isinstance(defaults, dict) else {}, comp.values))
             if problems:
                 raise AicrError("values: component %s: %d value(s) violate the chart's values.schema.json; first: %s" % (comp.name, len(problems), problems[0]),
                                 component=comp.name, problems=problems[:50])
@@ -137,6 +152,10 @@ class Deploy(object):
         """``helm upgrade --install`` of a component whose release must change; returns the release helm reports (read back
         from its Secret only when helm's answer cannot be read)."""
         comp, deployed = st.comp, st.deployed
+        owner = release_owner(deployed, self.opts.stack)
+        if owner is not None and not self.opts.adopt:
+            raise AicrError("component %s: release %s/%s belongs to %s, not stack %s: it is not upgraded (set adopt: true to take it over)"
+                            % (comp.name, comp.namespace, comp.name, owner, self.opts.stack), component=comp.name, owner=owner)
         if deployed is not None and deployed.pending:
             self._clear_interrupted(comp, deployed)
         chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)

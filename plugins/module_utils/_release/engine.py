@@ -39,11 +39,12 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.component imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import value_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
+from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import rule_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease
+from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
@@ -51,6 +52,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.survey impor
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
 
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
+MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
+MAX_CONCURRENCY = 64
+LEASE_NAMESPACE = "aicr-system"  # the stack Lease and inventory live here by default, never in `default`
 
 
 class Options(object):
@@ -72,7 +76,10 @@ class Options(object):
         self.diff = bool(kwargs.get("diff"))
         self.mirrors = normalize_mirrors(kwargs.get("repository_mirrors"))
         self.atomic = bool(kwargs.get("atomic"))
-        self.lease_namespace = kwargs.get("lease_namespace") or "default"
+        self.clear_pending = bool(kwargs.get("clear_pending"))
+        self.adopt = bool(kwargs.get("adopt"))
+        self.sensitive = Sensitive(kwargs.get("sensitive_values"))
+        self.lease_namespace = kwargs.get("lease_namespace") or LEASE_NAMESPACE
         self.lease_duration = int(kwargs.get("lease_duration") or 60)
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
@@ -82,9 +89,18 @@ class Options(object):
             raise AicrError("state: %r is not allowed; use present or absent" % self.state, field="state")
         if self.concurrency < 1:
             raise AicrError("concurrency: %s is not allowed; use 1 or more" % self.concurrency, field="concurrency")
+        if not MIN_DURATION <= self.lease_duration <= MAX_DURATION:
+            raise AicrError("lease_duration: %s is not allowed; use %d to %d seconds" % (self.lease_duration, MIN_DURATION, MAX_DURATION),
+                            field="lease_duration")
         for field in ("timeout", "overall_timeout", "poll_interval"):
             if getattr(self, field) <= 0:
                 raise AicrError("%s: %s is not allowed; use a positive number of seconds" % (field, getattr(self, field)), field=field)
+        # bounded, so that 1e300 is a clear error rather than an OverflowError deep inside a wait
+        for field, most in (("timeout", MAX_SECONDS), ("overall_timeout", MAX_SECONDS), ("poll_interval", 60)):
+            if not getattr(self, field) <= most:
+                raise AicrError("%s: %s is not allowed; use at most %d seconds" % (field, getattr(self, field), most), field=field)
+        if self.concurrency > MAX_CONCURRENCY:
+            raise AicrError("concurrency: %s is not allowed; use at most %d" % (self.concurrency, MAX_CONCURRENCY), field="concurrency")
 
 
 class GatedRelease(Survey, Deploy, Remove, Result):
@@ -111,6 +127,7 @@ class GatedRelease(Survey, Deploy, Remove, Result):
         self._transition_lock = threading.Lock()
         self._notified = {}
         self.warnings = []
+        self.lease = None  # the stack Lease while this run holds it
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):
@@ -167,7 +184,13 @@ class GatedRelease(Survey, Deploy, Remove, Result):
                 self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
                 message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
                 lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
+                self._ensure_namespace(self.opts.lease_namespace)
                 lease.acquire()
+                self.lease = lease
+                # from here on every mutating call checks first that this run still holds the Lease
+                raw_cluster, raw_helm = self.cluster, self.helm
+                self.cluster = self.inventory.cluster = Guarded(raw_cluster, lease)
+                self.helm = Guarded(raw_helm, lease)
                 try:
                     self.inventory.load(self._action)
                     self.survey(objects=self.opts.state == "absent")
@@ -175,8 +198,11 @@ class GatedRelease(Survey, Deploy, Remove, Result):
                     outcomes = self._execute(start)
                     self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
                 finally:
-                    lease.release()
                     self._stop_prefetch()
+                    self.cluster = self.inventory.cluster = raw_cluster
+                    self.helm = raw_helm
+                    lease.release()
+                lease.check()  # a Lease lost after the last change still makes the run fail: another run may hold the stack
             elif not self.opts.check_mode:
                 outcomes = self._execute(start)
             else:
@@ -238,7 +264,7 @@ def validate_values(plan, schemas):
         schema = schemas.get(name)
         if not schema:
             continue
-        problems.extend("%s: %s" % (name, p) for p in value_problems(schema, plan.by_name[name].values))
+        problems.extend("%s: %s" % (name, p) for p in rule_problems(schema, plan.by_name[name].values))
     if problems:
         raise AicrError("values: %d value(s) do not match the component schemas; first: %s" % (len(problems), problems[0]),
                         field="values", problems=problems[:50])
@@ -251,6 +277,24 @@ def under_resolve(error):
         return error
     msg = "resolve." + error.msg if error.msg.startswith(field + ":") else error.msg
     return AicrError(msg, **dict(error.details, field="resolve." + field))
+
+
+def secret_params(params):
+    """The strings under sensitive paths (``sensitive_values``) of the values given in the parameters — each component's
+    ``values`` in ``recipe`` and in ``component_overrides`` —, for the module's no_log values: the ``invocation`` Ansible
+    returns (shown with ``-v``) then never has them."""
+    sensitive = Sensitive(params.get("sensitive_values"))
+    found = set()
+    recipe = params.get("recipe")
+    components = recipe.get("components") if isinstance(recipe, dict) else recipe
+    for comp in components if isinstance(components, list) else []:
+        if isinstance(comp, dict):
+            sensitive.secret_strings(comp.get("values"), found=found)
+    overrides = params.get("component_overrides")
+    for override in overrides.values() if isinstance(overrides, dict) else []:
+        if isinstance(override, dict):
+            sensitive.secret_strings(override.get("values"), found=found)
+    return found
 
 
 def resolved_summary(resolution):
@@ -273,7 +317,8 @@ def options_from(params, recipe, check_mode, diff):
         stack=params.get("stack") or recipe_name or "default", state=params.get("state"), concurrency=params.get("concurrency"),
         timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
         prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
-        atomic=params.get("atomic"), lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
+        atomic=params.get("atomic"), clear_pending=params.get("clear_pending"), adopt=params.get("adopt"), sensitive_values=params.get("sensitive_values"),
+        lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
         holder_message=params.get("holder_message"), recipe_name=recipe_name,
         cache_dir=(params.get("cache_dir") or jsoncache.default_cache_dir()) if params.get("render_cache", True) else None,
         validate_chart_schema=params.get("validate_values", True),

@@ -18,6 +18,9 @@ Flag differences handled here: helm 3 ``--atomic`` is helm 4 ``--rollback-on-fai
 neither is used by default because readiness is observed by the engine, not by helm
 (helm 3 without ``--wait`` and helm 4 with its default ``--wait=hookOnly`` return once the
 objects are created).
+
+helm's environment is built, not inherited (:func:`helm_environment`). The file is a little over 400 lines:
+how helm is run (argv, environment, version) and how its release storage is read stay together.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -202,6 +205,39 @@ def chart_schema_and_defaults(path):
     return schema, values_text
 
 
+# helm settings that could send it to another cluster, identity, namespace or release store than the Python client's
+# (HELM_KUBEAPISERVER, HELM_KUBETOKEN, HELM_KUBECAFILE, HELM_KUBEASUSER, HELM_KUBEASGROUPS, HELM_KUBEINSECURE_SKIP_TLS_VERIFY,
+# HELM_KUBETLS_SERVER_NAME, HELM_KUBECONTEXT, HELM_NAMESPACE, HELM_DRIVER, HELM_DRIVER_SQL_CONNECTION_STRING...), or load
+# plugins, repositories and registry logins from someone else's home: every HELM_* variable is dropped, as is KUBECONFIG.
+HELM_DRIVER = "secret"
+
+
+def helm_environment(environ, home=None, kubeconfig_path=None):
+    """The environment helm runs with: ``environ`` without any ``HELM_*`` variable nor ``KUBECONFIG``, then what the
+    collection decides: the secret storage driver (the one release store :func:`read_release` reads), helm's private
+    homes under ``home``, and ``KUBECONFIG`` only when the Python client read a list of kubeconfig files
+    (``kubeconfig_path`` with ``os.pathsep``; a single file is given as ``--kubeconfig``).
+
+    Everything else is inherited, as the Python client inherits it: PATH, proxies, CA bundle variables, and what an
+    exec credential plugin of the kubeconfig reads (the Python client runs that plugin with this process's environment).
+    """
+    env = dict((key, value) for key, value in environ.items() if not key.upper().startswith("HELM_") and key.upper() != "KUBECONFIG")
+    env["HELM_DRIVER"] = HELM_DRIVER
+    if home:
+        for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"), ("HELM_DATA_HOME", "data")):
+            env[var] = os.path.join(home, sub)
+    if kubeconfig_path and os.pathsep in kubeconfig_path:
+        env["KUBECONFIG"] = kubeconfig_path
+    if "GOGC" not in env and "GOMEMLIMIT" not in env:
+        # A helm process lives for a fraction of a second: most of its garbage collection is wasted work.
+        # With GOGC=off and a soft GOMEMLIMIT the Go runtime collects only when the heap nears the limit
+        # (measured: 13 % less time per install with 4 installs on 2 cores; rendering kube-prometheus-stack
+        # peaks at 124 MB). An environment that sets either keeps its own choice.
+        env["GOGC"] = "off"
+        env["GOMEMLIMIT"] = HELM_SOFT_MEMORY_LIMIT
+    return env
+
+
 class Revision(int):
     """A release revision as helm reports it, with the release helm printed (``release``: a dict, or None)."""
 
@@ -227,23 +263,12 @@ class HelmRunner(object):
         self.calls = []
 
     def _env(self):
-        env = dict(os.environ)
-        if self.home:
-            for var, sub in (("HELM_CACHE_HOME", "cache"), ("HELM_CONFIG_HOME", "config"), ("HELM_DATA_HOME", "data")):
-                env[var] = os.path.join(self.home, sub)
-        env.pop("HELM_KUBECONTEXT", None)
-        if "GOGC" not in env and "GOMEMLIMIT" not in env:
-            # A helm process lives for a fraction of a second: most of its garbage collection is wasted work.
-            # With GOGC=off and a soft GOMEMLIMIT the Go runtime collects only when the heap nears the limit
-            # (measured: 13 % less time per install with 4 installs on 2 cores; rendering kube-prometheus-stack
-            # peaks at 124 MB). An environment that sets either keeps its own choice.
-            env["GOGC"] = "off"
-            env["GOMEMLIMIT"] = HELM_SOFT_MEMORY_LIMIT
-        return env
+        """helm's environment, built rather than inherited (see :func:`helm_environment`)."""
+        return helm_environment(os.environ, home=self.home, kubeconfig_path=self.kubeconfig_path)
 
     def _global(self):
         argv = []
-        if self.kubeconfig_path:
+        if self.kubeconfig_path and os.pathsep not in self.kubeconfig_path:
             argv += ["--kubeconfig", self.kubeconfig_path]
         if self.context:
             argv += ["--kube-context", self.context]

@@ -3,20 +3,31 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """One ``coordination.k8s.io/v1`` Lease per stack, so two rollouts never interleave.
 
-The Lease ``aicr-runtime-<stack>`` names its holder (``holderIdentity``) and what it is
-doing (annotation ``aicr.io/holder-message``). A Lease whose ``renewTime`` is older than
-its ``leaseDurationSeconds`` is stale and is taken over (optimistic concurrency via
-``resourceVersion``: of two runs racing for a stale Lease, one gets a conflict). While
-held, the Lease is renewed in the background every third of its duration.
+The Lease ``aicr-runtime-<stack>`` names its holder (``holderIdentity``, unique per run: user, host, pid and a random
+suffix) and what it is doing (annotation ``aicr.io/holder-message``).
+
+- **Staleness by the server's clock.** A Lease whose ``renewTime`` is older than its ``leaseDurationSeconds`` by the
+  API server's clock (``KubeClient.server_time``; renew times are written from it too) is stale and is taken over
+  (optimistic concurrency via ``resourceVersion``: of two runs racing for a stale Lease, one gets a conflict). Hosts'
+  clocks never enter it.
+- **Renewed on a schedule**, every third of its duration, in the background. A renewal the server refuses (409: the
+  Lease changed under us), a Lease that names another holder, or renewals failing until the duration has passed since
+  the last one that succeeded, mark the Lease *lost*: :meth:`StackLease.check`, which every mutation calls first
+  (:class:`Guarded`), then stops the run with a message saying why.
+- **Release deletes only its own Lease**: preconditioned on the uid and resourceVersion of the last renewal, so a
+  Lease another run took over meanwhile is left alone.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import os
 import socket
 import threading
+import time
+import uuid
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import HOLDER_MESSAGE_ANNOTATION as MESSAGE_ANNOTATION
@@ -30,22 +41,41 @@ def lease_name(stack):
 
 
 def default_identity():
-    return "%s@%s/%d" % (os.environ.get("USER", "ansible"), socket.gethostname(), os.getpid())
+    """``user@host/pid-<random>``: unique per run, even for two runs with the same pid on two hosts named alike."""
+    return "%s@%s/%d-%s" % (os.environ.get("USER", "ansible"), socket.gethostname(), os.getpid(), uuid.uuid4().hex[:8])
+
+
+MIN_DURATION = 10
+MAX_DURATION = 3600
+
+
+def server_clock(cluster):
+    """The API server's clock as a naive UTC datetime (this host's when the client cannot read it)."""
+    def now():
+        reader = getattr(cluster, "server_time", None)
+        if reader is None:
+            return timeutil.utcnow()
+        return datetime.datetime.fromtimestamp(reader(), datetime.timezone.utc).replace(tzinfo=None)
+    return now
 
 
 class StackLease(object):
     """Acquire/renew/release the Lease of one stack."""
 
-    def __init__(self, cluster, stack, namespace="default", duration=60, identity=None, message="", clock=timeutil.utcnow):
+    def __init__(self, cluster, stack, namespace="default", duration=60, identity=None, message="", clock=None, monotonic=time.monotonic):
         self.cluster = cluster
         self.stack = stack
         self.namespace = namespace
-        self.duration = max(5, int(duration))
+        self.duration = max(5, min(MAX_DURATION, int(duration)))
         self.identity = identity or default_identity()
         self.message = message
-        self.clock = clock
+        self.clock = clock or server_clock(cluster)
+        self.monotonic = monotonic
         self.name = lease_name(stack)
         self.taken_over = None
+        self.lost = None  # why the Lease is no longer ours (None while it is)
+        self.renewals = 0
+        self._renewed_at = None  # monotonic time of the last successful acquire/renewal
         self._current = None
         self._stop = threading.Event()
         self._thread = None
@@ -62,7 +92,7 @@ class StackLease(object):
                 "annotations": {MESSAGE_ANNOTATION: self.message},
             },
             "spec": {
-                "holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
+                "holderIdentity": self.identity, "leaseDurationSeconds": int(self.duration),
                 "acquireTime": now, "renewTime": now, "leaseTransitions": transitions,
             },
         }
@@ -108,32 +138,83 @@ class StackLease(object):
                 raise AicrError("lease: another run acquired Lease %s/%s of stack %s at the same moment; retry" % (self.namespace, self.name, self.stack),
                                 lease="%s/%s" % (self.namespace, self.name))
             raise
+        self._renewed_at = self.monotonic()
         self._thread = threading.Thread(target=self._renew_loop, name="aicr-lease-renew")
         self._thread.daemon = True
         self._thread.start()
         return self
 
+    def _lose(self, reason):
+        with self._lock:
+            if self.lost is None:
+                self.lost = reason
+        self._stop.set()
+
+    def renew(self):
+        """One renewal; marks the Lease lost when the server refuses it or another run holds it (returns False then)."""
+        with self._lock:
+            if self.lost is not None or self._current is None:
+                return False
+            body = dict(self._current)
+            body["spec"] = dict(body.get("spec") or {}, renewTime=timeutil.microtime(self.clock()))
+        try:
+            renewed = self.cluster.replace(body)
+        except ClusterError as exc:
+            if exc.status in (404, 409):
+                live = None
+                try:
+                    live = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
+                except ClusterError:
+                    pass
+                holder = ((live or {}).get("spec") or {}).get("holderIdentity")
+                if live is None:
+                    self._lose("Lease %s/%s was deleted by someone else" % (self.namespace, self.name))
+                elif holder != self.identity:
+                    self._lose("Lease %s/%s is now held by %s" % (self.namespace, self.name, holder or "nobody"))
+                else:
+                    self._lose("the renewal of Lease %s/%s was refused (%s): it changed under this run" % (self.namespace, self.name, exc.status))
+                return False
+            raise
+        with self._lock:
+            self._current = renewed
+            self._renewed_at = self.monotonic()
+            self.renewals += 1
+        return True
+
     def _renew_loop(self):
-        while not self._stop.wait(self.duration / 3.0):
+        interval = self.duration / 3.0
+        wait = interval
+        while not self._stop.wait(wait):
             try:
-                with self._lock:
-                    body = dict(self._current)
-                    body["spec"] = dict(body.get("spec") or {}, renewTime=timeutil.microtime(self.clock()))
-                    self._current = self.cluster.replace(body)
-            except Exception:  # pylint: disable=broad-except
-                continue  # next attempt; a lost renewal only risks a takeover after the duration
+                wait = interval if self.renew() else wait
+            except Exception as exc:  # pylint: disable=broad-except  # the API server unreachable, 5xx...: retry soon
+                wait = max(0.05, min(1.0, interval / 4.0))
+                if self.monotonic() - self._renewed_at >= self.duration:
+                    self._lose("Lease %s/%s could not be renewed for %ss (%s)" % (self.namespace, self.name, int(self.duration), str(exc)[:200]))
+
+    def check(self):
+        """Raise when this run no longer holds the Lease (lost, or not renewed within its duration): before every mutation."""
+        reason = self.lost
+        if reason is None and self._renewed_at is not None and self.monotonic() - self._renewed_at >= self.duration:
+            reason = "Lease %s/%s was not renewed within %ss" % (self.namespace, self.name, int(self.duration))
+        if reason is not None:
+            raise AicrError("lease: this run lost the Lease of stack %s: %s; it stopped before its next change (another run may now hold the stack)"
+                            % (self.stack, reason), lease="%s/%s" % (self.namespace, self.name))
 
     def release(self):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         with self._lock:
-            if self._current is not None:
-                try:
-                    self.cluster.delete("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
-                except ClusterError:
-                    pass
-                self._current = None
+            current, self._current = self._current, None
+        if current is not None and self.lost is None:
+            meta = current.get("metadata") or {}
+            try:
+                # only our own Lease, as last renewed: one another run took over meanwhile is not ours to delete
+                self.cluster.delete("coordination.k8s.io/v1", "Lease", self.name, self.namespace, uid=meta.get("uid"),
+                                    resource_version=meta.get("resourceVersion"))
+            except ClusterError:
+                pass
 
     def __enter__(self):
         return self.acquire()
@@ -141,3 +222,25 @@ class StackLease(object):
     def __exit__(self, *exc_info):
         self.release()
         return False
+
+
+class Guarded(object):
+    """A cluster client or helm runner whose mutating calls first check that the run still holds its Lease."""
+
+    MUTATING = ("create", "replace", "delete", "upgrade", "uninstall")
+
+    def __init__(self, target, lease):
+        self._target = target
+        self._lease = lease
+
+    def __getattr__(self, name):
+        attr = getattr(self._target, name)
+        if name in self.MUTATING or name == "apply":
+            lease = self._lease
+
+            def guarded(*args, **kwargs):
+                if name != "apply" or not kwargs.get("dry_run"):
+                    lease.check()
+                return attr(*args, **kwargs)
+            return guarded
+        return attr

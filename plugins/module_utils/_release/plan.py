@@ -19,6 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import OVERRIDE_KEYS, Component, override_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import levels
@@ -73,6 +75,21 @@ def _check_overrides(overrides, skip, names):
                         % (name or "(all)", key or "the entry", value, ", ".join(OVERRIDE_KEYS)), field="component_overrides")
 
 
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+RELEASE_NAME_MAX = 53  # helm's limit for a release name
+
+
+def _check_names(comp):
+    """A component's name (its helm release name, part of file names in the run's scratch directory) and namespace are
+    DNS-1123 labels, checked before any use: no ``/``, ``..``, upper case or spaces."""
+    if not isinstance(comp.name, str) or len(comp.name) > RELEASE_NAME_MAX or not _DNS1123_LABEL.match(comp.name):
+        raise AicrError("recipe: component name %r is not allowed; use a DNS-1123 label of at most %d characters (a-z, 0-9, '-', "
+                        "starting and ending alphanumeric)" % (str(comp.name)[:80], RELEASE_NAME_MAX), field="recipe", component=str(comp.name)[:80])
+    if comp.namespace and (not isinstance(comp.namespace, str) or len(comp.namespace) > 63 or not _DNS1123_LABEL.match(comp.namespace)):
+        raise AicrError("recipe: component %s: namespace %r is not allowed; use a DNS-1123 label of at most 63 characters"
+                        % (comp.name, str(comp.namespace)[:80]), field="recipe", component=comp.name)
+
+
 def build_plan(recipe, skip_components=None, component_overrides=None, skip_deployment_order=False, base_dir=None):
     """Normalise the recipe into a :class:`Plan`."""
     raw_components = _components_of(recipe)
@@ -99,6 +116,8 @@ def build_plan(recipe, skip_components=None, component_overrides=None, skip_depl
             skipped.append({"name": name, "reason": "type %s is not deployed by gated_release (only Helm)" % ctype})
             continue
         managed.append(Component.from_dict(raw, base_dir=base_dir).overridden(override))
+    for comp in managed:
+        _check_names(comp)
     order = [c.name for c in managed]
     managed_names = set(order)
     deps = {}

@@ -14,6 +14,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import read_release
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import object_owner, release_owner
 
 
 class Remove(object):
@@ -23,9 +24,21 @@ class Remove(object):
         return self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace")) is not None
 
     def _delete_refs(self, comp, refs, deadline):
+        """Delete the objects of ``refs`` that the live cluster says are this stack's (``ownership.object_owner``); the
+        others are left alone, with a warning naming their owner, whatever the inventory says."""
         gone = []
         for ref in refs:
-            if self.cluster.delete(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace")):
+            live = self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
+            if live is None:
+                continue
+            owner = object_owner(live, self.opts.stack)
+            if owner is not None:
+                self._warn("left %s %s/%s alone: the inventory lists it for component %s, but it belongs to %s, not stack %s"
+                           % (ref["kind"], ref.get("namespace") or "-", ref["name"], comp if isinstance(comp, str) else comp.name, owner, self.opts.stack))
+                self._action("leave %s %s/%s alone (belongs to %s)" % (ref["kind"], ref.get("namespace") or "-", ref["name"], owner))
+                continue
+            uid = (live.get("metadata") or {}).get("uid")
+            if self.cluster.delete(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"), uid=uid):
                 self._action("delete %s (%s %s/%s)" % (ref.get("id") or ref["name"], ref["kind"], ref.get("namespace") or "-", ref["name"]))
                 gone.append(ref)
         who = comp if isinstance(comp, str) else comp.name
@@ -55,7 +68,12 @@ class Remove(object):
                 st.changed = True
             release = entry.get("release")
             namespace = entry.get("namespace") or st.comp.namespace
-            if release and read_release(self.cluster, release, namespace) is not None:
+            deployed = read_release(self.cluster, release, namespace) if release else None
+            owner = release_owner(deployed, self.opts.stack)
+            if owner is not None and not self.opts.adopt:
+                raise AicrError("component %s: release %s/%s belongs to %s, not stack %s: it is not uninstalled (set adopt: true to remove it anyway)"
+                                % (name, namespace, release, owner, self.opts.stack), component=name, owner=owner)
+            if deployed is not None:
                 self.helm.uninstall(release, namespace, timeout=max(1, deadline - self.clock()))
                 self._action("uninstall %s (namespace %s)" % (release, namespace))
                 st.changed = True

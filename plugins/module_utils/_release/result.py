@@ -138,6 +138,8 @@ class Result(object):
             after = st.comp.values if self.opts.state == "present" else None
             if before == after and st.action == "unchanged":
                 continue
+            # values under sensitive paths never leave the run: <hidden>, or <changed> after when they changed
+            before, after = self.opts.sensitive.redact_pair(before, after)
             diffs.append({
                 "before_header": "%s values (revision %s)" % (name, st.deployed.revision) if st.deployed is not None else "%s (not installed)" % name,
                 "after_header": "%s values (%s)" % (name, st.action),

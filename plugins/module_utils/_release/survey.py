@@ -110,6 +110,9 @@ class Survey(object):
         if deployed is None:
             return "install", "release %s not found in namespace %s" % (comp.name, comp.namespace)
         if deployed.pending:
+            if not self.opts.clear_pending:
+                return "upgrade", ("revision %s is %s since %s: another helm operation may still be running (clear_pending is off: "
+                                   "the component will fail)" % (deployed.revision, deployed.status, deployed.created))
             return "upgrade", ("revision %s is %s since %s: an interrupted helm operation is cleared once it is older than "
                                "timeout (%ds)" % (deployed.revision, deployed.status, deployed.created, int(self.opts.timeout)))
         if deployed.status != "deployed":

@@ -127,6 +127,12 @@ class FakeCluster:
         """Serve a kind (as if its CRD were installed)."""
         self.kinds[(api_version, kind)] = namespaced
 
+    server_skew = 0.0  # seconds the API server's clock is ahead of this host's
+
+    def server_time(self):
+        """The API server's clock (``KubeClient.server_time``): this host's, plus the fake clock's offset and ``server_skew``."""
+        return time.time() + self.clock.offset + self.server_skew
+
     def request(self, method, path, **_kwargs):
         """``GET /apis`` (the API groups served), the one raw request an engine makes of this double."""
         assert (method, path) == ("GET", "/apis"), (method, path)
@@ -229,6 +235,8 @@ class FakeCluster:
                 merged["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
                 self.audit.append(("dry-run-apply", body["kind"], meta.get("namespace"), meta["name"]))
                 return self._observe(key, merged)
+            managers = [m for m in ((existing or {}).get("metadata") or {}).get("managedFields") or [] if m.get("manager") != field_manager]
+            body["metadata"]["managedFields"] = managers + [{"manager": field_manager, "operation": "Apply"}]
             return self._store(body, "apply")
 
     def create(self, obj):
@@ -249,7 +257,7 @@ class FakeCluster:
                 raise ClusterError("conflict", status=409)
             return self._store(copy.deepcopy(obj), "replace")
 
-    def delete(self, api_version, kind, name, namespace=None):
+    def delete(self, api_version, kind, name, namespace=None, uid=None, resource_version=None):
         with self.lock:
             try:
                 key = self._key(api_version, kind, name, namespace)
@@ -257,6 +265,9 @@ class FakeCluster:
                 return False
             if key not in self.objects:
                 return False
+            meta = self.objects[key]["metadata"]
+            if (uid and meta.get("uid") != uid) or (resource_version and meta.get("resourceVersion") != resource_version):
+                raise ClusterError("conflict: precondition failed", status=409)
             del self.objects[key]
             self.audit.append(("delete", kind, namespace, name))
             return True

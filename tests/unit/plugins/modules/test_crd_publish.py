@@ -42,7 +42,7 @@ def test_publish_refuse_and_allow(capsys, kube, group, tmp_path):
     base = {"kubeconfig": kube.kubeconfig_for("crd-publisher"), "wait_sleep": 0.05, "wait_timeout": 30}
     code, out = run(capsys, dict(base, definition=crd(group, {"size": {"type": "integer"}, "mode": {"type": "string"}})))
     assert code == 0 and out["changed"] is True and out["action"] == "create" and out["established"] is True
-    assert "diff" not in out and out["invocation"]["module_args"]["kubeconfig"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+    assert "diff" not in out and out["invocation"]["module_args"]["kubeconfig"] == kube.kubeconfig_for("crd-publisher")
     assert sorted(live_values(kube, group)) == ["mode", "size"]
 
     code, out = run(capsys, dict(base, definition=crd(group, {"size": {"type": "string"}}), _ansible_diff=True))

@@ -1,6 +1,6 @@
 """gated_release module: argument spec, check/diff propagation, exit/fail payloads.
 
-The engine is covered in tests/unit/plugins/module_utils/release and, end to end, by
+The engine is covered in tests/unit/plugins/module_utils/_release and, end to end, by
 tests/integration/test_gated_release.py; here it is replaced to observe what the module passes and returns.
 """
 
@@ -110,3 +110,40 @@ def test_resolve_options_are_coerced_like_recipe_resolve(capsys, monkeypatch):
     assert resolve["skip_components"] == ["a", "b"] and resolve["use_cache"] is True and resolve["component_overrides"] == {}
     code, out, seen = run_module(capsys, monkeypatch, {"resolve": {"catalog": "/c", "criteria": {"gpu": "h100"}}}, OK)
     assert code == 1 and "gpu" in out["msg"] and not seen
+
+
+def test_a_dict_kubeconfig_masks_only_its_secrets(capsys, monkeypatch):
+    """Issue 15: a dict kubeconfig was no_log as a whole, so Ansible masked every string of it wherever it appeared
+    ("kind": "********Map"). Only its token, password and key data are no_log values now."""
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": "default",
+                  "clusters": [{"name": "default", "cluster": {"server": "https://127.0.0.1:6443"}}],
+                  "contexts": [{"name": "default", "context": {"cluster": "default", "user": "default"}}],
+                  "users": [{"name": "default", "user": {"token": "s3cr3t-t0ken", "password": "hunter2-pw",
+                                                         "client-key-data": "S0VZREFUQQ=="}}]}
+    outcome = dict(OK, objects=[{"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg"}])
+    code, out, _seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "kubeconfig": kubeconfig}, outcome)
+    assert code == 0
+    text = json.dumps(out)
+    assert "s3cr3t-t0ken" not in text and "hunter2-pw" not in text and "S0VZREFUQQ==" not in text
+    assert out["objects"][0] == {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "name": "cfg"}, "results are not mangled"
+    shown = out["invocation"]["module_args"]["kubeconfig"]
+    assert shown["kind"] == "Config" and shown["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+
+
+def test_values_under_sensitive_paths_are_masked_in_all_output(capsys, monkeypatch):
+    """Secret values given in the recipe or the overrides never reach the output (``invocation`` is shown with -v), even
+    where the engine would quote them; other values stay readable."""
+    recipe = {"recipe_name": "demo", "components": [dict(RECIPE["components"][0], values={
+        "auth": {"adminPassword": "pa55-w0rd-1", "user": "admin-user"}, "openaiApiKey": "sk-live-abcdef"})]}
+    overrides = {"a": {"values": {"db": {"credentials": {"token": "tok-override-9"}}}}}
+    leaky = dict(OK, actions=["install a with pa55-w0rd-1 and sk-live-abcdef and tok-override-9"])
+    code, out, _seen = run_module(capsys, monkeypatch, {"recipe": recipe, "component_overrides": overrides}, leaky)
+    assert code == 0
+    text = json.dumps(out)
+    for secret in ("pa55-w0rd-1", "sk-live-abcdef", "tok-override-9"):
+        assert secret not in text
+    assert "admin-user" in text, "values not under a sensitive key are not masked"
+    # with the user's own list, only those keys are secret
+    code, out, _seen = run_module(capsys, monkeypatch, {"recipe": recipe, "sensitive_values": ["auth.user"]}, leaky)
+    text = json.dumps(out)
+    assert "admin-user" not in text and "sk-live-abcdef" in text

@@ -127,6 +127,26 @@ def test_values_change_upgrades_with_reason_and_diff(example):
     assert [c for c in result["components"] if c["name"] == "agent"][0]["revision"] == 2
 
 
+def test_diff_never_shows_a_secret_value_neither_the_deployed_one_nor_the_new_one(example):
+    """The deployed values are read back from the release Secret: under a sensitive key they are <hidden>, and a changed
+    one is <changed> after; the user's own sensitive paths add to that."""
+    cluster, helm, recipe = example
+    recipe["components"][2]["values"] = {"replicas": 1, "auth": {"adminPassword": "old-pa55", "user": "u1"}, "apiKey": "k-same",
+                                         "extra": {"credential": "c-old"}}
+    engine(cluster, helm, recipe).run()
+    recipe["components"][2]["values"] = {"replicas": 2, "auth": {"adminPassword": "new-pa55", "user": "u1"}, "apiKey": "k-same",
+                                         "extra": {"credential": "c-new"}}
+    check = engine(cluster, helm, recipe, check_mode=True, diff=True, sensitive_values=["password", "apiKey", "extra.credential"]).run()
+    [diff] = check["diff"]
+    text = repr(check)
+    for secret in ("old-pa55", "new-pa55", "k-same", "c-old", "c-new"):
+        assert secret not in text
+    before = {"replicas": 1, "auth": {"adminPassword": "<hidden>", "user": "u1"}, "apiKey": "<hidden>", "extra": {"credential": "<hidden>"}}
+    after = {"replicas": 2, "auth": {"adminPassword": "<changed>", "user": "u1"}, "apiKey": "<hidden>", "extra": {"credential": "<changed>"}}
+    assert yaml.safe_load(diff["before"]) == before
+    assert yaml.safe_load(diff["after"]) == after
+
+
 def test_object_change_is_applied_without_helm(example, tmp_path):
     cluster, helm, recipe = example
     engine(cluster, helm, recipe).run()
@@ -243,7 +263,8 @@ def test_prune_removes_what_the_recipe_no_longer_has(example):
 
 def test_lease_held_by_another_run_fails_with_holder(example):
     cluster, helm, recipe = example
-    other = StackLease(cluster, "test", identity="alice@ci/42", message="site.yml on prod", duration=60)
+    cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "aicr-system"}})  # the default lease_namespace
+    other = StackLease(cluster, "test", namespace="aicr-system", identity="alice@ci/42", message="site.yml on prod", duration=60)
     other.acquire()
     try:
         with pytest.raises(AicrError, match=r"stack test is being rolled out by alice@ci/42 \(site.yml on prod\)"):
@@ -255,16 +276,17 @@ def test_lease_held_by_another_run_fails_with_holder(example):
 
 def test_stale_lease_is_taken_over(example):
     cluster, helm, recipe = example
-    stale = StackLease(cluster, "test", identity="bob@old/1", duration=5)
+    cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "aicr-system"}})  # the default lease_namespace
+    stale = StackLease(cluster, "test", namespace="aicr-system", identity="bob@old/1", duration=5)
     stale.acquire()
     stale._stop.set()  # pylint: disable=protected-access  # bob crashed: no renewal, no release
     stale._thread.join()  # pylint: disable=protected-access
-    lease = cluster.get("coordination.k8s.io/v1", "Lease", "aicr-runtime-test", "default")
+    lease = cluster.get("coordination.k8s.io/v1", "Lease", "aicr-runtime-test", "aicr-system")
     lease["spec"]["renewTime"] = "2000-01-01T00:00:00.000000Z"
     cluster.replace(lease)
     result = engine(cluster, helm, recipe).run()
     assert result["summary"]["lease_taken_over_from"]["holder"] == "bob@old/1"
-    assert cluster.get("coordination.k8s.io/v1", "Lease", "aicr-runtime-test", "default") is None
+    assert cluster.get("coordination.k8s.io/v1", "Lease", "aicr-runtime-test", "aicr-system") is None
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -315,8 +337,9 @@ def test_values_checked_against_the_charts_schema_before_helm_runs(fakes):
     recipe = [comp("x", values={"replicas": "two"}), comp("y", values={"replicas": 2}), comp("z", ["x"])]
     result = engine(cluster, helm, recipe, validate_values=True).run()
     phases = dict((c["name"], (c["phase"], c["message"])) for c in result["components"])
+    # the path and the rule, never the value (values may be secret)
     assert phases["x"] == ("Failed", "values: component x: 1 value(s) violate the chart's values.schema.json; "
-                                     "first: values.replicas: 'two' is not of type 'integer'")
+                                     "first: values.replicas: violates type integer")
     assert phases["y"][0] == "Ready", "chart defaults (image) are merged before validation"
     assert phases["z"][0] == "Blocked"
     assert [c[1] for c in helm.upgrades()] == ["y"]
@@ -332,8 +355,9 @@ def test_check_mode_reports_values_the_chart_schema_would_refuse(fakes):
     result = engine(cluster, helm, [comp("x", values={"replicas": "two"}), comp("y", values={"replicas": 2})], validate_values=True,
                     check_mode=True).run()
     phases = dict((c["name"], (c["phase"], c["message"])) for c in result["components"])
+    # the path and the rule, never the value (values may be secret)
     assert phases["x"] == ("Failed", "values: component x: 1 value(s) violate the chart's values.schema.json; "
-                                     "first: values.replicas: 'two' is not of type 'integer'")
+                                     "first: values.replicas: violates type integer")
     assert phases["y"][0] == "Pending"
     assert "x (values: component x" in result["failed_message"]
     assert helm.upgrades() == [] and cluster.audit[mark:] == [], "check mode pulls charts but changes nothing"

@@ -186,3 +186,53 @@ def test_the_helm_version_is_cached_per_executable(tmp_path):
     for _attempt in range(2):  # a refused version is never cached
         with pytest.raises(AicrError, match="helm >= 3.13"):
             assert helm.HelmRunner(str(too_old), runner=Recorder([("v3.12.0", 0, "")]), version_cache_dir=str(cache)).major
+
+
+# Each variable helm itself reads that would send it elsewhere than the Python client (another API server, identity,
+# CA, namespace, context, release store or home), set to something wrong.
+WRONG_HELM_ENVIRONMENT = {
+    "HELM_KUBEAPISERVER": "https://127.0.0.1:1", "HELM_KUBETOKEN": "not-a-token", "HELM_KUBECAFILE": "/nonexistent/ca.crt",
+    "HELM_KUBEASUSER": "system:admin", "HELM_KUBEASGROUPS": "system:masters", "HELM_KUBEINSECURE_SKIP_TLS_VERIFY": "true",
+    "HELM_KUBETLS_SERVER_NAME": "wrong.example", "HELM_KUBECONTEXT": "no-such-context", "HELM_NAMESPACE": "kube-system",
+    "HELM_DRIVER": "configmap", "HELM_DRIVER_SQL_CONNECTION_STRING": "postgres://nowhere", "HELM_CONFIG_HOME": "/nonexistent/config",
+    "HELM_CACHE_HOME": "/nonexistent/cache", "HELM_DATA_HOME": "/nonexistent/data", "HELM_PLUGINS": "/nonexistent/plugins",
+    "HELM_REGISTRY_CONFIG": "/nonexistent/registry.json", "HELM_REPOSITORY_CONFIG": "/nonexistent/repositories.yaml",
+    "HELM_REPOSITORY_CACHE": "/nonexistent/repository", "HELM_MAX_HISTORY": "1", "KUBECONFIG": "/nonexistent/kubeconfig",
+}
+
+
+def test_helm_environment_is_built_not_inherited(tmp_path):
+    inherited = dict(WRONG_HELM_ENVIRONMENT, PATH="/usr/bin", HTTPS_PROXY="http://proxy:3128", PLUGIN_TOKEN_FILE="/t")
+    env = helm.helm_environment(inherited, home=str(tmp_path), kubeconfig_path="/k/one")
+    assert env["HELM_DRIVER"] == "secret"
+    assert {k: v for k, v in env.items() if k.startswith("HELM_") or k == "KUBECONFIG"} == {
+        "HELM_DRIVER": "secret", "HELM_CACHE_HOME": str(tmp_path / "cache"), "HELM_CONFIG_HOME": str(tmp_path / "config"),
+        "HELM_DATA_HOME": str(tmp_path / "data")}
+    # what the Python client inherits too (proxies, an exec plugin's variables) is kept
+    assert env["PATH"] == "/usr/bin" and env["HTTPS_PROXY"] == "http://proxy:3128" and env["PLUGIN_TOKEN_FILE"] == "/t"
+    # a list of kubeconfig files (read by the Python client from $KUBECONFIG) goes to helm as exactly that list
+    listed = helm.helm_environment(inherited, kubeconfig_path="/k/one:/k/two")
+    assert listed["KUBECONFIG"] == "/k/one:/k/two"
+    runner = helm.HelmRunner("h", kubeconfig_path="/k/one:/k/two")
+    assert "--kubeconfig" not in runner._global()
+    assert helm.HelmRunner("h", kubeconfig_path="/k/one", context="c")._global() == ["--kubeconfig", "/k/one", "--kube-context", "c"]
+
+
+@pytest.mark.helm
+@needs_helm
+def test_real_helm_reaches_the_python_clients_cluster_whatever_the_environment_says(tmp_path, kube, monkeypatch):
+    """Real helm, the lab's real API server: with every HELM_* variable (and KUBECONFIG) set wrong, helm installs into the
+    namespace it is given, as the identity of the given kubeconfig, and stores the release as a Secret."""
+    binary = REPO / ".venv" / "bin" / "helm"
+    for key, value in WRONG_HELM_ENVIRONMENT.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("KUBECONFIG", kube.kubeconfig_for("nobody"))
+    runner = helm.HelmRunner(str(binary), kubeconfig_path=kube.kubeconfig_for("release"), home=str(tmp_path / "home"))
+    mark = kube.audit_mark()
+    revision = runner.upgrade("plain", kube.namespace, str(REPO / "examples" / "charts" / "example-agent"), None, None, {}, {"aicr.io/stack": "env"},
+                              timeout=60, workdir=str(tmp_path))
+    assert revision == 1
+    secret = kube.get("/api/v1/namespaces/%s/secrets/sh.helm.release.v1.plain.v1" % kube.namespace)
+    assert secret is not None and secret["metadata"]["labels"]["owner"] == "helm"
+    helm_users = set(e["user"] for e in kube.audit(since=mark) if e["userAgent"].lower().startswith("helm"))
+    assert helm_users == {kube.user("release")}, helm_users

@@ -1,4 +1,5 @@
-"""A helm operation killed half-way leaves its release pending-install; gated_release refuses while it may still run, then clears it.
+"""A helm operation killed half-way leaves its release pending-install; gated_release refuses while it may still run, then
+clears it when asked to (``clear_pending``), its age measured with the API server's clock.
 
 Real helm against the lab's real kube-apiserver, as the least-privilege ``release`` identity: a post-install
 hook Job whose pod never becomes Ready (kwok's ``never-ready`` stage) holds helm inside the install, the test
@@ -51,7 +52,7 @@ def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube)
     kubeconfig = kube.kubeconfig_for("release")
     env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path / "hc"), HELM_CONFIG_HOME=str(tmp_path / "hcfg"), HELM_DATA_HOME=str(tmp_path / "hd"))
     helm = subprocess.Popen([str(HELM), "upgrade", "hooks", str(CHARTS / "example-hooks"), "--install", "--namespace", ns,
-                             "--timeout", "300s", "--kubeconfig", kubeconfig,
+                             "--timeout", "300s", "--kubeconfig", kubeconfig, "--labels", "aicr.io/stack=interrupted",  # a run of this stack's
                              "--set-string", "hook.podAnnotations.lab\\.aicr\\.io/never-ready=true"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     jobs = "/apis/batch/v1/namespaces/%s/jobs" % ns
@@ -69,7 +70,7 @@ def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube)
               "repository_mirrors": {"https://charts.example/interrupted": str(CHARTS)}, "cache_dir": str(tmp_path / "cache"),
               "poll_interval": 0.1}
 
-    young = execute(dict(params, timeout=600))
+    young = execute(dict(params, timeout=600, clear_pending=True))
     component = young["components"][0]
     assert component["phase"] == "Failed"
     assert "revision 1 is pending-install since" in component["message"] and "another helm operation may still be running" in component["message"]
@@ -77,7 +78,14 @@ def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube)
 
     # creationTimestamp has whole seconds: wait until the pending revision is surely older than the next run's timeout
     wait_for(lambda: pending_revision_age(kube, ns) > OLD_ENOUGH + 1, OLD_ENOUGH + 30, "the pending revision never aged")
-    old = execute(dict(params, timeout=OLD_ENOUGH, overall_timeout=120))
+    # clearing is opt-in: without clear_pending an old pending revision is left alone too (it may be someone else's helm)
+    kept = execute(dict(params, timeout=OLD_ENOUGH, overall_timeout=120))
+    component = kept["components"][0]
+    assert component["phase"] == "Failed" and "set clear_pending: true to clear it" in component["message"], component
+    assert not any(a.startswith("clear the interrupted") for a in kept["actions"])
+    assert kube.get("/api/v1/namespaces/%s/secrets/sh.helm.release.v1.hooks.v1" % ns)["metadata"]["labels"]["status"] == "pending-install"
+
+    old = execute(dict(params, timeout=OLD_ENOUGH, overall_timeout=120, clear_pending=True))
     assert not old.get("failed_message"), old.get("failed_message")
     component = old["components"][0]
     assert component["phase"] == "Ready" and component["revision"] == 1
