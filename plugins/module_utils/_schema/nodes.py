@@ -210,13 +210,16 @@ def apply_annotations(node, annotations, where):
     if ann:
         node.setdefault("x-unknown", []).extend(sorted(str(k) for k in ann))
     if node.get("type") is None and not node.get("intOrString") and not node.get("types") and "enum" in node and node["enum"]:
-        kinds = set(_json_type(v) for v in node["enum"] if v is not None)
+        kinds = set(json_type(v) for v in node["enum"] if v is not None)
         if len(kinds) == 1:
             node["type"] = kinds.pop()
             node["nullable"] = True
 
 
-def _json_type(value):
+def json_type(value):
+    """The JSON Schema type name of a YAML value (``None`` is ``null``)."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):

@@ -17,26 +17,10 @@ __metaclass__ = type
 import json
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, jsonschema, structural
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, jsonschema, nodes, structural
 
 MAX_ROUNDS = 50
 _CHILD_KEYS = ("items", "additionalProperties")
-
-
-def _json_type(value):
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    return "string"
 
 
 def _types_of(node):
@@ -51,7 +35,7 @@ def _types_of(node):
 
 def _admit_type(node, value):
     """Widen node's type to admit value; True when something changed."""
-    kind = _json_type(value)
+    kind = nodes.json_type(value)
     if kind == "null":
         if node.get("nullable") and not node.get("crdNotNullable"):
             return False
