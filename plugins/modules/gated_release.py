@@ -129,6 +129,12 @@ options:
         description: Persist and reuse the parsed catalog metadata in O(cache_dir).
         type: bool
         default: true
+      snapshot:
+        description:
+          - Resolve against a snapshot of the cluster, as O(aicr.runtime.recipe_resolve#module:snapshot) does - an AICR
+            C(Snapshot) mapping, the registered result of M(aicr.runtime.cluster_facts), or the path of a Snapshot file.
+          - Overlays whose constraints the snapshot fails are left out of the rollout (RV(resolved.excluded_overlays)).
+        type: raw
   catalog:
     description:
       - Directory that catalog-relative manifest file names are relative to, when the recipe gives no absolute paths.
@@ -407,6 +413,16 @@ resolved:
     criteria: {description: "The criteria as AICR normalised them (unstated dimensions are C(any)).", type: dict}
     applied_overlays: {description: "Overlays merged over C(base), in order.", type: list, elements: str}
     deployment_order: {description: "Enabled components in deployment order.", type: list, elements: str}
+    excluded_overlays:
+      description: With O(resolve.snapshot), the overlays whose constraints the snapshot failed (AICR's C(excludedOverlays)).
+      returned: when the snapshot excluded an overlay
+      type: list
+      elements: dict
+    constraint_warnings:
+      description: With O(resolve.snapshot), the failing constraints with expected and actual values (AICR's C(constraintWarnings)).
+      returned: when a constraint failed
+      type: list
+      elements: dict
   sample:
     recipe_name: h100-kind-training
     catalog_digest: 3f1c0e2a9b8d7c6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e
@@ -458,7 +474,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import DEFAULT_SENSITIVE_VALUES
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute, secret_params
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
 
@@ -466,7 +482,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import
 def argument_spec():
     spec = dict(
         recipe=dict(type="raw"),
-        resolve=dict(type="dict", options=RESOLVE_SPEC),
+        resolve=dict(type="dict", options=dict(RESOLVE_SPEC, **SNAPSHOT_SPEC)),
         catalog=dict(type="path"),
         stack=dict(type="str"),
         state=dict(type="str", choices=["present", "absent"], default="present"),

@@ -29,8 +29,8 @@ RESOLVE_SPEC = dict(
     use_cache=dict(type="bool", default=True),
 )
 
-# recipe_resolve's own option (gated_release's ``resolve`` does not take it yet): a Snapshot, a cluster_facts
-# result, or the path of a Snapshot file.
+# A Snapshot, a cluster_facts result, or the path of a Snapshot file: recipe_resolve's option and gated_release's
+# ``resolve.snapshot``.
 SNAPSHOT_SPEC = dict(snapshot=dict(type="raw"))
 
 

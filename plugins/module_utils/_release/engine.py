@@ -300,7 +300,7 @@ def secret_params(params):
 def resolved_summary(resolution):
     """The part of a ``recipe.resolve`` result gated_release returns as ``resolved`` (not the components' values)."""
     recipe = resolution["recipe"]
-    return {
+    summary = {
         "recipe_name": resolution["recipe_name"],
         "catalog_digest": resolution["catalog_digest"],
         "catalog_root": resolution["catalog_root"],
@@ -308,6 +308,13 @@ def resolved_summary(resolution):
         "applied_overlays": list((recipe.get("metadata") or {}).get("appliedOverlays") or []),
         "deployment_order": list(recipe.get("deploymentOrder") or []),
     }
+    metadata = recipe.get("metadata") or {}
+    # resolved against a snapshot: what AICR's constraint evaluation left out, and why
+    if metadata.get("excludedOverlays"):
+        summary["excluded_overlays"] = list(metadata["excludedOverlays"])
+    if metadata.get("constraintWarnings"):
+        summary["constraint_warnings"] = list(metadata["constraintWarnings"])
+    return summary
 
 
 def options_from(params, recipe, check_mode, diff):

@@ -61,3 +61,33 @@ def test_a_bad_criterion_fails_naming_the_field(fakes):
         plan({"resolve": resolve_options(criteria=dict(CRITERIA, accelerator="h1000"))}, fakes)
     assert failure.value.details["field"] == "resolve.criteria.accelerator"
     assert failure.value.msg.startswith("resolve.criteria.accelerator: invalid accelerator type 'h1000' (valid: a100, ")
+
+
+def snapshot(readings):
+    """An AICR Snapshot with the given ``Type.subtype.key`` readings."""
+    measurements = {}
+    for name, value in readings.items():
+        mtype, sub, key = name.split(".", 2)
+        measurements.setdefault(mtype, {}).setdefault(sub, {})[key] = value
+    return {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1",
+            "measurements": [{"type": t, "subtypes": [{"subtype": s, "data": d} for s, d in sorted(subs.items())]}
+                             for t, subs in sorted(measurements.items())]}
+
+
+CLUSTER = {"K8s.server.version": "v1.35.0", "GPU.smi.gpu.model": "NVIDIA H100 80GB HBM3"}
+
+
+def test_resolve_takes_a_snapshot_as_recipe_resolve_does(fakes):
+    # the example catalog's gpu-node-agent mixin needs driver >= 550: a cluster that has it plans the same rollout
+    satisfied = plan({"resolve": resolve_options(snapshot=snapshot(dict(CLUSTER, **{"GPU.smi.driver-version": "560.35"})))}, fakes)
+    unconstrained = plan({"resolve": resolve_options()}, fakes)
+    assert satisfied["resolved"] == unconstrained["resolved"] and "excluded_overlays" not in satisfied["resolved"]
+    assert [c["name"] for c in satisfied["components"]] == [c["name"] for c in unconstrained["components"]]
+
+
+def test_a_snapshot_that_fails_a_constraint_fails_naming_the_excluded_overlay(fakes):
+    with pytest.raises(AicrError) as failure:
+        plan({"resolve": resolve_options(snapshot=snapshot(dict(CLUSTER, **{"GPU.smi.driver-version": "535.104"})))}, fakes)
+    assert failure.value.details["field"] == "resolve.snapshot"
+    assert "declared by overlay 'h100-kind-training' was excluded by failing constraints" in failure.value.msg
+    assert any(item["name"] == "h100-kind-training" for item in failure.value.details["excludedOverlays"])
