@@ -68,8 +68,15 @@ def test_engine_error_is_one_line(capsys, tmp_path):
     assert out["field"] == "chart" and "exception" not in out
 
 
-def test_kubeconfig_is_no_log():
-    assert values_schema.ARGUMENT_SPEC["kubeconfig"]["no_log"] is True
+def test_kubeconfig_secrets_alone_are_no_log(capsys, chart):
+    # issue 15: the option itself is not no_log (Ansible would mask every string of a dict kubeconfig wherever it
+    # appears, "kind": "********Map"); its token is what becomes a no_log value
+    assert values_schema.ARGUMENT_SPEC["kubeconfig"]["no_log"] is False
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "users": [{"name": "fuzz-user", "user": {"token": "s3cr3t-t0ken-value"}}]}
+    code, out = run_module(capsys, {"chart": chart, "output": "json_schema", "kubeconfig": kubeconfig})
+    assert code == 0 and "s3cr3t-t0ken-value" not in json.dumps(out)
+    shown = out["invocation"]["module_args"]["kubeconfig"]
+    assert shown["kind"] == "Config" and shown["users"][0]["name"] == "fuzz-user"
 
 
 @pytest.fixture
