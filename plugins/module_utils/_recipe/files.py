@@ -18,6 +18,7 @@ __metaclass__ = type
 import hashlib
 import os
 import posixpath
+import stat
 import struct
 import tarfile
 import tempfile
@@ -94,17 +95,32 @@ def read_tarball(path):
     return entries
 
 
+def private_dir(path):
+    """``path`` as a directory only this user can write: created 0700 when missing; an existing one must be a real
+    directory (not a symlink) owned by this user and not writable by group or others - in a shared ``/tmp`` anyone can
+    create ``aicr-runtime-<uid>`` first and plant a catalog there. Returns False when it is not."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
 def unpack(entries, cache_dir, digest):
-    """Write tarball contents to ``<cache_dir>/catalogs/<hex>``, once per digest."""
+    """Write tarball contents to ``<cache_dir>/catalogs/<hex>``, once per digest (else to a private dir under the temp dir)."""
     hexdigest = digest.split(":", 1)[1]
-    candidates = [os.path.join(cache_dir, "catalogs")] if cache_dir else []
-    candidates.append(os.path.join(tempfile.gettempdir(), "aicr-runtime-%d" % os.getuid(), "catalogs"))
-    for parent in candidates:
+    candidates = [(os.path.join(cache_dir, "catalogs"), None)] if cache_dir else []
+    fallback = os.path.join(tempfile.gettempdir(), "aicr-runtime-%d" % os.getuid())
+    candidates.append((os.path.join(fallback, "catalogs"), fallback))
+    for parent, private in candidates:
+        if private is not None and not private_dir(private):
+            continue  # another user's (or a symlink): never read from it, never write into it
         target = os.path.join(parent, hexdigest)
         if os.path.isfile(os.path.join(target, ".complete")):
             return target
         try:
-            os.makedirs(parent, exist_ok=True)
+            os.makedirs(parent, mode=0o700, exist_ok=True)
             staging = tempfile.mkdtemp(prefix=".unpack-", dir=parent)
             for relpath, data in entries.items():
                 dest = os.path.join(staging, *relpath.split("/"))
@@ -121,4 +137,5 @@ def unpack(entries, cache_dir, digest):
             return target
         except OSError:
             continue
-    raise AicrError("catalog: cannot unpack the archive into %s (not writable)" % (" or ".join(candidates)), field="cache_dir")
+    raise AicrError("catalog: cannot unpack the archive into %s (not writable, or not private to this user)" % (" or ".join(c[0] for c in candidates)),
+                    field="cache_dir")

@@ -2,12 +2,14 @@
 
 import json
 import os
+import stat
 import tarfile
 
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import files as files_mod
 
 from recipe_helpers import base_doc, make_catalog, mixin, overlay, write
 
@@ -240,3 +242,62 @@ def test_write_cache_false_reads_but_never_writes(tmp_path):
     catalog_mod.load_catalog(root, cache_dir=str(cache))
     catalog_mod.clear_process_cache()
     assert catalog_mod.load_catalog(root, cache_dir=str(cache), write_cache=False).from_disk_cache is True
+
+
+@pytest.fixture
+def shared_tmp(tmp_path, monkeypatch):
+    """The temp dir of the unpack fallback (``<tmp>/aicr-runtime-<uid>``, used when the cache dir is not writable), as a
+    shared /tmp would be."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    monkeypatch.setattr(files_mod.tempfile, "gettempdir", lambda: str(shared))
+    return shared / ("aicr-runtime-%d" % os.getuid())
+
+
+ENTRIES = {"overlays/base.yaml": b"kind: RecipeMetadata\n"}
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_unpack_fallback_is_created_private(shared_tmp):
+    root = files_mod.unpack(ENTRIES, None, DIGEST)
+    assert root == str(shared_tmp / "catalogs" / ("ab" * 32))
+    assert stat.S_IMODE(os.stat(str(shared_tmp)).st_mode) == 0o700
+    assert files_mod.unpack(ENTRIES, None, DIGEST) == root, "unpacked once, then reused"
+
+
+def _plant(where):
+    """A catalog someone else prepared where this run would look for the unpacked tarball."""
+    planted = where / "catalogs" / ("ab" * 32)
+    planted.mkdir(parents=True)
+    (planted / ".complete").write_text(DIGEST + "\n")
+
+
+def test_a_world_writable_fallback_is_never_used(shared_tmp):
+    shared_tmp.mkdir()
+    os.chmod(str(shared_tmp), 0o777)
+    _plant(shared_tmp)
+    with pytest.raises(AicrError, match=r"^catalog: cannot unpack the archive into .* \(not writable, or not private to this user\)$"):
+        files_mod.unpack(ENTRIES, None, DIGEST)
+
+
+def test_a_symlinked_fallback_is_never_used(tmp_path, shared_tmp):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    os.symlink(str(elsewhere), str(shared_tmp))
+    _plant(elsewhere)
+    with pytest.raises(AicrError, match="not private to this user"):
+        files_mod.unpack(ENTRIES, None, DIGEST)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+def test_another_users_fallback_is_never_used(shared_tmp):
+    shared_tmp.mkdir(mode=0o700)
+    _plant(shared_tmp)
+    os.chown(str(shared_tmp), 65534, 65534)
+    with pytest.raises(AicrError, match="not private to this user"):
+        files_mod.unpack(ENTRIES, None, DIGEST)
+
+
+def test_the_cache_dir_is_tried_first(tmp_path, shared_tmp):
+    root = files_mod.unpack(ENTRIES, str(tmp_path / "cache"), DIGEST)
+    assert root == str(tmp_path / "cache" / "catalogs" / ("ab" * 32)) and not shared_tmp.exists()
