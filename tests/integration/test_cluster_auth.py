@@ -183,7 +183,8 @@ def test_a_failing_exec_plugin_fails_the_task_naming_the_plugin(rollout, kube, t
     assert entries == [], "requests were sent without credentials: %s" % dump(entries)
 
 
-def test_context_selects_the_identity(rollout, kube, tmp_path):
+def _two_context_kubeconfig(kube, path):
+    """A kubeconfig file with one context per identity (``nobody`` current, ``release`` selectable); returns its path."""
     contexts = {}
     for identity in ("nobody", "release"):
         with open(kube.kubeconfig_for(identity), encoding="utf-8") as handle:
@@ -193,9 +194,13 @@ def test_context_selects_the_identity(rollout, kube, tmp_path):
         config["clusters"].append(dict(single["clusters"][0], name=identity))
         config["users"].append(dict(single["users"][0], name=identity))
         config["contexts"].append({"name": identity, "context": {"cluster": identity, "user": identity}})
-    path = tmp_path / "two-contexts.kubeconfig"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert_one_identity(*rollout(kubeconfig=str(path), context="release"), user=kube.user("release"))
+    return str(path)
+
+
+def test_context_selects_the_identity(rollout, kube, tmp_path):
+    path = _two_context_kubeconfig(kube, tmp_path / "two-contexts.kubeconfig")
+    assert_one_identity(*rollout(kubeconfig=path, context="release"), user=kube.user("release"))
 
 
 # Every variable helm itself reads that could send it to another API server, identity, CA, namespace, context or
@@ -245,18 +250,8 @@ def test_awx_k8s_auth_bearer_token_credential(rollout, kube, service_account):
 
 def test_awx_k8s_auth_kubeconfig_and_context(rollout, kube, tmp_path):
     """A custom AWX credential type injecting a kubeconfig file (K8S_AUTH_KUBECONFIG) and a context (K8S_AUTH_CONTEXT)."""
-    contexts = {}
-    for identity in ("nobody", "release"):
-        with open(kube.kubeconfig_for(identity), encoding="utf-8") as handle:
-            contexts[identity] = yaml.safe_load(handle)
-    config = {"apiVersion": "v1", "kind": "Config", "current-context": "nobody", "clusters": [], "users": [], "contexts": []}
-    for identity, single in contexts.items():
-        config["clusters"].append(dict(single["clusters"][0], name=identity))
-        config["users"].append(dict(single["users"][0], name=identity))
-        config["contexts"].append({"name": identity, "context": {"cluster": identity, "user": identity}})
-    path = tmp_path / "awx.kubeconfig"
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
-    envvars = {"K8S_AUTH_KUBECONFIG": str(path), "K8S_AUTH_CONTEXT": "release", "KUBECONFIG": kube.kubeconfig_for("nobody")}
+    path = _two_context_kubeconfig(kube, tmp_path / "awx.kubeconfig")
+    envvars = {"K8S_AUTH_KUBECONFIG": path, "K8S_AUTH_CONTEXT": "release", "KUBECONFIG": kube.kubeconfig_for("nobody")}
     assert_one_identity(*rollout(envvars=envvars), user=kube.user("release"))
 
 

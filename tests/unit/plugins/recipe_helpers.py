@@ -80,3 +80,16 @@ def mixin(name, constraints=None, refs=None):
     if refs:
         spec["componentRefs"] = refs
     return {"kind": "RecipeMixin", "apiVersion": "aicr.run/v1alpha2", "metadata": {"name": name}, "spec": spec}
+
+
+def snapshot(readings, node_labels=None):
+    """An AICR Snapshot holding the given ``Type.subtype.key`` readings (and NodeTopology labels of the GPU nodes)."""
+    measurements = {}
+    for name, value in readings.items():
+        mtype, sub, key = name.split(".", 2)
+        measurements.setdefault(mtype, {}).setdefault(sub, {})[key] = value
+    if node_labels is not None:
+        measurements.setdefault("NodeTopology", {})["label"] = dict(node_labels)
+    return {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1",
+            "measurements": [{"type": t, "subtypes": [{"subtype": s, "data": d} for s, d in sorted(subs.items())]}
+                             for t, subs in sorted(measurements.items())]}

@@ -28,6 +28,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criter
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import match
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snap_mod
+from recipe_helpers import snapshot
 
 SHARED = Path(os.environ["AICR_SHARED"]) if os.environ.get("AICR_SHARED") else Path(__file__).resolve().parents[5].parent / "shared"
 CATALOG = SHARED / "aicr" / "catalog"
@@ -154,17 +155,11 @@ def _holds(value, actual):
 
 # readings: {constraint name: value}; the node-set form is a separate flag set
 def _snapshot(readings, gpu_nodes_labels=None):
-    measurements = {}
-    for name, value in readings.items():
-        mtype, sub, key = name.split(".", 2)
-        measurements.setdefault(mtype, {}).setdefault(sub, {})[key] = value
+    node_labels = None
     if gpu_nodes_labels is not None:
-        data = {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb|gpu-0,gpu-1"}
-        data.update(gpu_nodes_labels)
-        measurements.setdefault("NodeTopology", {})["label"] = data
-    return {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1",
-            "measurements": [{"type": t, "subtypes": [{"subtype": s, "data": d} for s, d in sorted(subs.items())]}
-                             for t, subs in sorted(measurements.items())]}
+        node_labels = {"cloud.google.com/gke-accelerator": "nvidia-h100-80gb|gpu-0,gpu-1"}
+        node_labels.update(gpu_nodes_labels)
+    return snapshot(readings, node_labels)
 
 
 def _requirements(candidates, profile_value):

@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+from recipe_helpers import snapshot
 
 EXAMPLE_CATALOG = str(Path(__file__).resolve().parents[5] / "examples" / "catalog")
 CRITERIA = {"service": "kind", "accelerator": "h100", "intent": "training", "os": None, "platform": None, "nodes": None}
@@ -61,17 +62,6 @@ def test_a_bad_criterion_fails_naming_the_field(fakes):
         plan({"resolve": resolve_options(criteria=dict(CRITERIA, accelerator="h1000"))}, fakes)
     assert failure.value.details["field"] == "resolve.criteria.accelerator"
     assert failure.value.msg.startswith("resolve.criteria.accelerator: invalid accelerator type 'h1000' (valid: a100, ")
-
-
-def snapshot(readings):
-    """An AICR Snapshot with the given ``Type.subtype.key`` readings."""
-    measurements = {}
-    for name, value in readings.items():
-        mtype, sub, key = name.split(".", 2)
-        measurements.setdefault(mtype, {}).setdefault(sub, {})[key] = value
-    return {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1",
-            "measurements": [{"type": t, "subtypes": [{"subtype": s, "data": d} for s, d in sorted(subs.items())]}
-                             for t, subs in sorted(measurements.items())]}
 
 
 CLUSTER = {"K8s.server.version": "v1.35.0", "GPU.smi.gpu.model": "NVIDIA H100 80GB HBM3"}
