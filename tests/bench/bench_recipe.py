@@ -12,6 +12,11 @@ Figures:
 * ``task_overhead_*``: the median duration of an ``aicr.runtime.recipe_resolve`` task minus
   the median duration of an ``ansible.builtin.ping`` task in the same playbook run
   (target <= 0.3 s), with the on-disk cache and without it.
+* ``cluster_facts_*`` (issue #17 item 5): ``aicr.runtime.cluster_facts`` on the lab's real control plane with
+  ``CLUSTER_FACTS_NODES`` GPU nodes (NFD and GPU feature discovery labels, 8 GPUs each), as the least-privilege
+  ``facts`` identity: ``cluster_facts_engine_ms`` the median of in-process reads (connection, ``/version``, the node
+  list, the Snapshot built), ``cluster_facts_task_s`` / ``cluster_facts_task_overhead_s`` the task's median duration and
+  its difference to an ``ansible.builtin.ping`` task in the same playbook.
 """
 
 import json
@@ -31,6 +36,7 @@ DEV_PATH = REPO / ".build" / "dev"
 COLLECTIONS = REPO / ".build" / "collections"
 VENV_BIN = Path(sys.executable).parent
 TASK_REPEATS = 9
+CLUSTER_FACTS_NODES = 50
 
 _COLD = r"""
 import sys, time, json
@@ -132,7 +138,7 @@ def warm_figures():
 
 
 PLAYBOOK = """---
-- name: recipe_resolve vs ping
+- name: an aicr.runtime task vs ping
   hosts: localhost
   gather_facts: false
   tasks:
@@ -152,8 +158,6 @@ def _install_collection():
 
 
 def _task_durations(use_cache, cache):
-    import ansible_runner  # pylint: disable=import-outside-toplevel
-
     tasks = []
     for index in range(TASK_REPEATS):
         tasks.append("    - name: ping %d\n      ansible.builtin.ping:\n" % index)
@@ -161,6 +165,13 @@ def _task_durations(use_cache, cache):
             "    - name: resolve %d\n      aicr.runtime.recipe_resolve:\n        catalog: %s\n        cache_dir: %s\n        use_cache: %s\n"
             "        criteria: {service: eks, accelerator: h100, os: ubuntu, intent: training}\n"
             % (index, CATALOG, cache, "true" if use_cache else "false"))
+    return _playbook_durations(tasks, ("ping", "resolve"))
+
+
+def _playbook_durations(tasks, kinds):
+    """{kind: [duration, ...]} of the ``runner_on_ok`` events of a localhost playbook whose task names start with a kind."""
+    import ansible_runner  # pylint: disable=import-outside-toplevel
+
     private = tempfile.mkdtemp(prefix="aicr-bench-runner-")
     try:
         playbook = os.path.join(private, "bench.yml")
@@ -173,16 +184,63 @@ def _task_durations(use_cache, cache):
         )
         if runner.rc != 0:
             raise RuntimeError("benchmark playbook failed: %s" % runner.stdout.read()[-2000:])
-        durations = {"ping": [], "resolve": []}
+        durations = dict((kind, []) for kind in kinds)
         for event in runner.events:
-            if event.get("event") != "runner_on_ok":
-                continue
-            data = event["event_data"]
-            kind = data["task"].split(" ")[0]
-            durations[kind].append(float(data["duration"]))
+            if event.get("event") == "runner_on_ok":
+                data = event["event_data"]
+                durations[data["task"].split(" ")[0]].append(float(data["duration"]))
         return durations
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+def _gpu_nodes(count):
+    from aicr_lab.controlplane.cluster import default_nodes  # pylint: disable=import-outside-toplevel
+
+    nodes = default_nodes(count=count, gpus=8)
+    for spec in nodes:
+        spec["labels"].update({"feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+                               "feature.node.kubernetes.io/system-os_release.VERSION_ID": "24.04",
+                               "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+                               "nvidia.com/cuda.driver-version.full": "570.133.20"})
+    return nodes
+
+
+def cluster_facts_figures():
+    """cluster_facts on the lab: in-process reads and the task through ansible-playbook, as the ``facts`` identity."""
+    _install_collection()
+    _ensure_dev_path()
+    for path in (str(DEV_PATH), str(REPO / "tests" / "lab")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    from aicr_lab.kube import Kube  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import facts  # pylint: disable=import-outside-toplevel
+
+    workdir = tempfile.mkdtemp(prefix="aicr-bench-facts-")
+    kube = Kube.start(Path(workdir) / "controlplane", nodes=_gpu_nodes(CLUSTER_FACTS_NODES))
+    try:
+        kubeconfig = kube.kubeconfig_for("facts")
+        params = {"kubeconfig": kubeconfig, "context": None, "from_file": None, "from_configmap": None, "nodes": None, "node_selector": None}
+        reads = []
+        for _ in range(TASK_REPEATS):
+            began = time.perf_counter()
+            result = facts.collect(params)
+            reads.append(time.perf_counter() - began)
+        if len(result["nodes"]) != CLUSTER_FACTS_NODES or result["conflicts"]:
+            raise RuntimeError("cluster_facts saw %d of %d nodes, conflicts %s" % (len(result["nodes"]), CLUSTER_FACTS_NODES, result["conflicts"]))
+        tasks = []
+        for index in range(TASK_REPEATS):
+            tasks.append("    - name: ping %d\n      ansible.builtin.ping:\n" % index)
+            tasks.append("    - name: facts %d\n      aicr.runtime.cluster_facts:\n        kubeconfig: %s\n" % (index, kubeconfig))
+        durations = _playbook_durations(tasks, ("ping", "facts"))
+        ping = statistics.median(durations["ping"][1:])
+        task = statistics.median(durations["facts"][1:])
+        return {"cluster_facts_nodes": CLUSTER_FACTS_NODES, "cluster_facts_criteria": result["criteria"],
+                "cluster_facts_engine_ms": round(statistics.median(reads[1:]) * 1000, 1),
+                "cluster_facts_task_s": round(task, 4), "cluster_facts_task_overhead_s": round(task - ping, 4)}
+    finally:
+        kube.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def task_figures():
@@ -208,6 +266,7 @@ def run():
     figures.update(cold_figures())
     figures.update(warm_figures())
     figures.update(task_figures())
+    figures.update(cluster_facts_figures())
     figures["meets_targets"] = (figures["cold_45_leaves_s"] <= figures["target_cold_s"]
                                 and figures["task_overhead_s_disk_cache"] <= figures["target_task_overhead_s"])
     return figures
