@@ -27,6 +27,11 @@ description:
   - References (C($ref), C(itemRef)) are resolved offline - losisin's C($k8s/...) alias against pinned Kubernetes definitions
     (O(k8s_schema_version)), relative and C(file:) paths against the values file - bundled into C($defs) in the JSON Schema and
     dereferenced inline in the CRD. A reference that cannot be resolved offline is dropped with a warning.
+  - A null leaf without an annotation is typed from the chart's commented-out example of it, or, for a documented list of Kubernetes
+    well-known keys (C(resources), C(affinity), C(tolerations), C(hostUsers), C(minAvailable)...), from the pinned Kubernetes
+    definitions; nothing else is guessed from a name.
+  - A recursive YAML alias (a collection containing an alias of itself) becomes a local C($ref) cycle in the JSON Schema and is cut with
+    C(x-kubernetes-preserve-unknown-fields) in the CRD, with a warning.
 author:
   - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
@@ -139,7 +144,8 @@ options:
     type: dict
   k8s_schema_version:
     description:
-      - Kubernetes minor whose pinned API definitions resolve losisin C($k8s/_definitions.json#/definitions/...) references, offline.
+      - Kubernetes minor whose pinned API definitions resolve losisin C($k8s/_definitions.json#/definitions/...) references, offline,
+        and type the Kubernetes well-known keys a chart leaves null.
       - The definitions ship with the collection (trimmed from the PyPI package kubernetes-validate); nothing is fetched.
     type: str
     choices: ["1.35", "1.36", "1.37"]

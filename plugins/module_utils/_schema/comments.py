@@ -209,6 +209,53 @@ class CommentIndex:
         block.reverse()
         return block
 
+    def example_for(self, line, column, key):
+        """The chart's own commented-out example of a key without a value (``key:`` / ``key: null``), or None.
+
+        - inline: ``workers: # 8`` (a number, a boolean or a flow collection; a word is prose);
+        - below: the comment lines directly under the key, indented deeper than it (or at its column, as a list
+          ``# - name: x`` or with the text indented further, ``#   limits:``), first line commented-out YAML, that read
+          as a mapping or a list (``resources:`` / ``#   limits:`` …);
+        - the key itself commented with a value directly below it (``foo: null`` / ``# foo: bar``).
+        The example only types the leaf (``example`` → its JSON type); its content is not taken as a schema.
+        """
+        inline = inline_comment(self.lines[line]) if line < len(self.lines) else None
+        if inline:
+            value = _load_or_none(_strip_hashes(inline.strip()))
+            if isinstance(value, (bool, int, float, list, dict)):
+                return value
+        block = []
+        index = line + 1
+        hash_column = None
+        while index < len(self.lines) and self.comment[index]:
+            raw = self.lines[index]
+            indent = len(raw) - len(raw.lstrip())
+            if hash_column is None:
+                hash_column = indent
+            elif indent != hash_column:
+                break
+            body = raw.lstrip()[1:]
+            block.append(" " * (indent + 1) + body)
+            index += 1
+        if not block:
+            return None
+        first = block[0].strip()
+        if not _CODE_LINE.match(first):
+            return None
+        text_column = len(block[0]) - len(block[0].lstrip())
+        if first.split(":", 1)[0].strip().strip("\"'") == key and hash_column == column:
+            value = _load_or_none(first)
+            return value.get(key) if isinstance(value, dict) and value.get(key) is not None else None
+        if not (hash_column > column or first.startswith("- ") or text_column > hash_column + 2):
+            return None
+        for end in range(len(block), 0, -1):
+            lines = block[:end]
+            margin = min(len(b) - len(b.lstrip()) for b in lines if b.strip())
+            value = _load_or_none("\n".join(b[margin:] for b in lines))
+            if isinstance(value, (dict, list)):
+                return value
+        return None
+
     def for_key(self, line, column):
         """KeyComments for the key at (line, column), from the block above and the inline comment."""
         block = self.block_above(line, column) if line > 0 and self.comment[line - 1] else []
@@ -235,6 +282,13 @@ class CommentIndex:
         if description is None and not annotations:
             return None
         return KeyComments(description, annotations, explicit)
+
+
+def _load_or_none(text):
+    try:
+        return deps.load(text)
+    except deps.yaml.YAMLError:
+        return None
 
 
 def _docs_directive(body):

@@ -92,6 +92,16 @@ def to_structural(node, path="", dropped=None, preserve_unknown=False, lookup=No
     """Structural schema for a node; JSON-only keywords are appended to ``dropped``."""
     if dropped is None:
         dropped = []
+    if node.get("recursive"):
+        # a recursive alias: the JSON Schema refers back to the anchored node, a CRD cannot hold the cycle
+        dropped.append({"path": path or ".", "keyword": "$ref", "value": (node.get("extra") or {}).get("$ref"),
+                        "reason": "recursive alias of %s: a CRD cannot hold a cycle; any value is accepted below here" % node["recursive"]})
+        out = {"x-kubernetes-preserve-unknown-fields": True}
+        if node.get("description") is not None:
+            out["description"] = node["description"]
+        if node.get("nullable"):
+            out["nullable"] = True
+        return out
     ref = (node.get("extra") or {}).get("$ref")
     if isinstance(ref, str) and lookup is not None:
         # a CRD cannot hold $ref: the reference is dereferenced inline

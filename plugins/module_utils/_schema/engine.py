@@ -23,7 +23,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat, crd as crd_mod, infer, jsonschema, nodes, refs, safety, sources
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import structural, validate
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import structural, validate, wellknown
 
 OUTPUTS = ("json_schema", "crd", "validate", "compare")
 RESULT_KEYS = {"json_schema": "schema", "crd": "crd", "validate": "errors", "compare": "findings"}
@@ -82,6 +82,7 @@ def build_node(chart, files, warnings=None, draft="2020-12", k8s_schema_version=
         node = nodes.merge(node, file_node)
     if node is None:
         return node
+    wellknown.type_leaves(node, resolver.k8s_version)
     if resolver.bundle:
         node["defs"] = resolver.bundle
     safety.widen_to_defaults(node, own_values(chart, files), draft, warnings)

@@ -39,7 +39,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.deps import y
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import annotations as grammar
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import comments as comments_mod
-from ansible_collections.aicr.runtime.plugins.module_utils._schema.nodes import _is_null_leaf, apply_annotations, merge, prune_hidden
+from ansible_collections.aicr.runtime.plugins.module_utils._schema.nodes import _is_null_leaf, apply_annotations, json_type, merge, prune_hidden, set_type
 
 
 def require_yaml():
@@ -67,6 +67,7 @@ class Inferrer:
     def __init__(self, text, source="values.yaml"):
         require_yaml()
         self.count = 0
+        self.expanding = {}  # id of a YAML collection being expanded → its path (an alias of one is recursive)
         self.text = text
         self.source = source
         try:
@@ -86,6 +87,7 @@ class Inferrer:
             return {"type": "object", "nullable": False, "properties": {}, "freeForm": True}
         if not isinstance(self.root, yaml.MappingNode):
             raise AicrError("values file %s: top level is a %s; allowed: a mapping" % (self.source, self.root.id), field="values", source=self.source)
+        self.expanding[id(self.root)] = ()
         node = self._mapping(self.root, ())
         self._apply_paths(node)
         return prune_hidden(node)
@@ -100,15 +102,21 @@ class Inferrer:
             raise AicrError("values file %s: nesting at %s deeper than 200 levels (recursive alias?)" % (self.source, _dotted(path)), field="values")
         if isinstance(yaml_node, yaml.ScalarNode):
             return self._scalar(yaml_node, key, parent_key)
-        if isinstance(yaml_node, yaml.SequenceNode):
-            items = None
-            for child in yaml_node.value:
-                items = merge(items, self._node(child, path + ("[]",), key, parent_key, depth + 1))
-            node = {"type": "array", "nullable": False, "items": items}
-            if not yaml_node.value:
-                node["emptyList"] = True
-            return node
-        return self._mapping(yaml_node, path, depth)
+        if id(yaml_node) in self.expanding:
+            return _recursive(self.expanding[id(yaml_node)])
+        self.expanding[id(yaml_node)] = path
+        try:
+            if isinstance(yaml_node, yaml.SequenceNode):
+                items = None
+                for child in yaml_node.value:
+                    items = merge(items, self._node(child, path + ("[]",), key, parent_key, depth + 1))
+                node = {"type": "array", "nullable": False, "items": items}
+                if not yaml_node.value:
+                    node["emptyList"] = True
+                return node
+            return self._mapping(yaml_node, path, depth)
+        finally:
+            del self.expanding[id(yaml_node)]
 
     def _scalar(self, yaml_node, key, parent_key):
         tag = yaml_node.tag
@@ -144,6 +152,8 @@ class Inferrer:
                         child["x-plain"] = True
                 if info.annotations:
                     apply_annotations(child, info.annotations, _dotted(path + (key,)))
+            if _is_null_leaf(child) and isinstance(value_node, yaml.ScalarNode) and "x-annotated" not in child:
+                self._example(child, key_node, key)
             if key in properties:
                 child = merge(properties[key], child)
             properties[key] = child
@@ -165,6 +175,16 @@ class Inferrer:
         if required:
             node["required"] = required
         return node
+
+    def _example(self, child, key_node, key):
+        """A null leaf typed by the chart's commented-out example of it (``comments.example_for``)."""
+        example = self.comments.example_for(key_node.start_mark.line, key_node.start_mark.column, key)
+        if example is None:
+            return
+        kind = json_type(example)
+        set_type(child, [kind, "null"])
+        child["nullable"] = True
+        child.setdefault("x-annotated", {})["commented-out example"] = example
 
     def _footers(self, properties, yaml_node, path):
         """losisin's annotations written directly below a key's block apply to that key."""
@@ -302,6 +322,14 @@ def _find_path(root, parts):
     return node
 
 
+def _recursive(target):
+    """The node of a recursive alias (an anchored collection that contains an alias of itself, losisin's
+    ``anchors.yaml``): a local ``$ref`` back to the anchored node — a cycle JSON Schema allows; the CRD, which cannot
+    hold one, cuts it here (``crd.to_structural``: ``x-kubernetes-preserve-unknown-fields``, listed in ``dropped``)."""
+    pointer = "#" + "".join("/items" if part == "[]" else "/properties/" + part.replace("~", "~0").replace("/", "~1") for part in target)
+    return {"type": None, "nullable": False, "extra": {"$ref": pointer}, "recursive": _dotted(target)}
+
+
 def _dotted(path):
     return ".".join(p for p in path) or "(root)"
 
@@ -382,10 +410,25 @@ def load_values(text, source="values.yaml"):
     return strip_meta(data)
 
 
-def strip_meta(value):
+def strip_meta(value, _stack=()):
+    """``value`` without helmetica meta entries. A recursive alias (a collection containing itself, which Helm
+    refuses: "anchor value contains itself") is cut: the occurrence of the collection inside itself is left out."""
+    if isinstance(value, (dict, list)):
+        if id(value) in _stack:
+            return _CUT
+        _stack = _stack + (id(value),)
     if isinstance(value, dict):
-        return dict((str(k) if not isinstance(k, str) else k, strip_meta(v)) for k, v in value.items()
-                    if not (isinstance(k, str) and k.startswith("#") and isinstance(v, dict)))
+        out = {}
+        for key, child in value.items():
+            if isinstance(key, str) and key.startswith("#") and isinstance(child, dict):
+                continue
+            child = strip_meta(child, _stack)
+            if child is not _CUT:
+                out[str(key) if not isinstance(key, str) else key] = child
+        return out
     if isinstance(value, list):
-        return [strip_meta(v) for v in value]
+        return [c for c in (strip_meta(v, _stack) for v in value) if c is not _CUT]
     return value
+
+
+_CUT = object()

@@ -55,6 +55,9 @@ def _is_null_leaf(node):
     return node.get("type") is None and node.get("nullable") and not node.get("intOrString") and not node.get("types") and not node.get("mixed")
 
 
+is_null_leaf = _is_null_leaf
+
+
 def merge(a, b):
     """Union of two nodes: a value valid for either is valid for the result. ``a`` wins on annotations."""
     if a is None:
@@ -187,7 +190,7 @@ def apply_annotations(node, annotations, where):
         node["type"] = "object"
         current = node.setdefault("properties", {})
         for key, value in props.items():
-            current[key] = merge(_annotation_schema(value, where + "." + key), current.get(key))
+            current[key] = _overlay(_annotation_schema(value, where + "." + key), current.get(key))
     if ann.pop("id", None) is not None:
         pass
     for key in ("definitions", "$defs"):
@@ -273,6 +276,30 @@ def _set_type(node, types):
         node.pop("intOrString", None)
 
 
+set_type = _set_type
+
+
+def _overlay(annotated, inferred):
+    """An annotation's property schema over the inferred node of that key: one that gives no type of its own (only a
+    ``$ref``, a description, constraints) keeps the inferred type and adds what it says; one with a type merges."""
+    if inferred is None:
+        return annotated
+    untyped = annotated.get("type") is None and not annotated.get("types") and not annotated.get("intOrString")
+    if not (untyped and annotated.get("x-untyped-spec")):
+        return merge(annotated, inferred)
+    result = dict(inferred)
+    for key, value in annotated.items():
+        if key in ("type", "nullable", "mixed", "x-untyped-spec"):
+            continue
+        if key == "extra":
+            result["extra"] = dict(inferred.get("extra") or {}, **value)
+        elif key == "x-annotated":
+            result["x-annotated"] = dict(inferred.get("x-annotated") or {}, **value)
+        else:
+            result[key] = value
+    return result
+
+
 def _annotation_schema(spec, where):
     """A node from an annotation value: a type name, or a JSON-Schema-like dict."""
     if isinstance(spec, str) or isinstance(spec, list):
@@ -284,6 +311,7 @@ def _annotation_schema(spec, where):
         apply_annotations(node, spec, where)
         if node.get("type") is None and not node.get("types") and not node.get("intOrString") and "type" not in spec:
             node["mixed"] = True
+            node["x-untyped-spec"] = True  # gives no type: over an inferred node it keeps that type (_overlay)
         return node
     raise AicrError("annotation items at %s: %r is not a type name or a schema mapping" % (where, spec), field="items", path=where)
 

@@ -21,6 +21,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as
 
 MAX_ROUNDS = 50
 _CHILD_KEYS = ("items", "additionalProperties")
+_COMBINATORS = ("oneOf", "anyOf", "allOf", "not")
 
 
 def _types_of(node):
@@ -126,6 +127,11 @@ def _widen(node, rest, value):
         return len(before) != len(node.get("required") or [])
     if rule in node and rule not in ("type", "properties", "items", "additionalProperties", "description", "title"):
         node.pop(rule)
+        return True
+    if rule in _COMBINATORS and rule in extra and value is None and "anyOf" not in (extra if rule != "anyOf" else {}):
+        # a null default beside a composition (``version: # @schema oneOf: [...]``): null is admitted, the
+        # composition is kept for every other value
+        extra["anyOf"] = [{rule: extra.pop(rule)}, {"type": "null"}]
         return True
     if rule in extra:
         extra.pop(rule)
@@ -258,12 +264,18 @@ def finish(node, warnings=None, path=()):
     if not isinstance(node, dict):
         return node
     node.pop("x-annotated", None)
+    node.pop("x-untyped-spec", None)
     node.pop("x-hidden", None)
     node.pop("x-hidden-by", None)
     unknown = node.pop("x-unknown", None)
     if unknown:
         where = "".join(p if p in ("[]", ".*") else ("." if i else "") + p for i, p in enumerate(path)) or "(root)"
         warnings.append("values_schema: %s: unknown annotation key(s) ignored: %s" % (where, ", ".join(sorted(set(unknown)))))
+    if node.get("recursive"):
+        where = "".join(p if p in ("[]", ".*") else ("." if i else "") + p for i, p in enumerate(path)) or "(root)"
+        warnings.append("values_schema: %s: recursive YAML alias (%s contains an alias of itself; Helm refuses such a values file): "
+                        "the JSON Schema refers back to %s ($ref %s), the CRD cuts the cycle here with x-kubernetes-preserve-unknown-fields"
+                        % (where, node["recursive"], node["recursive"], (node.get("extra") or {}).get("$ref")))
     for key, child in (node.get("properties") or {}).items():
         finish(child, warnings, path + (key,))
     if isinstance(node.get("items"), dict):
