@@ -3,7 +3,7 @@
 # Copyright (c) 2026, aicr.runtime contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Over 400 lines: DOCUMENTATION, EXAMPLES and RETURN are 359 of them; the module itself (argument spec, main) is 97.
+# Over 400 lines: DOCUMENTATION, EXAMPLES and RETURN are 461 of them; the module itself (argument spec, main) is 90.
 
 from __future__ import absolute_import, division, print_function
 
@@ -32,6 +32,11 @@ description:
     ComposableResource claims after about 10 minutes; the module refuses unless O(operator_coexistence=allow).
   - Several machines (O(machines)) are handled concurrently with a bounded thread pool; devices on one machine
     sequentially.
+  - With O(stack) the devices are owned per stack - every attach is recorded in the stack's ConfigMap (an intent before
+    the attach, the device's id after it), and counts, surplus detaches and O(state=absent) touch only the devices that
+    stack recorded, never another stack's. A run killed between an attach and its record is found by the next run.
+  - O(orphans) lists (and, with V(detach), after O(orphan_grace) detaches) the devices on the cluster's machines that no
+    stack recorded.
 author:
   - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
@@ -167,6 +172,54 @@ options:
     description: Machines handled at the same time.
     type: int
     default: 8
+  stack:
+    description:
+      - The stack that owns the devices of this run. Its records are the ConfigMap C(aicr-devices-<stack>) in
+        O(stack_namespace) (labels C(app.kubernetes.io/managed-by=aicr-runtime), C(aicr.io/stack),
+        C(app.kubernetes.io/component=fabric-devices)), written with server-side apply (field manager C(aicr-runtime)).
+      - Before each attach an intent is written (stack, machine, node, type, model, pool, time, run id and the devices the
+        machine held); after it the device's C(res_uuid) and serial. An intent without a device, left by a run that ended in
+        between, is resolved by the next run - devices of that type and model that appeared on the machine since and no stack
+        records are adopted (a warning names them), none means the attach never happened (the intent is dropped), more than
+        the open intents (or another stack's open intent on the same machine and model) is ambiguous - reported, not adopted.
+      - O(count), the surplus and O(state=absent) (with or without O(devices)) then count and touch only the devices this
+        stack recorded; devices of other stacks, and devices no stack recorded, are left alone. A recorded device the machine
+        does not list is marked missing and still counts on that run; it leaves the records when the next run misses it too.
+      - Without it, every device of O(type)/O(model) on the machine counts, as before.
+      - Needs Kubernetes access (O(kubeconfig)) with C(get), C(list), C(create) and C(patch) on ConfigMaps there.
+    type: str
+  adopt:
+    description:
+      - With O(stack) - fabric ids (C(res_uuid)) of devices the stack attached before it kept records (the C(resUUID)s of a
+        ClusterStack's C(status.devices)). Those on the run's machines that no stack records and that a O(state=present) target
+        counts (its type and model, up to its O(count) - an adoption never makes a surplus to detach) are adopted into the
+        stack's records (a warning names them); the others are ignored (the orphan sweep finds the ones nobody adopts).
+    type: list
+    elements: str
+  stack_namespace:
+    description:
+      - The namespace of the device records of O(stack), and of the orphan ledger of O(orphans). It must exist.
+    type: str
+    default: aicr-system
+  orphans:
+    description:
+      - After the targets (or alone, without O(node), O(machine_id) and O(machines)) list the devices attached to the cluster's
+        machines - every node that resolves to a fabric machine, and the targets' machines - that no stack records in
+        O(stack_namespace). Devices of a machine, type and model on which a stack has an open intent are C(held), not orphans.
+      - V(report) lists them in RV(orphans) (and a warning) and notes when each was first seen (ConfigMap
+        C(aicr-fabric-orphans) in O(stack_namespace), by the API server's clock).
+      - V(detach) also detaches every orphan first seen at least O(orphan_grace) seconds ago, after the same drain check as
+        any detach (O(force_detach)); a refusal is reported (C(refused)) with a warning, never a failed task. Orphans
+        within the grace period are left alone (C(within_grace)).
+      - Check mode reports (C(would_detach)) and writes nothing.
+    type: str
+    choices: [report, detach]
+  orphan_grace:
+    description:
+      - Seconds an orphan must have been seen before O(orphans=detach) detaches it - 10 minutes by default, the grace period
+        of the composable-resource-operator's upstream syncer for devices without a ComposableResource.
+    type: int
+    default: 600
   partial:
     description:
       - All or nothing is the default - before the first attach the free pool is checked for every machine (the deficits of
@@ -267,6 +320,26 @@ EXAMPLES = r"""
     state: absent
     devices: [0670c861-2253-593d-8dca-02affed2122a]
 
+- name: Two A100s on gpu-worker-1 owned by stack "training" (another stack's A100s there are never counted or detached)
+  aicr.runtime.fabric_device:
+    provider: fti_fm
+    endpoint: cdi.example.com
+    tenant_id: "{{ fti_tenant }}"
+    credentials_secret: {name: fti-credentials, namespace: composable}
+    node: gpu-worker-1
+    model: a100
+    count: 2
+    stack: training
+
+- name: Detach devices no stack recorded, once seen for 10 minutes (report first with orphans=report)
+  aicr.runtime.fabric_device:
+    provider: fti_fm
+    endpoint: cdi.example.com
+    tenant_id: "{{ fti_tenant }}"
+    credentials_secret: {name: fti-credentials, namespace: composable}
+    orphans: detach
+    orphan_grace: 600
+
 - name: Compose a CXL memory block through Redfish
   aicr.runtime.fabric_device:
     provider: redfish
@@ -364,6 +437,33 @@ fabric_requests:
   returned: always
   type: dict
   sample: {GET: 4, PATCH: 2, POST: 1}
+owned:
+  description: With O(stack) - the devices of the run's machines that the stack records after the run, same fields as RV(devices).
+  returned: when O(stack) is set
+  type: list
+  elements: dict
+records:
+  description:
+    - With O(stack) - C(stack), C(namespace), C(writes) (record writes made) and C(adopted) (devices of open intents adopted
+      into the stack's records, same fields as RV(devices)).
+  returned: when O(stack) is set
+  type: dict
+  sample: {stack: gpu, namespace: aicr-system, writes: 4, adopted: []}
+orphans:
+  description:
+    - With O(orphans) - C(mode), C(grace), C(machines) (swept), C(ledger_writes) and C(devices), each with the fields of
+      RV(devices) plus C(action) (C(reported), C(within_grace), C(detached), C(would_detach), C(refused), C(held)),
+      C(first_seen), C(detach_after) (seconds of grace left) and C(reason).
+  returned: when O(orphans) is set
+  type: dict
+  sample:
+    mode: detach
+    grace: 600
+    machines: 3
+    ledger_writes: 1
+    devices:
+      - {res_uuid: 0670c861-2253-593d-8dca-02affed2122a, type: gpu, model: a100, machine: cb765435-c696-502d-9ae2-781e57375583,
+         node: node-0, action: within_grace, first_seen: "2026-12-01T17:00:00.000Z", detach_after: 420.0}
 live_status:
   description: What the live status writer did - stack, backend, device transitions seen, status writes made, 409 conflicts retried.
   returned: when O(status_stack) is set, not in check mode, and the stack could be read
@@ -420,6 +520,11 @@ def argument_spec():
         settle_timeout=dict(type="float"),
         max_workers=dict(type="int", default=8),
         partial=dict(type="bool", default=False),
+        stack=dict(type="str"),
+        stack_namespace=dict(type="str", default="aicr-system"),
+        adopt=dict(type="list", elements="str"),
+        orphans=dict(type="str", choices=["report", "detach"]),
+        orphan_grace=dict(type="int", default=600),
         allow_http=dict(type="bool", default=False),
         trust_env=dict(type="bool", default=False),
     )
@@ -433,7 +538,8 @@ def main():
         argument_spec=argument_spec(),
         supports_check_mode=True,
         mutually_exclusive=[("count", "devices"), ("machines", "node"), ("machines", "machine_id")],
-        required_one_of=[("node", "machine_id", "machines")],
+        required_by={"adopt": "stack"},
+        required_one_of=[("node", "machine_id", "machines", "orphans")],
     )
     require_libraries(module, ["requests", "kubernetes"] if fabric.needs_kubernetes(module.params, module.check_mode) else ["requests"])
     try:

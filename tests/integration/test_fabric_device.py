@@ -369,3 +369,55 @@ def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
     other = _role(run_playbook, sim, kube, nodes, requests=requests, **ghost).result(ROLE_TASK)
     assert len(other["attached"]) == 2 and "live_status" not in other
     assert any("live status disabled" in w for w in other["fabric_warnings"]), dump(other)
+
+
+def _records(kube, stack):
+    obj = kube.get("/api/v1/namespaces/%s/configmaps/aicr-devices-%s" % (kube.namespace, stack))
+    return json.loads(obj["data"]["records"]) if obj else None
+
+
+def test_two_stacks_on_one_node_each_prune_only_their_own_and_orphans_are_reported(run_playbook, wired):
+    kube, sim, nodes = wired
+    node0 = nodes.names[0]
+    owned = {"stack_namespace": kube.namespace}
+    alpha = _run(run_playbook, _wired_options(sim, kube, node=node0, count=2, stack="alpha", **owned))
+    beta = _run(run_playbook, _wired_options(sim, kube, node=node0, count=1, stack="beta", **owned))
+    assert len(alpha["attached"]) == 2 and len(beta["attached"]) == 1 and len(sim.control.devices(node0)) == 3, dump(beta)
+    assert sorted(r["res_uuid"] for r in _records(kube, "alpha")) == sorted(d["res_uuid"] for d in alpha["owned"])
+    assert [d["res_uuid"] for d in beta["owned"]] == [r["res_uuid"] for r in _records(kube, "beta")]
+
+    # a device nobody recorded: reported by the sweep (as the fabric identity), never detached within the grace period
+    stray = sim.control.seed(node0, "A100", 1)[0]["res_uuid"]
+    sim.control.clear_requests()
+    report = _run(run_playbook, _wired_options(sim, kube, orphans="detach", **owned))
+    assert [(d["res_uuid"], d["action"], d["node"]) for d in report["orphans"]["devices"]] == [(stray, "within_grace", node0)], dump(report)
+    assert report["changed"] is False and sim.control.requests(mutating=True) == []
+    assert any("no stack records: %s" % stray in w for w in report["fabric_warnings"])
+
+    # alpha prunes: only its own two go
+    pruned = _run(run_playbook, _wired_options(sim, kube, node=node0, count=0, stack="alpha", **owned))
+    assert sorted(d["res_uuid"] for d in pruned["detached"]) == sorted(d["res_uuid"] for d in alpha["owned"]), dump(pruned)
+    assert sorted(d["res_uuid"] for d in sim.control.devices(node0)) == sorted([stray, beta["owned"][0]["res_uuid"]])
+    assert _records(kube, "alpha") == [] and len(_records(kube, "beta")) == 1
+
+    # grace 0: the orphan goes (drain check: no pod on the node), beta's device stays
+    swept = _run(run_playbook, _wired_options(sim, kube, orphans="detach", orphan_grace=0, **owned))
+    assert [(d["res_uuid"], d["action"]) for d in swept["orphans"]["devices"]] == [(stray, "detached")], dump(swept)
+    assert [d["res_uuid"] for d in sim.control.devices(node0)] == [beta["owned"][0]["res_uuid"]]
+
+
+def test_role_owns_devices_per_stack_and_adopts_the_ones_from_before(run_playbook, wired):
+    kube, sim, nodes = wired
+    node1 = nodes.names[1]
+    before = [d["res_uuid"] for d in sim.control.seed(node1, "A100", 2)]  # attached before the stack kept records
+    requests = [{"name": "train", "model": "A100", "size": 2, "target_node": node1}]
+    prune = [{"node": node1, "type": "gpu", "model": "A100", "res_uuid": u} for u in before]
+    sim.control.clear_requests()
+    run = _role(run_playbook, sim, kube, nodes, requests=requests, prune=prune, stack="train", stack_namespace=kube.namespace)
+    result = run.result(ROLE_TASK)
+    assert sim.control.requests(mutating=True) == [] and sorted(d["res_uuid"] for d in result["records"]["adopted"]) == sorted(before), dump(result)
+    assert sorted(r["res_uuid"] for r in _records(kube, "train")) == sorted(before)
+    again = _role(run_playbook, sim, kube, nodes, requests=requests, prune=prune, stack="train", stack_namespace=kube.namespace).result(ROLE_TASK)
+    assert again["changed"] is False and sim.control.requests(mutating=True) == []
+    report = _role(run_playbook, sim, kube, nodes, requests=requests, stack="train", stack_namespace=kube.namespace, orphans="report").result(ROLE_TASK)
+    assert report["orphans"]["devices"] == [] and report["orphans"]["mode"] == "report", dump(report)

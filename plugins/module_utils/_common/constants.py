@@ -29,6 +29,7 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "aicr-runtime"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 PART_OF = "aicr-runtime"
+APP_COMPONENT_LABEL = "app.kubernetes.io/component"  # fabric_device's record ConfigMaps: fabric-devices, fabric-orphans
 
 STACK_LABEL = "aicr.io/stack"
 COMPONENT_LABEL = "aicr.io/component"

@@ -121,8 +121,19 @@ class ClusterManagerBackend(FabricBackend):
         self.transport.request("POST", self._path(machine_id, "/actions/resize"), json_body=body,
                                what="attach %s %s to machine %s" % (dtype, model or "(any model)", machine_id))
 
+    def _spec_count(self, machine_id, spec_uuid):
+        with self._lock:
+            for (mach, _stype, _smodel), (uuid, count) in self._specs.items():
+                if mach == machine_id and uuid == spec_uuid:
+                    return count
+        return None
+
     def detach(self, machine_id, device, devices):
-        count = len([d for d in devices if d.ref == device.ref])
+        # CRO cm/client.go RemoveResource: remove_resources.device_count is the spec's device_count - 1 (checkRemovingResources
+        # returns resourceSpec.DeviceCount), not the number of devices listed (ADDING / *_FAILED devices may differ from it)
+        count = self._spec_count(machine_id, device.ref)
+        if count is None:
+            count = len([d for d in devices if d.ref == device.ref])
         body = {"remove_resources": {"spec_uuid": device.ref, "device_count": max(count - 1, 0), "devices": [device.serial]}}
         self.transport.request("POST", self._path(machine_id, "/actions/resize"), json_body=body,
                                what="detach %s from machine %s" % (device.serial, machine_id))

@@ -8,6 +8,7 @@
   ``cluster-manager.cdi.io/machine``;
 - GPU users on a node: pods requesting ``nvidia.com/gpu`` and DRA ResourceClaims allocated there;
 - visibility: allocatable ``nvidia.com/gpu`` and ResourceSlice devices (with their ``uuid``);
+- every node's machine (the orphan sweep's machines);
 - whether the composable-resource-operator (``cro.hpsys.ibm.ie.com``) is installed;
 - credentials from a Secret.
 
@@ -56,6 +57,10 @@ class ClusterView:
         raise NotImplementedError
 
     def operator_present(self):
+        raise NotImplementedError
+
+    def fabric_machines(self):
+        """[(node, machine)] of every node that resolves to a fabric machine (the others are skipped)."""
         raise NotImplementedError
 
     def read_secret(self, namespace, name):
@@ -111,8 +116,20 @@ class KubernetesClusterView(ClusterView):
             raise AicrError("node: %s does not exist in the cluster" % node, field="node", node=node)
         return obj
 
+    def fabric_machines(self):
+        found = []
+        for obj in self._list("v1", "Node", "list nodes"):
+            name = (obj.get("metadata") or {}).get("name")
+            try:
+                found.append((name, self._machine_of(name, obj)))
+            except AicrError:
+                continue
+        return sorted(found)
+
     def machine_for_node(self, node):
-        obj = self._node(node)
+        return self._machine_of(node, self._node(node))
+
+    def _machine_of(self, node, obj):
         provider_id = (obj.get("spec") or {}).get("providerID") or ""
         if provider_id.startswith(PROVIDER_PREFIX) and provider_id[len(PROVIDER_PREFIX):].strip("/"):
             return provider_id[len(PROVIDER_PREFIX):].strip("/")

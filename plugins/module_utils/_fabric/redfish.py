@@ -7,6 +7,18 @@ Discovery starts at ``/redfish/v1``: ``CompositionService`` → ``ResourceBlocks
 A machine is a ComputerSystem; its devices are the ResourceBlocks in ``Links.ResourceBlocks``.
 Attach/detach are the ``ComputerSystem.AddResourceBlock`` / ``RemoveResourceBlock`` actions naming
 one block; a free block is one whose ``CompositionStatus.CompositionState`` is ``Unused``.
+
+Checked against the DMTF schemas (ResourceBlock v1_4, ComputerSystem, ServiceRoot) and the Redfish specification:
+
+- ``ResourceBlock.Processors`` / ``Memory`` are arrays of *links* (``{"@odata.id"}``) to Processor / Memory resources;
+  the model and serial (Processor ``Model``, ``UUID``, ``ProcessorType`` ``GPU``; Memory ``Model``, ``SerialNumber``) are
+  read from the linked resource (once per run), or from the entry itself when the service expanded it;
+- the action URIs are the ones the ComputerSystem advertises (``Actions["#ComputerSystem.AddResourceBlock"].target``),
+  built from the system's URI only when it advertises none;
+- ``$expand=.`` is sent for the block collection only when the service root says it supports it
+  (``ProtocolFeaturesSupported.ExpandQuery.NoLinks``): a service answers an unsupported ``$`` query parameter 501;
+- ``CompositionState`` ``Unavailable`` (v1_2) is a failed block; the error body's ``@Message.ExtendedInfo`` messages are
+  part of the error text (``transport``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,7 +34,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
 
 ROOT = "/redfish/v1"
 HEALTH = {"OK": OK, "Warning": WARNING, "Critical": CRITICAL}
-STATES = {"Composed": READY, "ComposedAndAvailable": READY, "Composing": PENDING, "Failed": FAILED, "Unused": REMOVING}
+STATES = {"Composed": READY, "ComposedAndAvailable": READY, "Composing": PENDING, "Failed": FAILED, "Unavailable": FAILED, "Unused": REMOVING}
+ADD_ACTION = "#ComputerSystem.AddResourceBlock"
+REMOVE_ACTION = "#ComputerSystem.RemoveResourceBlock"
 
 
 def _odata(obj, key, where):
@@ -41,6 +55,8 @@ class RedfishBackend(FabricBackend):
         self._lock = threading.Lock()
         self._links = None
         self._claimed = set()
+        self._parts = {}  # linked Processor / Memory URL -> its resource (model and serial do not change)
+        self._actions = {}  # machine -> {action name: target} as the ComputerSystem advertises them
 
     def _discover(self):
         with self._lock:
@@ -51,8 +67,39 @@ class RedfishBackend(FabricBackend):
                 service = self.transport.request("GET", composition, what="Redfish CompositionService").json("Redfish CompositionService")
                 if isinstance(service, dict) and service.get("ServiceEnabled") is False:
                     raise AicrError("Redfish CompositionService at %s is disabled (ServiceEnabled false)" % composition, field="endpoint")
-                self._links = {"blocks": _odata(service, "ResourceBlocks", "Redfish CompositionService"), "systems": systems}
+                features = (root.get("ProtocolFeaturesSupported") or {}) if isinstance(root, dict) else {}
+                expand = (features.get("ExpandQuery") or {}) if isinstance(features, dict) else {}
+                self._links = {"blocks": _odata(service, "ResourceBlocks", "Redfish CompositionService"), "systems": systems,
+                               "expand": isinstance(expand, dict) and expand.get("NoLinks") is True}
             return self._links
+
+    def _collection(self, what):
+        links = self._discover()
+        params = {"$expand": "."} if links["expand"] else None
+        return self.transport.request("GET", links["blocks"], params=params, what=what).json(what)
+
+    def _part(self, item):
+        """A Processor / Memory entry of a block: the linked resource (GET once per run), or the entry when expanded."""
+        if not isinstance(item, dict):
+            return {}
+        url = item.get("@odata.id")
+        if not url or any(k in item for k in ("Model", "UUID", "SerialNumber", "ProcessorType")):
+            return item
+        with self._lock:
+            if url in self._parts:
+                return self._parts[url]
+        part = self.transport.request("GET", url, what="read " + url).json("read " + url)
+        part = part if isinstance(part, dict) else {}
+        with self._lock:
+            self._parts[url] = part
+        return part
+
+    def _action_target(self, machine_id, action):
+        with self._lock:
+            target = self._actions.get(machine_id, {}).get(action)
+        if target:
+            return target
+        return "%s/%s/Actions/%s" % (self._discover()["systems"], machine_id, action.lstrip("#"))
 
     def _system(self, machine_id):
         where = "system %s" % machine_id
@@ -62,6 +109,12 @@ class RedfishBackend(FabricBackend):
     def read_machine(self, machine_id):
         where, system = self._system(machine_id)
         links = system.get("Links") if isinstance(system, dict) else None
+        actions = system.get("Actions") if isinstance(system, dict) else None
+        if isinstance(actions, dict):
+            found = dict((name, (actions.get(name) or {}).get("target")) for name in (ADD_ACTION, REMOVE_ACTION)
+                         if isinstance(actions.get(name), dict) and (actions.get(name) or {}).get("target"))
+            with self._lock:
+                self._actions[machine_id] = found
         if not isinstance(links, dict) or not isinstance(links.get("ResourceBlocks"), list):
             raise AicrError("%s: Links.ResourceBlocks is missing in the Redfish answer" % where, machine=machine_id)
         devices = []
@@ -73,8 +126,7 @@ class RedfishBackend(FabricBackend):
             devices.append(self._device(block, url, where))
         return devices
 
-    @staticmethod
-    def _describe(block, url, where):
+    def _describe(self, block, url, where):
         if not isinstance(block, dict) or not block.get("Id"):
             raise AicrError("%s: resource block %s has no Id" % (where, url), field="Id")
         types = block.get("ResourceBlockType") or []
@@ -84,7 +136,9 @@ class RedfishBackend(FabricBackend):
             items, dtype, serial_key = block.get("Memory") or [], "cxlmemory", "SerialNumber"
         else:
             return block["Id"], None, None, None
-        first = items[0] if items and isinstance(items[0], dict) else {}
+        first = self._part(items[0]) if items else {}
+        if dtype == "gpu" and first.get("ProcessorType") not in (None, "GPU"):
+            return block["Id"], None, None, None  # a CPU (or FPGA...) block is not a GPU
         return block["Id"], dtype, first.get("Model"), first.get(serial_key)
 
     def _device(self, block, url, where):
@@ -109,7 +163,7 @@ class RedfishBackend(FabricBackend):
 
     def _free_blocks(self, dtype, model):
         url = self._discover()["blocks"]
-        data = self.transport.request("GET", url, params={"$expand": "."}, what="list resource blocks").json("list resource blocks")
+        data = self._collection("list resource blocks")
         members = data.get("Members") if isinstance(data, dict) else None
         if not isinstance(members, list):
             raise AicrError("resource block collection %s has no Members list" % url, field="Members")
@@ -130,11 +184,12 @@ class RedfishBackend(FabricBackend):
         return "composition pool"  # one ResourceBlocks collection for every system
 
     def pool_models(self, machine_id, dtype):
-        url = self._discover()["blocks"]
-        data = self.transport.request("GET", url, params={"$expand": "."}, what="list resource blocks").json("list resource blocks")
+        data = self._collection("list resource blocks")
         members = data.get("Members") if isinstance(data, dict) else None
         models = set()
         for member in members if isinstance(members, list) else []:
+            if isinstance(member, dict) and "Id" not in member and member.get("@odata.id"):
+                member = self.transport.request("GET", member["@odata.id"], what="read resource block").json("read resource block")
             if isinstance(member, dict) and "Id" in member:
                 _block_id, btype, bmodel, _serial = self._describe(member, member.get("@odata.id"), "resource block collection")
                 if btype == dtype and bmodel:
@@ -158,11 +213,11 @@ class RedfishBackend(FabricBackend):
         if choice is None:
             raise AicrError("machine %s: no free resource block of type %s model %s in the composition pool"
                             % (machine_id, dtype, model or "(any)"), machine=machine_id, type=dtype, model=model)
-        target = "%s/%s/Actions/ComputerSystem.AddResourceBlock" % (self._discover()["systems"], machine_id)
+        target = self._action_target(machine_id, ADD_ACTION)
         self.transport.request("POST", target, json_body={"ResourceBlock": {"@odata.id": choice}},
                                what="compose block %s into system %s" % (choice.rsplit("/", 1)[-1], machine_id))
 
     def detach(self, machine_id, device, devices):
-        target = "%s/%s/Actions/ComputerSystem.RemoveResourceBlock" % (self._discover()["systems"], machine_id)
+        target = self._action_target(machine_id, REMOVE_ACTION)
         self.transport.request("POST", target, json_body={"ResourceBlock": {"@odata.id": device.ref}},
                                what="remove block %s from system %s" % (device.res_uuid, machine_id))

@@ -7,7 +7,8 @@
 2. Kubernetes access when a node, ``credentials_secret`` or ``verify_visible`` needs it (the shared client, as the
    kubeconfig's identity);
 3. credentials: the Secret's keys, then the options (the options win); every value is a secret;
-4. the backend for ``provider`` (``factory``), live status to ``status_stack`` (devices), the service's run.
+4. with ``stack`` (or ``orphans``) the stacks' device records (``records``; the orphan ledger, ``orphans``);
+5. the backend for ``provider`` (``factory``), live status to ``status_stack`` (devices), the service's run.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +18,8 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import CREDENTIAL_KEYS, KubernetesClusterView
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.orphans import OrphanLedger
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service import FabricService
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
@@ -29,6 +32,8 @@ TARGET_KEYS = ("type", "model", "count", "devices", "state")
 def targets_from(params):
     defaults = dict((key, params[key]) for key in TARGET_KEYS)
     items = params["machines"] or [{"node": params["node"], "machine_id": params["machine_id"]}]
+    if not params["machines"] and not params["node"] and not params["machine_id"] and params.get("orphans"):
+        return []  # the orphan sweep alone
     targets = []
     for item in items:
         merged = dict(defaults)
@@ -39,7 +44,8 @@ def targets_from(params):
 
 
 def needs_cluster(params, targets):
-    return bool(params["credentials_secret"] or params["verify_visible"] or any(t.node for t in targets))
+    return bool(params["credentials_secret"] or params["verify_visible"] or any(t.node for t in targets) or params.get("stack")
+                or params.get("orphans"))
 
 
 def needs_kubernetes(params, check_mode=False):
@@ -71,6 +77,11 @@ def run(params, check_mode=False, secret=None):
     backend = build_backend(params["provider"], params["endpoint"], credentials, tenant_id=params["tenant_id"], cluster_id=params["cluster_id"],
                             ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"],
                             allow_http=params["allow_http"], trust_env=params["trust_env"])
+    records, ledger = None, None
+    if params.get("stack") or params.get("orphans"):
+        records = DeviceRecords(client, params["stack_namespace"], stack=params.get("stack"), dry_run=check_mode)
+    if params.get("orphans"):
+        ledger = OrphanLedger(client, params["stack_namespace"], dry_run=check_mode)
     settle = params["settle_timeout"] if params["settle_timeout"] is not None else 2 * params["timeout"]
     live, live_warning = None, None
     if params["status_stack"] and not check_mode:
@@ -81,7 +92,9 @@ def run(params, check_mode=False, secret=None):
         service = FabricService(backend, cluster=cluster, check_mode=check_mode, force_detach=params["force_detach"],
                                 operator_coexistence=params["operator_coexistence"], wait=params["wait"], wait_timeout=params["wait_timeout"],
                                 verify_visible=params["verify_visible"], poll_interval=params["poll_interval"], settle_timeout=settle,
-                                max_workers=params["max_workers"], on_transition=on_transition, partial=params["partial"])
+                                max_workers=params["max_workers"], on_transition=on_transition, partial=params["partial"],
+                                records=records, orphans=params.get("orphans"), orphan_grace=params.get("orphan_grace", 600), ledger=ledger,
+                                adopt=params.get("adopt"))
         return service.run(targets)
 
     try:

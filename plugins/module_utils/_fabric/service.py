@@ -26,6 +26,12 @@ Rules (see docs/modules/fabric_device.md):
   or a DRA claim names it.
 - Machines are handled concurrently (bounded thread pool); devices on one machine sequentially.
 - ``check_mode`` reads everything and reports the plan without mutating.
+- With ``records`` (a :class:`~.records.DeviceRecords` of one stack) every count, surplus and ``absent`` is about the
+  devices that stack records, never "any device of that model on that machine": an intent is written before each
+  attach and completed with the ``res_uuid`` after it; open intents left by a killed run are resolved first
+  (``records.resolve_intents``); detached devices are forgotten. Other stacks' devices are never touched.
+- ``orphans`` (``report``/``detach``, ``orphans.py``): after the targets, the devices on the cluster's machines that
+  no stack records are listed and, with ``detach``, detached once ``orphan_grace`` has passed since first seen.
 - ``on_transition(record)``, when given, is called after every attach and detach that took effect (never in
   check mode) with the device result tagged with ``machine``, ``node`` and ``event`` (``attached`` or
   ``detached``), from the machine threads; calls are serialised and an exception from the callback becomes a
@@ -46,6 +52,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.checks import ClusterChecks
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.models import ModelsAndPools
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.orphans import OrphanSweep
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import resolve_intents
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import MachineRun
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import AmbiguousOutcome, FabricHTTPError
 
@@ -53,10 +61,11 @@ CRO_WARNING = ("the composable-resource-operator (cro.hpsys.ibm.ie.com) runs on 
                "ComposableResource claims after about 10 minutes")
 
 
-class FabricService(ClusterChecks, ModelsAndPools):
+class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
     def __init__(self, backend, cluster=None, check_mode=False, force_detach=False, operator_coexistence="refuse", wait=True,
                  wait_timeout=300.0, verify_visible=False, poll_interval=2.0, settle_timeout=60.0, max_workers=8,
-                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None, partial=False):
+                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None, partial=False,
+                 records=None, orphans=None, orphan_grace=600.0, ledger=None, adopt=None):
         self.backend = backend
         self.cluster = cluster
         self.check_mode = check_mode
@@ -77,6 +86,13 @@ class FabricService(ClusterChecks, ModelsAndPools):
         self._transition_lock = threading.Lock()
         self.transition_warnings = []
         self.partial = bool(partial)
+        loaded = records.load() if records is not None else None
+        self.all_records = loaded  # every stack's records (the orphan sweep)
+        self.records = loaded if loaded is not None and loaded.stack is not None else None  # ownership: this stack's
+        self.orphans = orphans
+        self.orphan_grace = float(orphan_grace)
+        self.ledger = ledger
+        self.adopt = set(adopt or [])
 
     # --- entry point ------------------------------------------------------------------
 
@@ -85,7 +101,7 @@ class FabricService(ClusterChecks, ModelsAndPools):
             target.validate(index if len(targets) > 1 else None)
         warnings = []
         self._resolve(targets)
-        needs_cluster = any(t.node for t in targets)
+        needs_cluster = any(t.node for t in targets) or self.orphans == "detach"
         if needs_cluster and self.cluster is not None and self.cluster.operator_present():
             if self.operator_coexistence != "allow":
                 raise AicrError("operator_coexistence: refuse; %s. Set operator_coexistence=allow to manage devices beside it, "
@@ -104,7 +120,8 @@ class FabricService(ClusterChecks, ModelsAndPools):
         self._each(runs, lambda r: self._plan(r, groups[r.machine_id]))
         self._check_pools(runs)
         self._each(runs, lambda r: self._machine(r, groups[r.machine_id]))
-        return self._result(runs, warnings)
+        sweep = self._sweep(runs) if self.orphans else None
+        return self._result(runs, warnings, sweep)
 
     def _each(self, runs, work):
         workers = min(self.max_workers, len(runs))
@@ -137,7 +154,7 @@ class FabricService(ClusterChecks, ModelsAndPools):
                                     field="node")
                 target.machine_id = self.cluster.machine_for_node(target.node)
 
-    def _result(self, runs, warnings):
+    def _result(self, runs, warnings, sweep=None):
         result = {"changed": False, "devices": [], "attached": [], "detached": [], "rolled_back": [], "actions": [],
                   "warnings": list(getattr(self.backend.transport, "warnings", [])) + list(warnings) + list(self.transition_warnings),
                   "machines": [], "diff": {"before": {"machines": {}}, "after": {"machines": {}}}}
@@ -157,7 +174,18 @@ class FabricService(ClusterChecks, ModelsAndPools):
                 named = run.machine_id in run.error or (run.node and run.node in run.error)
                 errors.append(run.error if named else "%s: %s" % (run.node or run.machine_id, run.error))
                 failed.append(run)
-        result["changed"] = bool(result["actions"])
+        if self.records is not None:
+            result["owned"] = []
+            for run in runs:
+                owned = self.records.owned(run.machine_id)
+                result["owned"].extend(run.tag(d.to_result()) for d in run.devices if d.res_uuid in owned)
+            result["records"] = {"stack": self.records.stack, "namespace": self.records.namespace, "writes": self.records.writes,
+                                 "adopted": [a for run in runs for a in run.adopted]}
+            result["warnings"].extend(self.records.warnings)
+            result["changed"] = bool(result["records"]["adopted"])
+        if sweep is not None:
+            result["orphans"] = sweep
+        result["changed"] = bool(result["actions"]) or bool(result["changed"])
         result["token_requests"] = self.backend.token_requests
         result["fabric_requests"] = dict(self.backend.transport.counts)
         if errors:
@@ -188,6 +216,8 @@ class FabricService(ClusterChecks, ModelsAndPools):
             devices = self.backend.read_machine(run.machine_id)
             run.initial = devices
             run.before = [d.to_result() for d in devices]
+            if self.records is not None:
+                self._own(run, devices)
             if self.verify_visible and run.node and self.cluster is not None and not self.check_mode:
                 run.baseline = self.cluster.gpu_allocatable(run.node)  # before any change: local GPUs count too
             spelled = {}
@@ -199,11 +229,58 @@ class FabricService(ClusterChecks, ModelsAndPools):
                         target.label, spelled[key], target.requested_model, target.model), field="model")
                 if target.state != "present":
                     continue
-                have = len([d for d in devices if d.matches(target.type, target.model) and d.phase in (READY, PENDING)])
+                if self.adopt and self.records is not None:
+                    self._take_over(run, target, devices)
+                have = len([d for d in self._scoped(run, devices) if d.matches(target.type, target.model) and d.phase in (READY, PENDING)])
+                have += self._open_intents(run, target)
                 if have < target.count:
                     self._pool_need(run, target, devices, target.count - have)
 
         self._guard(run, work)
+
+    def _own(self, run, devices):
+        """This stack's records of the machine made current: open intents resolved (adopted or dropped), recorded devices the
+        fabric no longer has forgotten."""
+        adopted, warnings = resolve_intents(self.records, run.machine_id, devices)
+        run.warnings.extend(warnings)
+        run.adopted.extend(run.tag(d.to_result()) for d in adopted)
+        # a recorded device the fabric does not list: marked on the first run (a read may omit a device for a moment), forgotten
+        # when the next run still misses it
+        first, again = self.records.mark_missing(run.machine_id, set(d.res_uuid for d in devices))
+        if first:
+            run.warnings.append("machine %s: device(s) %s recorded for stack %s are not on the machine; forgotten if the next run misses "
+                                "them too" % (run.machine_id, ", ".join(sorted(first)), self.records.stack))
+        if again:
+            self.records.forget(again)
+            run.warnings.append("machine %s: device(s) %s recorded for stack %s are no longer attached; records removed"
+                                % (run.machine_id, ", ".join(sorted(again)), self.records.stack))
+
+    def _take_over(self, run, target, devices):
+        """``adopt``: devices the stack attached before it kept records, up to the target's count (an adoption never makes a
+        surplus to detach), taken into its records when no stack records them."""
+        recorded = self.records.recorded_by_anyone()
+        room = target.count - len([d for d in self._scoped(run, devices) if d.matches(target.type, target.model)])
+        taken = [d for d in devices if d.res_uuid in self.adopt and d.res_uuid not in recorded and d.matches(target.type, target.model)][:max(0, room)]
+        if taken:
+            self.records.take_over(run.machine_id, run.node, taken, self.backend.pool_key(run.machine_id))
+            run.adopted.extend(run.tag(d.to_result()) for d in taken)
+            run.warnings.append("%s: device(s) %s (adopt) recorded by no stack; adopted into stack %s"
+                                % (target.label, ", ".join(d.res_uuid for d in taken), self.records.stack))
+
+    def _open_intents(self, run, target):
+        """This stack's open intents for the target left after resolving them (ambiguous ones) and its recorded devices the
+        machine did not list this time (marked missing): they count as held, so nothing is attached twice."""
+        if self.records is None:
+            return 0
+        held = self.records.open_intents(run.machine_id) + self.records.missing(run.machine_id)
+        return len([i for i in held if i.get("type") == target.type and (not target.model or (i.get("model") or "").lower() == target.model.lower())])
+
+    def _scoped(self, run, devices):
+        """The devices a count, surplus or absent may touch: with records, only this stack's."""
+        if self.records is None:
+            return devices
+        owned = self.records.owned(run.machine_id)
+        return [d for d in devices if d.res_uuid in owned]
 
     def _machine(self, run, targets):
         devices = run.initial
@@ -260,7 +337,7 @@ class FabricService(ClusterChecks, ModelsAndPools):
 
             devices = self._settle(run, target, devices, settled,
                                    "%s: devices still in progress" % where)
-        matching = [d for d in devices if d.matches(target.type, target.model)]
+        matching = [d for d in self._scoped(run, devices) if d.matches(target.type, target.model)]
         for device in matching:
             if device.phase == FAILED:
                 raise AicrError("%s: device %s (%s) is in a failed state on the fabric (%s); detach it with state=absent devices=[%s]"
@@ -274,6 +351,8 @@ class FabricService(ClusterChecks, ModelsAndPools):
             if device.health == WARNING:
                 run.warnings.extend(w for w in device.warnings if w not in run.warnings)
         have = len([d for d in matching if d.phase in (READY, PENDING)])
+        if have < target.count:
+            have += self._open_intents(run, target)  # unresolved (ambiguous) intents: never attached twice
         if have < target.count:
             deficit = target.count - have  # the free pool was checked for it before any machine changed (_check_pools)
             mine = []
@@ -300,11 +379,16 @@ class FabricService(ClusterChecks, ModelsAndPools):
         return devices
 
     def _absent(self, run, target, devices):
+        scoped = self._scoped(run, devices)
         if target.devices:
             wanted = set(target.devices)
-            victims = [d for d in devices if d.res_uuid in wanted or (d.serial and d.serial in wanted)]
+            victims = [d for d in scoped if d.res_uuid in wanted or (d.serial and d.serial in wanted)]
+            if self.records is not None:
+                foreign = sorted(d.res_uuid for d in devices if d not in victims and (d.res_uuid in wanted or (d.serial and d.serial in wanted)))
+                if foreign:
+                    run.warnings.append("%s: device(s) %s are not recorded for stack %s; not detached" % (target.label, ", ".join(foreign), self.records.stack))
         else:
-            victims = [d for d in devices if d.matches(target.type, target.model)]
+            victims = [d for d in scoped if d.matches(target.type, target.model)]
         for device in victims:
             if device.phase == REMOVING and not self.wait:
                 continue
@@ -345,6 +429,10 @@ class FabricService(ClusterChecks, ModelsAndPools):
             fresh = [d for d in current if d.res_uuid not in known and d.matches(target.type, target.model)]
             return fresh[0] if fresh else None
 
+        intent = None
+        if self.records is not None:
+            intent = self.records.intend(run.machine_id, run.node, target.type, target.model, self.backend.pool_key(run.machine_id),
+                                         [d.res_uuid for d in devices])
         attempts = 0
         adopted = False
         while True:
@@ -367,7 +455,11 @@ class FabricService(ClusterChecks, ModelsAndPools):
             if isinstance(error, AmbiguousOutcome) and attempts <= self.mutation_retries:
                 run.warnings.append("%s: attach outcome unknown (%s); re-read shows no new device, sending it once more" % (where, error.msg))
                 continue
+            if intent is not None and isinstance(error, FabricHTTPError):
+                self.records.drop([intent])  # refused and not there: the next run has nothing to resolve
             raise error
+        if intent is not None:
+            self._record(run, intent, device, adopted)
         if self.backend.asynchronous and self.wait:
             def settled(current):
                 mine = [d for d in current if d.res_uuid == device.res_uuid]
@@ -429,7 +521,7 @@ class FabricService(ClusterChecks, ModelsAndPools):
 
     # --- detach -------------------------------------------------------------------------
 
-    def _detach_one(self, run, target, device, devices, safety=True, rollback=False):
+    def _detach_one(self, run, target, device, devices, safety=True, rollback=False, notify=True):
         where = target.label
         if safety:
             self._check_detach(run, target, device)
@@ -481,5 +573,22 @@ class FabricService(ClusterChecks, ModelsAndPools):
             run.rolled_back.append(run.tag(device.to_result()))
         else:
             run.detached.append(run.tag(device.to_result()))
-        self._transition(run, "detached", device)
+        if self.records is not None:
+            self._forget(run, device)
+        if notify:  # an orphan was no stack's: its detach is no transition of the status stack
+            self._transition(run, "detached", device)
         return devices
+
+    def _record(self, run, intent, device, adopted):
+        """Complete the intent; a failing write leaves it open (the next run adopts the device) and is a warning."""
+        try:
+            self.records.confirm(intent, device, adopted=adopted)
+        except AicrError as exc:
+            intent["res_uuid"] = device.res_uuid  # this run still counts it; the stored intent stays open
+            run.warnings.append("%s: %s; device %s may stay stored as an open intent, which the next run adopts" % (run.machine_id, exc.msg, device.res_uuid))
+
+    def _forget(self, run, device):
+        try:
+            self.records.forget([device.res_uuid])
+        except AicrError as exc:
+            run.warnings.append("%s: detached %s but %s; the next run removes the stale record" % (run.machine_id, device.res_uuid, exc.msg))

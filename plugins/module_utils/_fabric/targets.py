@@ -67,6 +67,7 @@ class MachineRun:
         self.current = None
         self.needs = []  # deficits of present targets with the free pool for each
         self.rolled_back = []  # attached by this run and detached again (all or nothing)
+        self.adopted = []  # devices of open intents adopted into the stack's records
 
     def tag(self, record):
         record = dict(record)

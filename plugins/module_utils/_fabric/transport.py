@@ -94,7 +94,9 @@ def error_fields(data):
       composable-dra-driver ``pkg/client/client.go`` ``unsuccessfulResponse`` reads the same keys with ``status`` a
       string and ``message`` a string - both are accepted;
     - ``{"error": "<text>"}`` (other FTI-compatible servers; OAuth2 adds ``error_description``);
-    - Redfish ``{"error": {"code", "message"}}``.
+    - Redfish ``{"error": {"code", "message", "@Message.ExtendedInfo": [{"MessageId", "Message"}]}}`` (DMTF Redfish
+      specification, error responses): the extended messages that say more than ``message`` (often the generic
+      ``Base.GeneralError`` text "See ExtendedInfo for more information") follow it, after `` - ``.
     """
     if not isinstance(data, dict):
         return None
@@ -102,8 +104,14 @@ def error_fields(data):
     if isinstance(detail, dict) and (detail.get("code") not in (None, "") or detail.get("message") not in (None, "")):
         return detail.get("code") or None, _message_text(detail.get("message"))
     error = data.get("error")
-    if isinstance(error, dict) and (error.get("code") or error.get("message")):
-        return error.get("code") or None, _message_text(error.get("message"))
+    if isinstance(error, dict) and (error.get("code") or error.get("message") or error.get("@Message.ExtendedInfo")):
+        message = _message_text(error.get("message"))
+        extended = error.get("@Message.ExtendedInfo")
+        more = [_message_text(i.get("Message")) for i in extended if isinstance(i, dict) and i.get("Message")] if isinstance(extended, list) else []
+        more = [m for m in more if m and m != message]
+        if more:
+            message = " - ".join([message] + more) if message else "; ".join(more)
+        return error.get("code") or None, message
     if isinstance(error, str) and error.strip():
         description = data.get("error_description")
         return None, _join(error, _message_text(description) if description else "")

@@ -57,6 +57,11 @@ class SimulatorControl:
         """Override a device's op_status / phase (key: res_uuid, serial or block id)."""
         return self._call("POST", "/devices/%s" % key, fields)
 
+    def set_spec_count(self, machine, model, device_count, dtype="gpu"):
+        """Cluster Manager: the machine's resource spec for type/model reports ``device_count`` (a device still being added and
+        not listed yet), until a resize changes it."""
+        return self._call("POST", "/machines/%s/spec_count" % machine, {"model": model, "type": dtype, "device_count": device_count})
+
     def seed(self, machine, model, count=1, dtype="gpu", op_status=None):
         """Attach devices directly (not logged as API calls); ``machine`` is uuid, name or node."""
         body = {"model": model, "count": count, "type": dtype}

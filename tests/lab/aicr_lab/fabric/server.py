@@ -49,9 +49,11 @@ ROUTES = [
     ("GET", r"^" + RF + r"/CompositionService$", "rf.composition", "discover"),
     ("GET", r"^" + RF + r"/CompositionService/ResourceBlocks$", "rf.blocks", "available"),
     ("GET", r"^" + RF + r"/CompositionService/ResourceBlocks/(?P<block>[^/]+)$", "rf.block", "read"),
+    ("GET", r"^" + RF + r"/CompositionService/ResourceBlocks/(?P<block>[^/]+)/(?P<kind>Processors|Memory)/0$", "rf.part", "part"),
     ("GET", r"^" + RF + r"/Systems/(?P<machine>[^/]+)$", "rf.system", "read"),
-    ("POST", r"^" + RF + r"/Systems/(?P<machine>[^/]+)/Actions/ComputerSystem\.AddResourceBlock$", "rf.attach", "attach"),
-    ("POST", r"^" + RF + r"/Systems/(?P<machine>[^/]+)/Actions/ComputerSystem\.RemoveResourceBlock$", "rf.detach", "detach"),
+    # the actions' segment is the one the system advertises (option ``rf_actions``, default ``Actions``); any other is a 404
+    ("POST", r"^" + RF + r"/Systems/(?P<machine>[^/]+)/(?P<actions>[A-Za-z]+)/ComputerSystem\.AddResourceBlock$", "rf.attach", "attach"),
+    ("POST", r"^" + RF + r"/Systems/(?P<machine>[^/]+)/(?P<actions>[A-Za-z]+)/ComputerSystem\.RemoveResourceBlock$", "rf.detach", "detach"),
 ]
 COMPILED = [(method, re.compile(pattern), name, op) for method, pattern, name, op in ROUTES]
 
@@ -267,7 +269,17 @@ class Handler(BaseHTTPRequestHandler):
         if kind == "html":
             return self._send(status, HTML_ERROR % (status, status), ctype="text/html")
         if kind == "redfish":
-            return self._send(status, {"error": {"code": code or "Base.1.8.GeneralError", "message": message}})
+            # DMTF Redfish specification, error responses: error.code / error.message and @Message.ExtendedInfo (Message registry
+            # entries: MessageId, Message, Severity, Resolution)
+            return self._send(status, {"error": {"code": code or "Base.1.8.GeneralError", "message": message, "@Message.ExtendedInfo": [
+                {"MessageId": code or "Base.1.8.GeneralError", "Message": message, "Severity": "Warning", "Resolution": "None."}]}})
+        if kind == "redfish_extended":
+            # the generic Base.GeneralError text on top, the cause only in @Message.ExtendedInfo (as many BMCs answer)
+            return self._send(status, {"error": {"code": "Base.1.8.GeneralError",
+                                                 "message": "A general error has occurred. See ExtendedInfo for more information.",
+                                                 "@Message.ExtendedInfo": [{"MessageId": code or "Composition.1.1.ResourceBlockInUse",
+                                                                            "Message": message, "Severity": "Critical",
+                                                                            "Resolution": "Remove the resource block and resubmit the request."}]}})
         if kind == "error_text":
             return self._send(status, {"error": message})
         if kind == "fti_dra":
@@ -298,7 +310,7 @@ class Handler(BaseHTTPRequestHandler):
             entry["form_keys"] = sorted((body or {}).keys())  # the keys only: the values are credentials
         else:
             entry["query"] = query
-            entry["body"] = body if name.startswith("fm.") else None
+            entry["body"] = body if name.startswith(("fm.", "cm.", "rf.")) else None
         sim.record(entry)
         rule = sim.take_fault(method, name, op, params.get("machine"))
         if rule:
@@ -518,7 +530,9 @@ class Handler(BaseHTTPRequestHandler):
                     "selector": {"version": "v1", "expression": {"conditions": [{"column": "model", "operator": "eq", "value": model}]}},
                     "min_resspec_count": 0,
                     "max_resspec_count": 16,
-                    "device_count": len(mine),
+                    # the spec's desired count (CRO cm/api/machine.go ResourceSpec.DeviceCount): what a resize set, which can differ
+                    # from the devices listed (one still ADDING and not listed yet); the devices listed when nothing set it
+                    "device_count": machine["counts"].get(fabric.spec_uuid(machine, dtype, model), len(mine)),
                     "devices": [{
                         "device_id": d["serial"],
                         "status": CM_STATUS.get(d["phase"], "UNKNOWN"),
@@ -555,12 +569,14 @@ class Handler(BaseHTTPRequestHandler):
                 if target.get("spec_uuid") not in by_spec:
                     raise ApiError(404, "spec %s not found on machine" % target.get("spec_uuid"), "E40404")
                 dtype, model = by_spec[target["spec_uuid"]]
-                current = len([d for d in machine["devices"] if d["type"] == dtype and d["model"] == model])
+                listed = len([d for d in machine["devices"] if d["type"] == dtype and d["model"] == model])
+                current = machine["counts"].get(target["spec_uuid"], listed)
                 wanted = int(target.get("device_count", 0))
                 if wanted > 16:
                     raise ApiError(400, "device_count %d exceeds max_resspec_count 16" % wanted, "E40006")
                 if rule and rule["action"] == "pool_exhausted" or len(fabric.free(dtype, model)) < wanted - current:
                     raise ApiError(409, "not enough free resources of model %s" % model, "E40901")
+                machine["counts"].pop(target["spec_uuid"], None)  # the devices attached below make the listed count the desired one
                 for _index in range(max(0, wanted - current)):
                     phase = "adding_fail" if rule and rule["action"] == "partial_attach" else "adding"
                     op_status = rule.get("value", "") if rule and rule["action"] == "op_status" else None
@@ -575,6 +591,17 @@ class Handler(BaseHTTPRequestHandler):
                     found = [d for d in machine["devices"] if d["serial"] == name]
                     if not found:
                         raise ApiError(404, "device %s not found on machine" % name, "E40405")
+                # CRO cm/client.go RemoveResource sends the spec's device_count - 1 with the one device to remove
+                spec = target.get("spec_uuid")
+                key = by_spec.get(spec)
+                listed = len([d for d in machine["devices"] if key and d["type"] == key[0] and d["model"] == key[1]])
+                desired = machine["counts"].get(spec, listed)
+                if int(target.get("device_count", -1)) != desired - len(names):
+                    raise ApiError(400, "device_count %s does not match the spec's device_count %d minus the %d device(s) removed"
+                                   % (target.get("device_count"), desired, len(names)), "E40009")
+                machine["counts"].pop(spec, None)
+                if desired - len(names) != listed - len(names):
+                    machine["counts"][spec] = desired - len(names)
                 for name in names:
                     device = [d for d in machine["devices"] if d["serial"] == name][0]
                     fabric.detach(machine, device["res_uuid"], phase="removing")
@@ -584,8 +611,12 @@ class Handler(BaseHTTPRequestHandler):
     # --- Redfish ---------------------------------------------------------------------------------
 
     def _rf_root(self, params, query, body, rule):
-        return 200, {"@odata.id": RF, "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot", "Id": "RootService", "RedfishVersion": "1.17.0",
-                     "CompositionService": {"@odata.id": RF + "/CompositionService"}, "Systems": {"@odata.id": RF + "/Systems"}}
+        root = {"@odata.id": RF, "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot", "Id": "RootService", "RedfishVersion": "1.17.0",
+                "CompositionService": {"@odata.id": RF + "/CompositionService"}, "Systems": {"@odata.id": RF + "/Systems"}}
+        if self.sim.fabric.options.get("rf_expand", True):
+            # ServiceRoot ProtocolFeaturesSupported.ExpandQuery: $expand=. (NoLinks) is supported
+            root["ProtocolFeaturesSupported"] = {"ExpandQuery": {"ExpandAll": False, "Levels": True, "MaxLevels": 1, "Links": False, "NoLinks": True}}
+        return 200, root
 
     def _rf_composition(self, params, query, body, rule):
         return 200, {"@odata.id": RF + "/CompositionService", "Id": "CompositionService", "ServiceEnabled": True,
@@ -610,11 +641,23 @@ class Handler(BaseHTTPRequestHandler):
             "Status": status,
             "Links": {"ComputerSystems": [{"@odata.id": RF + "/Systems/" + machine["uuid"]}] if machine else []},
         }
+        # DMTF ResourceBlock v1_4: Processors / Memory are arrays of links to the Processor / Memory resources
         if device["type"] == "gpu":
-            block["Processors"] = [{"@odata.id": block_url + "/Processors/0", "ProcessorType": "GPU", "Model": device["model"], "UUID": device["serial"]}]
+            block["Processors"] = [{"@odata.id": block_url + "/Processors/0"}]
         else:
-            block["Memory"] = [{"@odata.id": block_url + "/Memory/0", "Model": device["model"], "SerialNumber": device["serial"], "CapacityMiB": 262144}]
+            block["Memory"] = [{"@odata.id": block_url + "/Memory/0"}]
         return block
+
+    def _rf_part(self, params, query, body, rule):
+        device = self.sim.fabric.device(params["block"])
+        if device is None or device["block_id"] != params["block"] or (params["kind"] == "Processors") != (device["type"] == "gpu"):
+            raise ApiError(404, "%s of resource block %s not found" % (params["kind"], params["block"]), "Base.1.8.ResourceMissingAtURI")
+        url = RF + "/CompositionService/ResourceBlocks/%s/%s/0" % (device["block_id"], params["kind"])
+        if params["kind"] == "Processors":  # DMTF Processor: ProcessorType GPU, Model, UUID
+            return 200, {"@odata.id": url, "@odata.type": "#Processor.v1_18_0.Processor", "Id": "0", "ProcessorType": "GPU",
+                         "Model": device["model"], "UUID": device["serial"]}
+        return 200, {"@odata.id": url, "@odata.type": "#Memory.v1_17_0.Memory", "Id": "0", "Model": device["model"],  # DMTF Memory
+                     "SerialNumber": device["serial"], "CapacityMiB": 262144}
 
     def _rf_blocks(self, params, query, body, rule):
         fabric = self.sim.fabric
@@ -623,6 +666,9 @@ class Handler(BaseHTTPRequestHandler):
         if rule and rule["action"] == "pool_exhausted":
             devices = [d for d in devices if d["phase"] != "free"]
         devices.sort(key=lambda d: d["block_id"])
+        if "$expand" in query and not fabric.options.get("rf_expand", True):
+            # Redfish specification: an unsupported query parameter starting with $ is answered 501 Not Implemented
+            raise ApiError(501, "$expand is not supported by this service", "Base.1.8.QueryNotSupported")
         expand = "$expand" in query
         members = [self._rf_block_obj(d) if expand else {"@odata.id": RF + "/CompositionService/ResourceBlocks/" + d["block_id"]} for d in devices]
         return 200, {"@odata.id": RF + "/CompositionService/ResourceBlocks", "Members": members, "Members@odata.count": len(members)}
@@ -654,8 +700,8 @@ class Handler(BaseHTTPRequestHandler):
             "HostName": machine["node"],
             "Links": {"ResourceBlocks": [{"@odata.id": RF + "/CompositionService/ResourceBlocks/" + d["block_id"]} for d in devices]},
             "Actions": {
-                "#ComputerSystem.AddResourceBlock": {"target": url + "/Actions/ComputerSystem.AddResourceBlock"},
-                "#ComputerSystem.RemoveResourceBlock": {"target": url + "/Actions/ComputerSystem.RemoveResourceBlock"},
+                "#ComputerSystem.AddResourceBlock": {"target": "%s/%s/ComputerSystem.AddResourceBlock" % (url, self._rf_actions_segment())},
+                "#ComputerSystem.RemoveResourceBlock": {"target": "%s/%s/ComputerSystem.RemoveResourceBlock" % (url, self._rf_actions_segment())},
             },
         }
         if rule and rule["action"] == "empty_machines":
@@ -673,7 +719,16 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "resource block %s not found" % block_id, "Base.1.8.ResourceMissingAtURI")
         return device
 
+    def _rf_actions_segment(self):
+        return self.sim.fabric.options.get("rf_actions") or "Actions"
+
+    def _rf_advertised_action(self, params):
+        if params.get("actions") != self._rf_actions_segment():
+            raise ApiError(404, "no action at %s; the system advertises its actions under %s" % (params.get("actions"), self._rf_actions_segment()),
+                           "Base.1.8.ResourceMissingAtURI")
+
     def _rf_attach(self, params, query, body, rule):
+        self._rf_advertised_action(params)
         fabric = self.sim.fabric
         machine = self._rf_system_obj(params)
         device = self._rf_block_ref(body)
@@ -689,6 +744,7 @@ class Handler(BaseHTTPRequestHandler):
         return 204, None
 
     def _rf_detach(self, params, query, body, rule):
+        self._rf_advertised_action(params)
         fabric = self.sim.fabric
         machine = self._rf_system_obj(params)
         device = self._rf_block_ref(body)
@@ -736,6 +792,14 @@ class Handler(BaseHTTPRequestHandler):
                 if device is None:
                     return self._send(404, {"error": "no device %s" % parts[1]})
                 return self._send(200, dict(device))
+            if len(parts) == 3 and parts[0] == "machines" and parts[2] == "spec_count" and method == "POST":
+                machine = sim.fabric.machine(parts[1])
+                if machine is None:
+                    return self._send(404, {"error": "no machine %s" % parts[1]})
+                with sim.fabric.lock:
+                    spec = sim.fabric.spec_uuid(machine, body.get("type", "gpu"), body["model"])
+                    machine["counts"][spec] = int(body["device_count"])
+                return self._send(200, {"spec_uuid": spec})
             if len(parts) == 3 and parts[0] == "machines" and parts[2] == "devices" and method == "POST":
                 machine = sim.fabric.machine(parts[1])
                 if machine is None:

@@ -71,6 +71,7 @@ class Fabric:
                     "node": "%s%d" % (self.options["node_prefix"], index),
                     "devices": [],
                     "specs": {},
+                    "counts": {},  # CM: spec_uuid -> the spec's device_count (desired), when it differs from the devices listed
                 }
             self.pool = []
             self._serial = 0
