@@ -175,8 +175,51 @@ options:
       - A value is a URL (C(http(s)://), C(oci://), or a local directory holding C(<chart>) folders or archives),
         or a dict with C(url), C(plain_http) (OCI registries without TLS) and C(insecure_skip_tls_verify).
       - The release digest uses the upstream repository, so switching mirrors does not upgrade anything.
+      - A URL with a user name or password in it (C(https://user:pass@host)) is refused, shown redacted; use
+        O(repository_credentials).
     type: dict
     default: {}
+  repository_credentials:
+    description:
+      - Credentials and TLS settings of chart repositories, each for the repository helm actually contacts - the URL
+        after O(repository_mirrors) rewrote it -, matched exactly or by a C(/)-bounded prefix (the longest wins).
+      - Given to helm only in files private to the run (0600, in a 0700 directory removed when the run ends, also on
+        an error or SIGTERM), never on its command line nor in any message. An HTTP(S) repository becomes an entry
+        of a private C(repositories.yaml) and its charts are referenced by that entry's name; an OCI registry's login
+        is a private registry config (what C(helm registry login) writes).
+      - Works with helm 3 and helm 4.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      url:
+        description:
+          - Repository URL (C(https://...), C(http://...)) or OCI registry / path prefix (C(oci://host[:port][/path])).
+        type: str
+        required: true
+      username:
+        description: User name for basic authentication (HTTP) or the registry login (OCI).
+        type: str
+      password:
+        description: Password or token; never shown.
+        type: str
+      ca_file:
+        description: CA bundle (PEM) that signed the repository's server certificate.
+        type: path
+      cert_file:
+        description: Client certificate (PEM) for repositories that require one; with O(repository_credentials[].key_file).
+        type: path
+      key_file:
+        description: Key of O(repository_credentials[].cert_file).
+        type: path
+      insecure_skip_tls_verify:
+        description: Do not verify the repository's certificate (a warning says so). Prefer O(repository_credentials[].ca_file).
+        type: bool
+        default: false
+      plain_http:
+        description: OCI only - talk to the registry over plain HTTP (no TLS).
+        type: bool
+        default: false
   skip_components:
     description:
       - Components not to deploy; they count as satisfied dependencies.
@@ -285,6 +328,45 @@ options:
     description:
       - Cache directory. Defaults to C($AICR_RUNTIME_CACHE_DIR), else C($XDG_CACHE_HOME/aicr-runtime), else C(~/.cache/aicr-runtime).
     type: path
+  snapshot:
+    description:
+      - The cluster's facts for the readiness pre-flight - an AICR Snapshot mapping, the result of
+        M(aicr.runtime.cluster_facts), or the path of a Snapshot file. With O(resolve), O(resolve.snapshot) is used when
+        this is not given.
+    type: raw
+  preflight:
+    description:
+      - The readiness pre-flight - the recipe's top-level C(constraints) evaluated on the cluster's facts with AICR's
+        evaluator before anything is changed (also in check mode). Any constraint not met (or that cannot be evaluated)
+        fails the task listing each with expected and actual; no Lease is taken, nothing is written.
+      - V(auto) runs it when a snapshot is given (O(snapshot) or O(resolve.snapshot)); V(live) reads the facts from the
+        cluster as M(aicr.runtime.cluster_facts) does when no snapshot is given (the identity needs get/list on
+        nodes); V(never) never runs it. A constraint whose measurement the facts lack is skipped with a note (as AICR's
+        C(validate) does).
+    type: str
+    choices: [auto, live, never]
+    default: auto
+  health_checks:
+    description:
+      - Run each component's health check once it is Ready, and let its dependents start only when it passes - the
+        catalog's C(checks/<component>/health-check.yaml) (a Chainsaw Test, hydrated into the recipe's
+        C(healthCheckAsserts)), or a component's own C(health_check_asserts) in a hand-written O(recipe).
+      - Checks are read-only (GET and LIST as the run's identity) and retried until they pass or their timeout.
+        A check that uses what cannot be evaluated faithfully fails the task before any change (never a silent pass).
+      - V(false) runs none.
+    type: bool
+    default: true
+  health_check_timeout:
+    description:
+      - Seconds a component's health check may take. Default - the check's own C(spec.timeouts.assert) (30 s without one).
+        Always capped by the component's O(timeout) and O(overall_timeout).
+    type: float
+  health_check_skip:
+    description:
+      - Components whose health check is not run (reported C(Skipped)).
+    type: list
+    elements: str
+    default: []
   status_stack:
     description:
       - Write live per-component progress to the status of this stack - a C(ClusterStack) name (O(status_backend=crd)) or
@@ -301,6 +383,9 @@ options:
 notes:
   - The task fails when any component failed or was blocked; the result still lists every component.
   - A no-op run performs only reads and server-side dry-run applies.
+  - SIGTERM (AWX's cancel, ansible-playbook stopped) runs the cleanup an error runs - helm children stopped, temporary
+    files and helm homes removed, this run's Lease released - and the task fails with a one-line message saying
+    C(cancelled (SIGTERM\)), what was done before, what was stopped and that nothing else was started.
 seealso:
   - module: aicr.runtime.recipe_resolve
 """
@@ -342,6 +427,23 @@ EXAMPLES = r"""
         chart: skyhook-operator
         version: v0.15.1
 
+- name: Roll out from a private repository and a private OCI registry (credentials only in private files)
+  aicr.runtime.gated_release:
+    recipe: "{{ resolved }}"
+    repository_mirrors:
+      https://helm.ngc.nvidia.com/nvidia: https://charts.internal/nvidia
+    repository_credentials:
+      - url: https://charts.internal/nvidia
+        username: "{{ charts_user }}"
+        password: "{{ charts_password }}"
+        ca_file: /etc/pki/internal-ca.pem
+        cert_file: /etc/pki/aicr-client.pem
+        key_file: /etc/pki/aicr-client.key
+      - url: oci://registry.internal:5000
+        username: robot
+        password: "{{ registry_token }}"
+        ca_file: /etc/pki/internal-ca.pem
+
 - name: Show the plan only
   aicr.runtime.gated_release:
     recipe: "{{ resolved }}"
@@ -362,6 +464,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+preflight:
+  description: The readiness pre-flight - each constraint with its outcome (C(passed), C(failed), C(skipped), C(error)), expected and actual.
+  returned: when the pre-flight ran (see O(preflight))
+  type: dict
+  sample:
+    passed: false
+    source: snapshot
+    failed: [OS.release.VERSION_ID]
+    skipped: []
+    constraints:
+      - {name: OS.release.VERSION_ID, expected: "24.04", actual: "22.04", outcome: failed, message: "expected 24.04, got 22.04"}
 components:
   description: One entry per component, in deployment order (then removed leftovers).
   returned: always
@@ -387,6 +500,14 @@ components:
     reason: {description: "Why that action.", type: str}
     dependencies: {description: "The managed dependencies gating this component.", type: list, elements: str}
     changed: {description: "Whether this component changed anything.", type: bool}
+    health:
+      description:
+        - The component's health check - C(status) C(Passed), C(Failed), C(Skipped) (none, O(health_checks=false) or
+          O(health_check_skip)) or C(NotRun) (check mode, or the component did not get that far), C(message), C(check),
+          C(operations), C(duration); for a failure also C(step), C(operation), C(resource), C(expression),
+          C(expected) and C(actual).
+      returned: with O(state=present)
+      type: dict
   sample:
     - name: example-operator
       kind: release
@@ -431,7 +552,9 @@ resolved:
     applied_overlays: [base, kind, kind-training, h100-kind-training]
     deployment_order: [example-crds, example-config, example-monitoring, example-jobs, example-operator, example-agent]
 summary:
-  description: Recipe name, stack, component count, components that reached Ready in order, skipped, failed, blocked, phase counts.
+  description:
+    - Recipe name, stack, component count, components that reached Ready in order, skipped, failed, blocked, phase counts.
+    - C(health_checks) counts the components per health check status (O(state=present)).
   returned: always
   type: dict
   sample:
@@ -490,6 +613,10 @@ def argument_spec():
         helm_binary=dict(type="str", default="helm"),
         helm_home=dict(type="path"),
         repository_mirrors=dict(type="dict", default={}),
+        repository_credentials=dict(type="list", elements="dict", default=[], options=dict(
+            url=dict(type="str", required=True), username=dict(type="str"), password=dict(type="str", no_log=True),
+            ca_file=dict(type="path"), cert_file=dict(type="path"), key_file=dict(type="path", no_log=False),
+            insecure_skip_tls_verify=dict(type="bool", default=False), plain_http=dict(type="bool", default=False))),
         skip_components=dict(type="list", elements="str", default=[]),
         component_overrides=dict(type="dict", default={}),
         skip_deployment_order=dict(type="bool", default=False),
@@ -508,6 +635,11 @@ def argument_spec():
         timeout=dict(type="int", default=600),
         overall_timeout=dict(type="int", default=3600),
         poll_interval=dict(type="float", default=0.5),
+        snapshot=dict(type="raw"),
+        preflight=dict(type="str", choices=["auto", "live", "never"], default="auto"),
+        health_checks=dict(type="bool", default=True),
+        health_check_timeout=dict(type="float"),
+        health_check_skip=dict(type="list", elements="str", default=[]),
     )
     spec.update(KUBE_ARG_SPEC)
     spec.update(LIVE_STATUS_ARG_SPEC)

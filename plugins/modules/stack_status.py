@@ -68,7 +68,8 @@ options:
     type: str
   conditions:
     description:
-      - Conditions to set, each with C(type) (C(RecipeResolved), C(DevicesReady), C(ComponentsReady) or C(CatalogCurrent)),
+      - Conditions to set, each with C(type) (C(RecipeResolved), C(DevicesReady), C(PreflightPassed), C(ComponentsReady),
+        C(HealthChecksPassed) or C(CatalogCurrent)),
         C(status) (C(True), C(False), C(Unknown)), C(reason) and C(message). C(Ready) is derived from the phase.
     type: list
     elements: dict

@@ -45,7 +45,7 @@ CLUSTERS_INVENTORY = "[clusters]\nlocalhost ansible_connection=local\n"
 BIN = REPO / ".venv" / "bin"
 EXAMPLE_REPO = "https://charts.aicr.example/examples"
 COMPONENTS = ["example-crds", "example-config", "example-monitoring", "example-operator", "example-agent", "example-jobs"]
-CONDITIONS = ["Ready", "RecipeResolved", "DevicesReady", "ComponentsReady", "CatalogCurrent"]
+CONDITIONS = ["Ready", "RecipeResolved", "DevicesReady", "ComponentsReady", "HealthChecksPassed", "CatalogCurrent"]
 IDENTITY = "reconciler"
 STACK_CRD = "clusterstacks.runtime.aicr.io"
 

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import traceback
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
 
 
@@ -54,11 +54,20 @@ def call_engine(module, name, engine, requires=(), secrets=()):
 
     Before the engine runs, ``secrets`` and the secrets of a ``kubeconfig`` given as a dict (its tokens, passwords and
     key data; :func:`hide_kubeconfig_secrets`) are added to the module's no_log values.
+
+    SIGTERM while the engine runs (AWX's cancel) raises ``_common.cancel.Cancelled`` in this thread: the engine's cleanup
+    runs as for an error (helm children stopped, temp files removed, the Lease released) and the task fails with
+    ``<name>: cancelled (SIGTERM), done before: ..., not done: ...`` (``cancelled: true``).
     """
     hide(module, secrets)
     require_libraries(module, requires)
+    cancel.reset()
     try:
-        return engine()
+        with cancel.sigterm_cancels():
+            return engine()
+    except cancel.Cancelled as exc:
+        stopped = cancel.stopped() or list(exc.details.get("stopped") or [])
+        module.fail_json(msg=cancel.message(name, stopped), cancelled=True, stopped=stopped, done=cancel.notes())
     except AicrError as exc:
         module.fail_json(**exc.to_result())
     except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user

@@ -23,6 +23,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
+from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import object_owner, release_owner
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
@@ -195,10 +196,28 @@ class Deploy(object):
             if self.opts.prune and st.stale_objects:
                 self._delete_refs(comp, st.stale_objects, deadline)
                 st.changed = True
+            checked = self._health_check(st, deadline)
             st.phase = READY if st.changed else UNCHANGED
-            st.message = ("deployed" if st.changed else "already deployed and Ready") + (" (%d resources)" % st.resources if st.resources else "")
+            st.message = ("deployed" if st.changed else "already deployed and Ready") + (" (%d resources)" % st.resources if st.resources else "") \
+                + ("; health check passed (%d operations)" % checked["operations"] if checked else "")
 
         return self._step(st, overall_deadline, work)
+
+    def _health_check(self, st, deadline):
+        """The component's health check once it is Ready (read-only, retried until ``deadline``); None when it has none."""
+        check = self.checks.get(st.comp.name)
+        if check is None:
+            return None
+        st.health = health.planned(check, st.comp.name, self.opts.health)
+        if self.opts.health.timeout is not None:
+            deadline = min(deadline, self.clock() + self.opts.health.timeout)
+            check = health.with_timeout(check, None)
+        try:
+            st.health = health.run_check(self.cluster, check, st.comp.namespace, deadline, self.opts.poll_interval, self.clock, self.sleep)
+        except health.HealthCheckFailed as exc:
+            st.health = exc.entry
+            raise AicrError("component %s: %s" % (st.comp.name, exc.msg), component=st.comp.name, health=exc.entry)
+        return st.health
 
     def _step(self, st, overall_deadline, work):
         """Run ``work(deadline)`` for one component: Deploying first, the phase ``work`` sets (or Failed) after; timed."""

@@ -41,6 +41,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import rule_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
@@ -50,6 +51,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.result impor
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import write_gates
 
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
@@ -85,6 +87,7 @@ class Options(object):
         self.recipe_name = kwargs.get("recipe_name") or ""
         self.cache_dir = kwargs.get("cache_dir")
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
+        self.health = kwargs.get("health") or health.HealthOptions()
         if self.state not in ("present", "absent"):
             raise AicrError("state: %r is not allowed; use present or absent" % self.state, field="state")
         if self.concurrency < 1:
@@ -106,8 +109,10 @@ class Options(object):
 class GatedRelease(Survey, Deploy, Remove, Result):
     """One run of gated_release against one cluster."""
 
-    def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=time.sleep, wall=time.time, on_transition=None):
+    def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=time.sleep, wall=time.time, on_transition=None, checks=None):
         self.cluster = cluster
+        self.checks = checks or {}  # {component: assertions.Check}: run once the component is Ready (health.run_check)
+        self.check_notes = {}  # {component: why it has no check}, for its health entry
         self.helm = helm
         self.plan = plan
         self.opts = options
@@ -279,6 +284,21 @@ def under_resolve(error):
     return AicrError(msg, **dict(error.details, field="resolve." + field))
 
 
+def repository_url_secrets(params):
+    """The userinfo of repository URLs given in ``recipe``, ``component_overrides`` or ``repository_mirrors`` (refused
+    later, ``_release.repositories.refuse_userinfo``), hidden meanwhile."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import url_secrets  # pylint: disable=import-outside-toplevel
+    urls = []
+    recipe = params.get("recipe")
+    components = recipe.get("components") if isinstance(recipe, dict) else recipe
+    for item in list(components if isinstance(components, list) else []) + list((params.get("component_overrides") or {}).values()):
+        if isinstance(item, dict):
+            urls += [item.get("repository"), item.get("source")]
+    for upstream, target in (params.get("repository_mirrors") or {}).items():
+        urls += [upstream, target.get("url") if isinstance(target, dict) else target]
+    return url_secrets(urls)
+
+
 def secret_params(params):
     """The strings under sensitive paths (``sensitive_values``) of the values given in the parameters — each component's
     ``values`` in ``recipe`` and in ``component_overrides`` —, for the module's no_log values: the ``invocation`` Ansible
@@ -294,6 +314,7 @@ def secret_params(params):
     for override in overrides.values() if isinstance(overrides, dict) else []:
         if isinstance(override, dict):
             sensitive.secret_strings(override.get("values"), found=found)
+    found.update(repository_url_secrets(params))
     return found
 
 
@@ -329,7 +350,21 @@ def options_from(params, recipe, check_mode, diff):
         holder_message=params.get("holder_message"), recipe_name=recipe_name,
         cache_dir=(params.get("cache_dir") or jsoncache.default_cache_dir()) if params.get("render_cache", True) else None,
         validate_chart_schema=params.get("validate_values", True),
+        health=health.HealthOptions(params.get("health_checks", True), params.get("health_check_timeout"), params.get("health_check_skip")),
     )
+
+
+def _write_gates(client, params, result):
+    """The gate conditions of a run that stopped before its live status started (a failed pre-flight); a warning or None."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import StatusWriter  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._stack.store import make_store  # pylint: disable=import-outside-toplevel
+
+    try:
+        writer = StatusWriter(make_store(client, params.get("status_backend") or "crd", params.get("status_namespace") or "default"),
+                              params["status_stack"])
+    except AicrError as exc:
+        return "status_stack: %s" % exc.msg
+    return write_gates(writer, result)
 
 
 def execute(params, check_mode=False, diff=False, cluster=None, helm=None, status_client=None):
@@ -357,6 +392,11 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     if params.get("validate_values", True):
         validate_values(plan, params.get("values_schemas") or {})
     options = options_from(params, recipe, check_mode, diff)
+    # every health check is read before anything else happens: one that cannot be evaluated fails closed here
+    checks = health.parse_all(health.checks_of(recipe), plan.order, options.health)
+    snapshot = params.get("snapshot")
+    if snapshot is None and params.get("resolve"):
+        snapshot = params["resolve"].get("snapshot")
     tmp = tempfile.mkdtemp(prefix="aicr-gated-")
     try:
         connection = None
@@ -365,18 +405,39 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
             connection = kube.resolve(params.get("kubeconfig"), params.get("context"))
         if cluster is None:
             cluster = connection.client()
+        # the readiness pre-flight: before the helm probe, the Lease or any other request that could change something
+        checked = preflight.run(params.get("preflight") or "auto", recipe, snapshot, cluster)
+        if checked is not None and not checked["passed"]:
+            failed = {"changed": False, "components": [], "waves": [], "actions": [], "preflight": checked,
+                      "failed_message": preflight.failure_message(checked)}
+            if resolved is not None:
+                failed["resolved"] = resolved
+            if params.get("status_stack") and not check_mode:
+                warning = _write_gates(status_client or connection.client(), params, failed)
+                if warning:
+                    failed["warnings"] = [warning]
+            return failed
         if helm is None:
             kubeconfig_path, context = connection.helm_kubeconfig(tmp)
             helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=context,
-                              home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir)
+                              home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir,
+                              repository_credentials=params.get("repository_credentials"), credentials_dir=os.path.join(tmp, "helm-auth"))
             # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
             helm.start_version_probe()
         live, live_warning = None, None
         if params.get("status_stack") and not check_mode:
             live, live_warning = live_status(status_client or connection.client(), params["status_stack"], params.get("status_backend") or "crd",
                                              params.get("status_namespace") or "default", interval=LIVE_STATUS_INTERVAL)
-        result = run_with_live_status(live, live_warning, lambda hook: GatedRelease(cluster, helm, plan, options, on_transition=hook).run())
+        result = run_with_live_status(live, live_warning, lambda hook: GatedRelease(cluster, helm, plan, options, on_transition=hook, checks=checks).run())
         result["helm_version"] = getattr(helm, "major", None)
+        if getattr(helm, "warnings", None):
+            result["warnings"] = list(result.get("warnings") or []) + list(helm.warnings)
+        if checked is not None:
+            result["preflight"] = checked
+        if live is not None:
+            warning = write_gates(live.writer, result)
+            if warning:
+                result.setdefault("warnings", []).append(warning)
         if resolved is not None:
             result["resolved"] = resolved
         return result

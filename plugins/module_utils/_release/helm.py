@@ -19,8 +19,10 @@ neither is used by default because readiness is observed by the engine, not by h
 (helm 3 without ``--wait`` and helm 4 with its default ``--wait=hookOnly`` return once the
 objects are created).
 
-helm's environment is built, not inherited (:func:`helm_environment`). The file is a little over 400 lines:
-how helm is run (argv, environment, version) and how its release storage is read stay together.
+helm's environment is built, not inherited (:func:`helm_environment`). Chart repository credentials reach helm only
+through private files (``_release.repositories``), never argv. Every helm child is registered while it runs, so SIGTERM
+(``_common.cancel``) stops them all, also those started from the scheduler's worker threads. The file is about 500
+lines: how helm is run (argv, environment, version, children) and how its release storage is read stay together.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -36,11 +38,13 @@ import shutil
 import subprocess
 import tarfile
 import threading
+import time
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import jsoncache, timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, jsoncache, timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
 VERSION_CACHE_FILE = "helm-versions.json"
@@ -58,6 +62,8 @@ def normalize_mirrors(mirrors):
             target = {"url": target}
         if not isinstance(target, dict) or not target.get("url"):
             raise AicrError("repository_mirrors: the mirror of %s must be a URL or a dict with 'url'; got %r" % (upstream, target), field="repository_mirrors")
+        repos.refuse_userinfo(upstream, "repository_mirrors")
+        repos.refuse_userinfo(target["url"], "repository_mirrors")
         unknown = set(target) - set(["url", "plain_http", "insecure_skip_tls_verify"])
         if unknown:
             raise AicrError("repository_mirrors: unknown keys %s for %s; allowed: url, plain_http, insecure_skip_tls_verify" % (sorted(unknown), upstream),
@@ -86,6 +92,7 @@ def chart_source(chart, repository, mirrors):
     """``(chart_ref, repo_url_or_None, extra_flags, effective_location)`` for helm."""
     if not chart:
         raise AicrError("chart: a Helm component needs a chart name", field="chart")
+    repos.refuse_userinfo(repository, "repository")
     target = resolve_repository(repository, mirrors)
     url = target["url"]
     flags = []
@@ -212,11 +219,12 @@ def chart_schema_and_defaults(path):
 HELM_DRIVER = "secret"
 
 
-def helm_environment(environ, home=None, kubeconfig_path=None):
+def helm_environment(environ, home=None, kubeconfig_path=None, files=None):
     """The environment helm runs with: ``environ`` without any ``HELM_*`` variable nor ``KUBECONFIG``, then what the
     collection decides: the secret storage driver (the one release store :func:`read_release` reads), helm's private
     homes under ``home``, and ``KUBECONFIG`` only when the Python client read a list of kubeconfig files
-    (``kubeconfig_path`` with ``os.pathsep``; a single file is given as ``--kubeconfig``).
+    (``kubeconfig_path`` with ``os.pathsep``; a single file is given as ``--kubeconfig``). ``files``: the private
+    repository and registry configuration of ``repository_credentials`` (``HELM_REPOSITORY_CONFIG``...).
 
     Everything else is inherited, as the Python client inherits it: PATH, proxies, CA bundle variables, and what an
     exec credential plugin of the kubeconfig reads (the Python client runs that plugin with this process's environment).
@@ -228,6 +236,7 @@ def helm_environment(environ, home=None, kubeconfig_path=None):
             env[var] = os.path.join(home, sub)
     if kubeconfig_path and os.pathsep in kubeconfig_path:
         env["KUBECONFIG"] = kubeconfig_path
+    env.update(files or {})
     if "GOGC" not in env and "GOMEMLIMIT" not in env:
         # A helm process lives for a fraction of a second: most of its garbage collection is wasted work.
         # With GOGC=off and a soft GOMEMLIMIT the Go runtime collects only when the heap nears the limit
@@ -247,24 +256,101 @@ class Revision(int):
         return revision
 
 
-class HelmRunner(object):
-    """Runs one helm binary against one cluster."""
+_children = {}  # live helm processes (Popen -> what it does), from every thread
+_children_lock = threading.Lock()
+STOP_GRACE = 5.0  # seconds a helm child has to exit after SIGTERM before it is killed
 
-    def __init__(self, binary="helm", kubeconfig_path=None, context=None, home=None, runner=None, version_cache_dir=None):
+
+def _alive(proc):
+    """Whether ``proc`` still runs (a zombie nobody reaped yet does not: another thread may be waiting on it)."""
+    if proc.returncode is not None:
+        return False
+    try:
+        with open("/proc/%d/stat" % proc.pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except IndexError:
+        return False
+    except OSError:  # gone, or no /proc (not Linux): ask the process object
+        return os.path.exists("/proc/self") is False and proc.poll() is None
+
+
+def stop_children(grace=STOP_GRACE):
+    """SIGTERM every live helm child, SIGKILL those still running after ``grace``; returns what each was doing."""
+    with _children_lock:
+        live = list(_children.items())
+    for proc, _what in live:
+        try:
+            proc.terminate()
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace
+    while any(_alive(proc) for proc, _what in live) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for proc, _what in live:
+        if _alive(proc):
+            try:
+                proc.kill()
+            except OSError:
+                pass
+    return [what for _proc, what in live]
+
+
+def _run_child(full, env, timeout, what):
+    """Run one helm child, registered while it lives (so SIGTERM of this process stops it); (returncode, stdout, stderr)."""
+    cancel.check(what)
+    proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    with _children_lock:
+        _children[proc] = what
+    cancel.on_cancel(stop_children)
+    try:
+        if cancel.requested():  # SIGTERM came between the check and the registration
+            stop_children()
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        return proc.returncode, stdout, stderr
+    finally:
+        with _children_lock:
+            _children.pop(proc, None)
+
+
+class _Completed(object):
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+class HelmRunner(object):
+    """Runs one helm binary against one cluster.
+
+    ``repository_credentials`` (the module option) are written into ``credentials_dir`` (private to the run; the caller
+    removes it) when helm first runs.
+    """
+
+    def __init__(self, binary="helm", kubeconfig_path=None, context=None, home=None, runner=None, version_cache_dir=None,
+                 repository_credentials=None, credentials_dir=None):
         self.binary = binary or "helm"
         self.version_cache_dir = version_cache_dir
         self.kubeconfig_path = kubeconfig_path
         self.context = context
         self.home = home
-        self._run = runner or subprocess.run
+        self._run = runner
+        self.repositories = repos.Repositories(repos.normalize_credentials(repository_credentials), credentials_dir or os.path.join(home or ".", "auth"))
         self._major = None
         self._probe = None
         self._probe_error = None
         self.calls = []
 
+    @property
+    def warnings(self):
+        """What the run should warn about (TLS verification turned off for a repository)."""
+        return list(self.repositories.warnings)
+
     def _env(self):
         """helm's environment, built rather than inherited (see :func:`helm_environment`)."""
-        return helm_environment(os.environ, home=self.home, kubeconfig_path=self.kubeconfig_path)
+        return helm_environment(os.environ, home=self.home, kubeconfig_path=self.kubeconfig_path, files=self.repositories.env())
 
     def _global(self):
         argv = []
@@ -278,7 +364,10 @@ class HelmRunner(object):
         full = [self.binary] + argv
         self.calls.append(list(argv))
         try:
-            proc = self._run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(), timeout=timeout, check=False)
+            if self._run is None:
+                proc = _Completed(*_run_child(full, self._env(), timeout, what))
+            else:
+                proc = self._run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(), timeout=timeout, check=False)
         except OSError as exc:
             raise AicrError("helm_binary: cannot run %s (%s); install helm 3.17+ or 4, or set helm_binary" % (self.binary, exc), field="helm_binary")
         except subprocess.TimeoutExpired:
@@ -286,13 +375,18 @@ class HelmRunner(object):
         stdout = proc.stdout.decode("utf-8", "replace") if isinstance(proc.stdout, bytes) else (proc.stdout or "")
         stderr = proc.stderr.decode("utf-8", "replace") if isinstance(proc.stderr, bytes) else (proc.stderr or "")
         if proc.returncode != 0:
+            if cancel.requested():
+                raise cancel.Cancelled("cancelled (SIGTERM): %s stopped" % what, cancelled=True)
+            stderr = self.repositories.redact(stderr)
             lines = [line.strip() for line in stderr.splitlines() if line.strip() and not line.startswith("WARNING")]
             starts = [i for i, line in enumerate(lines) if line.startswith("Error")]
             if starts:
                 reason = " ".join(lines[starts[-1]:starts[-1] + 4])  # helm puts multi-error details on the next lines
             else:
                 reason = lines[-1] if lines else "exit code %s" % proc.returncode
-            raise AicrError("%s failed: %s" % (what, reason[:500]), stderr=stderr[-2000:])
+            error = AicrError("%s failed: %s" % (what, reason[:500]), stderr=stderr[-2000:])
+            error.helm_output = self.repositories.redact(stdout[-2000:])  # `helm repo update` says why on stdout
+            raise error
         return stdout
 
     def start_version_probe(self):
@@ -388,8 +482,11 @@ class HelmRunner(object):
         values_file = os.path.join(workdir, "%s-%s.values.json" % (namespace, release))
         with open(values_file, "w") as handle:
             json.dump(values or {}, handle)
+        where = repo or chart_ref
+        chart_ref, repo, extra_flags, cred = self._source(chart_ref, repo, extra_flags, timeout=timeout)
         argv = self.upgrade_argv(release, namespace, chart_ref, repo, version, values_file, labels, extra_flags, atomic, timeout)
-        out = self.run(argv, timeout=(timeout + 30) if timeout else None, what="helm upgrade --install %s" % release)
+        out = self._authenticated(argv, (timeout + 30) if timeout else None, "helm upgrade --install %s" % release, where, cred)
+        cancel.note("helm upgrade --install %s done" % release)
         try:
             answer = json.loads(out)
         except ValueError:
@@ -402,23 +499,53 @@ class HelmRunner(object):
         if chart_ref.startswith("/"):
             return chart_ref
         os.makedirs(dest, exist_ok=True)
+        where, what = repo or chart_ref, "helm pull %s" % chart_ref
+        chart_ref, repo, extra_flags, cred = self._source(chart_ref, repo, extra_flags, timeout=timeout)
         argv = ["pull", chart_ref, "--destination", dest]
         if repo:
             argv += ["--repo", repo]
         if version:
             argv += ["--version", str(version)]
         argv += list(extra_flags or [])
-        self.run(argv, timeout=timeout, what="helm pull %s" % chart_ref)
+        self._authenticated(argv, timeout, what, where, cred)
         archives = [os.path.join(dest, f) for f in os.listdir(dest) if f.endswith(".tgz")]
         if len(archives) != 1:
             raise AicrError("helm pull %s: expected one chart archive in %s, found %d" % (chart_ref, dest, len(archives)))
         return archives[0]
+
+    def _source(self, chart_ref, repo, flags, timeout=None):
+        """The chart reference, ``--repo`` and flags helm is given, with ``repository_credentials`` applied: an HTTP
+        repository with credentials is a repository *name* of the private repositories.yaml (its index fetched once per
+        run with ``helm repo update <name>``), an OCI reference gets its TLS flags (its login is in the registry config)."""
+        chart_ref, repo, flags, cred, name = self.repositories.source(chart_ref, repo, flags)
+        if name:
+            with self.repositories.index_lock(name):
+                if name not in self.repositories.indexed:
+                    # helm 3 only warns when an update fails (and the pull then finds no index); helm 4 fails by itself
+                    argv = ["repo", "update", name] + (["--fail-on-repo-update-fail"] if self.major < 4 else [])
+                    self._authenticated(argv, timeout or 300, "helm repo update (%s)" % cred.url, cred.url, cred)
+                    self.repositories.indexed.add(name)
+        return chart_ref, repo, flags, cred
+
+    def _authenticated(self, argv, timeout, what, where, cred):
+        """``run``; an authentication or TLS failure of the repository ``where`` is said in one line naming it."""
+        try:
+            return self.run(argv, timeout=timeout, what=what)
+        except AicrError as exc:
+            text = " ".join([exc.msg, str(exc.details.get("stderr") or ""), getattr(exc, "helm_output", "")])
+            # only a failure that names the repository's host is the repository's (not the API server's 401 or TLS error)
+            reason = repos.explain(text, repos.redact_url(where), cred) if repos.host_of(where) in text else None
+            if reason is None:
+                raise
+            raise AicrError("%s failed: %s" % (what, reason), field="repository_credentials", repository=repos.redact_url(where),
+                            stderr=exc.details.get("stderr"))
 
     def uninstall(self, release, namespace, timeout=None):
         argv = ["uninstall", release, "--namespace", namespace]
         if timeout:
             argv += ["--timeout", "%ds" % max(1, int(timeout))]
         self.run(argv + self._global(), timeout=(timeout + 30) if timeout else None, what="helm uninstall %s" % release)
+        cancel.note("helm uninstall %s done" % release)
 
     def template(self, release, chart_dir, namespace, values_file, output_dir, timeout=120):
         argv = ["template", release, chart_dir, "--namespace", namespace, "--values", values_file, "--output-dir", output_dir]

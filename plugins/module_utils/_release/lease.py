@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import HOLDER_MESSAGE_ANNOTATION as MESSAGE_ANNOTATION
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import managed_labels, slug
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -215,6 +215,9 @@ class StackLease(object):
                                     resource_version=meta.get("resourceVersion"))
             except ClusterError:
                 pass
+            else:
+                if cancel.requested():
+                    cancel.cleaned("Lease %s/%s released" % (self.namespace, self.name))
 
     def __enter__(self):
         return self.acquire()
@@ -224,8 +227,16 @@ class StackLease(object):
         return False
 
 
+CANCEL_WATCH_SECONDS = 2.0  # a readiness watch through Guarded lasts at most this long, so a cancelled run stops soon
+
+
 class Guarded(object):
-    """A cluster client or helm runner whose mutating calls first check that the run still holds its Lease."""
+    """A cluster client or helm runner whose mutating calls first check that the run still holds its Lease.
+
+    Every call also checks that the run was not cancelled (SIGTERM: ``_common.cancel``): a worker thread waiting for
+    readiness stops at its next read, and its watches are cut into slices of :data:`CANCEL_WATCH_SECONDS` (the wait
+    reads the object again after each: one GET more every two seconds per waiting component).
+    """
 
     MUTATING = ("create", "replace", "delete", "upgrade", "uninstall")
 
@@ -235,12 +246,16 @@ class Guarded(object):
 
     def __getattr__(self, name):
         attr = getattr(self._target, name)
-        if name in self.MUTATING or name == "apply":
-            lease = self._lease
+        if not callable(attr):
+            return attr
+        lease = self._lease
+        mutating = name in self.MUTATING or name == "apply"
 
-            def guarded(*args, **kwargs):
-                if name != "apply" or not kwargs.get("dry_run"):
-                    lease.check()
-                return attr(*args, **kwargs)
-            return guarded
-        return attr
+        def guarded(*args, **kwargs):
+            cancel.check("%s (%s)" % (name, "a change" if mutating else "a read"))
+            if mutating and (name != "apply" or not kwargs.get("dry_run")):
+                lease.check()
+            if name == "watch_until" and len(args) >= 6:
+                args = args[:5] + (min(float(args[5]), CANCEL_WATCH_SECONDS),) + args[6:]
+            return attr(*args, **kwargs)
+        return guarded

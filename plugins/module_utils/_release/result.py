@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
+from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 
 
 class ComponentState(object):
@@ -35,6 +36,7 @@ class ComponentState(object):
         self.changed = False
         self.resources = 0
         self.objects_surveyed = False
+        self.health = None  # the health check's entry (``_release.health``), once planned or run
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -61,6 +63,7 @@ class ComponentState(object):
             "chart": comp.chart or None, "version": comp.version or None, "revision": self.revision, "namespace": comp.namespace,
             "objects": objs, "started": self.started, "duration": self.duration, "message": self.message,
             "action": self.action, "reason": self.reason, "dependencies": list(comp.gate), "changed": self.changed,
+            **({"health": dict(self.health)} if self.health is not None else {})
         }
 
 
@@ -82,6 +85,10 @@ class Result(object):
                 st = self.states[name]
                 present = st.deployed is not None or bool(self.inventory.objects_of(name))
                 st.action, st.reason = ("remove", "state is absent") if present else ("unchanged", "nothing deployed")
+        if self.opts.state == "present":
+            for name in plan.order:
+                if self.states[name].health is None:
+                    self.states[name].health = health.planned(self.checks.get(name), name, self.opts.health)
         components = [self.states[n].as_result() for n in names if n in self.states]
         changed = any(c["changed"] for c in components)
         if self.opts.check_mode:
@@ -95,6 +102,9 @@ class Result(object):
             "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components),
             "summary": self._summary(components, failed, blocked),
         }
+        if self.opts.state == "present":
+            result["summary"]["health_checks"] = dict((s, sum(1 for c in components if (c.get("health") or {}).get("status") == s))
+                                                      for s in set((c.get("health") or {}).get("status") for c in components if c.get("health")))
         if lease is not None and lease.taken_over:
             result["summary"]["lease_taken_over_from"] = lease.taken_over
         if self.opts.diff:

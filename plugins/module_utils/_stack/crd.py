@@ -87,6 +87,10 @@ def status_schema():
         "phase": _s("Component phase.", enum=list(COMPONENT_PHASES)),
         "blockedBy": _list("Failed components blocking this one.", {"type": "string"}),
         "message": _s("What happened, or why it failed."),
+        "healthCheck": _obj("The component's health check as last run (gated_release's health).", dict(
+            (k, _s(d)) for k, d in (("status", "Passed, Failed, Skipped or NotRun."), ("message", "What it found."), ("check", "The check's name."),
+                                    ("step", "The failing step."), ("resource", "The failing resource."), ("expression", "The failing expression."),
+                                    ("expected", "What the expression expected."), ("actual", "What the cluster had.")))),
         "lastTransitionTime": _s("When the phase last changed.", format="date-time"),
     }, required=["name"])
     device = _obj("A device attached to a node.", {
@@ -117,8 +121,8 @@ def status_schema():
         }),
         "components": _list("Components of the recipe.", component, map_keys=["name"]),
         "devices": _list("Devices attached for spec.devices.", device),
-        "conditions": _list("Ready, RecipeResolved, DevicesReady, ComponentsReady, CatalogCurrent.", copy.deepcopy(CONDITION_SCHEMA),
-                            map_keys=["type"]),
+        "conditions": _list("Ready, RecipeResolved, DevicesReady, PreflightPassed, ComponentsReady, HealthChecksPassed, CatalogCurrent.",
+                            copy.deepcopy(CONDITION_SCHEMA), map_keys=["type"]),
         "history": _list("The last 50 events, oldest first.", event),
     })
 

@@ -16,16 +16,17 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import DEGRADED, FAILED, PENDING, READY, REMOVED
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import DEGRADED, DEPLOYING, FAILED, PENDING, READY, REMOVED
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_PHASES as PHASES
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STATUS_PHASE_OF as RELEASE_PHASES
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
-CONDITION_TYPES = ("Ready", "RecipeResolved", "DevicesReady", "ComponentsReady", "CatalogCurrent")
+CONDITION_TYPES = ("Ready", "RecipeResolved", "DevicesReady", "PreflightPassed", "ComponentsReady", "HealthChecksPassed", "CatalogCurrent")
 CONDITION_STATUSES = ("True", "False", "Unknown")
 HISTORY_LIMIT = 50
 COMPONENT_FIELDS = ("name", "kind", "namespace", "chart", "version", "revision", "ready", "phase", "blockedBy", "message",
-                    "lastTransitionTime")
+                    "healthCheck", "lastTransitionTime")
+HEALTH_FIELDS = ("status", "message", "check", "step", "resource", "expression", "expected", "actual")
 DEVICE_FIELDS = ("node", "type", "model", "resUUID", "serial", "state")
 
 
@@ -99,11 +100,57 @@ def component_entry(component, previous=None, now=None):
              "revision": int(component.get("revision") or 0), "ready": phase == READY, "phase": phase,
              "blockedBy": list(component.get("blocked_by", component.get("blockedBy")) or []),
              "message": str(component.get("message") or "")[:1024]}
+    health = health_entry(component.get("health", component.get("healthCheck")))
+    if health is None and previous and previous.get("healthCheck") and raw_phase in (PENDING, DEPLOYING):
+        health = copy.deepcopy(previous["healthCheck"])  # a component being verified keeps its last check until it is run again
+    if health is not None:
+        entry["healthCheck"] = health
     if previous and previous.get("phase") == phase and previous.get("lastTransitionTime"):
         entry["lastTransitionTime"] = previous["lastTransitionTime"]
     else:
         entry["lastTransitionTime"] = component.get("lastTransitionTime") or now
     return entry
+
+
+def health_entry(health):
+    """A status ``healthCheck`` ({status, message, and for a failure the step, resource and expression}) from a
+    gated_release component's ``health`` (or an entry already in status shape); None without one."""
+    if not isinstance(health, dict) or not health.get("status"):
+        return None
+    return dict((k, str(health[k])[:1024]) for k in HEALTH_FIELDS if health.get(k) not in (None, ""))
+
+
+def gate_conditions(rollout):
+    """The ``PreflightPassed`` and ``HealthChecksPassed`` conditions a gated_release result implies (those it can say)."""
+    conditions = []
+    pre = (rollout or {}).get("preflight")
+    if isinstance(pre, dict):
+        if pre.get("passed"):
+            conditions.append({"type": "PreflightPassed", "status": "True", "reason": "ConstraintsMet",
+                               "message": "%d constraint(s) met on the %s%s" % (
+                                   len([c for c in pre.get("constraints") or [] if c.get("outcome") == "passed"]), pre.get("source") or "snapshot",
+                                   "; skipped (not measured): %s" % ", ".join(pre["skipped"]) if pre.get("skipped") else "")})
+        else:
+            failing = [c for c in pre.get("constraints") or [] if c.get("outcome") in ("failed", "error")]
+            conditions.append({"type": "PreflightPassed", "status": "False", "reason": "ConstraintsNotMet",
+                               "message": "; ".join("%s expected %s, got %s" % (c.get("name"), c.get("expected"), c.get("actual") or "(empty)")
+                                                    if c.get("outcome") == "failed" else "%s: %s" % (c.get("name"), c.get("message"))
+                                                    for c in failing)[:1024]})
+    healths = [(c.get("name"), c.get("health")) for c in (rollout or {}).get("components") or [] if isinstance(c.get("health"), dict)]
+    if healths:
+        failed = [(n, h) for n, h in healths if h.get("status") == "Failed"]
+        passed = [n for n, h in healths if h.get("status") == "Passed"]
+        not_run = [n for n, h in healths if h.get("status") == "NotRun"]
+        if failed:
+            conditions.append({"type": "HealthChecksPassed", "status": "False", "reason": "HealthCheckFailed",
+                               "message": "; ".join("%s: %s" % (n, h.get("message")) for n, h in failed)[:1024]})
+        elif not_run:
+            conditions.append({"type": "HealthChecksPassed", "status": "Unknown", "reason": "NotRun",
+                               "message": "not run: %s" % ", ".join(not_run)})
+        else:
+            conditions.append({"type": "HealthChecksPassed", "status": "True", "reason": "Passed" if passed else "NoChecks",
+                               "message": "%d health check(s) passed, %d component(s) without one run" % (len(passed), len(healths) - len(passed))})
+    return conditions
 
 
 def merge_components(current, components, replace=False, now=None):
@@ -140,7 +187,7 @@ def ready_condition_for(status, phase):
     if phase == READY:
         return "True", "Reconciled", "every component is Ready"
     if phase in (FAILED, DEGRADED):
-        for ctype in ("RecipeResolved", "DevicesReady", "ComponentsReady"):
+        for ctype in ("RecipeResolved", "DevicesReady", "PreflightPassed", "ComponentsReady", "HealthChecksPassed"):
             cond = get_condition(status, ctype)
             if cond and cond.get("status") == "False":
                 return "False", phase, "%s: %s" % (ctype, cond.get("message") or cond.get("reason"))
@@ -189,7 +236,12 @@ def apply_update(status, update, now=None, generation=None):
         events.extend(comp_events)
     if update.get("devices") is not None:
         new["devices"] = [device_entry(d) for d in update["devices"]]
-    for cond in update.get("conditions") or []:
+    conditions = list(update.get("conditions") or [])
+    if update.get("components") is not None and update.get("replace_components"):
+        # the full component list of a rollout says whether its health checks passed (unless the update says it itself)
+        given = set(c.get("type") for c in conditions)
+        conditions = [c for c in gate_conditions({"components": update["components"]}) if c["type"] not in given] + conditions
+    for cond in conditions:
         if cond.get("type") == "Ready":
             raise AicrError("conditions[].type: Ready is not allowed here; allowed: %s (Ready follows the phase)"
                             % ", ".join(CONDITION_TYPES[1:]), field="conditions")

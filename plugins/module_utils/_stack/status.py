@@ -143,3 +143,17 @@ class StatusWriter:
 
         before, after, changed = self.update(mutate)
         return before, after, changed, recorded if changed else []
+
+
+def write_gates(writer, result):
+    """The ``PreflightPassed`` / ``HealthChecksPassed`` conditions a gated_release result implies (``model.gate_conditions``),
+    written to the stack's status; returns a warning when the write failed (a status write never fails a rollout), else None.
+    Unchanged conditions write nothing, so a no-op run stays write-free."""
+    conditions = model.gate_conditions(result)
+    if not conditions or writer.check_mode:
+        return None
+    try:
+        writer.apply({"conditions": conditions})
+    except AicrError as exc:
+        return "status_stack %s: the gate conditions were not written: %s" % (writer.name, exc.msg)
+    return None

@@ -13,11 +13,19 @@ Everything is copied into a private site directory and indexed there with
 ``../shared``) are never written to, and the URLs in every ``index.yaml`` point at the
 port actually chosen.  A source may be given as ``/PREFIX=DIR`` to mount it at another
 URL prefix than ``--url-prefix``.
+
+Like a private repository in production, the server can require HTTP basic authentication
+(``auth=(user, password)``: 401 with ``WWW-Authenticate`` otherwise), serve HTTPS
+(``tls={"cert": ..., "key": ...}``, e.g. from ``aicr_lab.pki.Authority.issue``) and require a client
+certificate signed by a CA (``tls["client_ca"]``).
 """
 
+import base64
 import filecmp
+import hmac
 import http.server
 import shutil
+import ssl
 import tempfile
 import threading
 from pathlib import Path
@@ -134,6 +142,25 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
     extensions_map = dict(http.server.SimpleHTTPRequestHandler.extensions_map, **{".tgz": "application/gzip", ".yaml": "application/x-yaml"})
 
+    def _authorized(self):
+        expected = self.server.auth
+        if expected is None:
+            return True
+        header = self.headers.get("Authorization") or ""
+        token = base64.b64encode(("%s:%s" % expected).encode()).decode()
+        return hmac.compare_digest(header, "Basic " + token)
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        if not self._authorized():
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="aicr lab charts"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        super().do_GET()
+
+    do_HEAD = do_GET
+
     def log_request(self, code="-", size="-"):
         status = int(code) if isinstance(code, int) or str(code).isdigit() else code  # HTTPStatus is an int
         self.server.requests.append((self.command, self.path, status))
@@ -145,10 +172,25 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address, site):
+    def __init__(self, address, site, auth=None, tls=None):
         self.site = str(site)
         self.requests = []
+        self.auth = tuple(auth) if auth else None
+        self.tls_errors = []
         super().__init__(address, self._make_handler)
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(tls["cert"]), str(tls["key"]))
+            if tls.get("client_ca"):
+                context.verify_mode = ssl.CERT_REQUIRED
+                context.load_verify_locations(str(tls["client_ca"]))
+            # the handshake happens in the handler thread (first read), so a client without a certificate
+            # never blocks the accepting thread
+            self.socket = context.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
+
+    def handle_error(self, request, client_address):
+        import sys  # pylint: disable=import-outside-toplevel
+        self.tls_errors.append(str(sys.exc_info()[1]))
 
     def _make_handler(self, request, client_address, server):
         return _Handler(request, client_address, server, directory=self.site)
@@ -161,13 +203,15 @@ class ChartRepoServer:
     served repository (one per prefix), ``requests`` every (method, path, status).
     """
 
-    def __init__(self, sources, workdir=None, url_prefix="", host="127.0.0.1", port=0, helm=None):
+    def __init__(self, sources, workdir=None, url_prefix="", host="127.0.0.1", port=0, helm=None, auth=None, tls=None):
         self.url_prefix = normalise_prefix(url_prefix)
         self.sources = [parse_source(s, self.url_prefix) if not isinstance(s, tuple) else (normalise_prefix(s[0]), Path(s[1])) for s in sources]
         if not self.sources:
             raise ChartRepoError("no chart source given")
         self.host = host
         self.port = port
+        self.auth = auth
+        self.tls = tls
         self.helm = helm or find_binary("helm")
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else None
@@ -177,7 +221,7 @@ class ChartRepoServer:
 
     @property
     def base_url(self):
-        return "http://%s:%d" % (self.host, self.port)
+        return "%s://%s:%d" % ("https" if self.tls else "http", self.host, self.port)
 
     @property
     def url(self):
@@ -204,7 +248,7 @@ class ChartRepoServer:
             shutil.rmtree(str(site))
         site.mkdir(parents=True)
         # Bind first: the index URLs must carry the port actually chosen.
-        self._server = _Server((self.host, self.port), site)
+        self._server = _Server((self.host, self.port), site, auth=self.auth, tls=self.tls)
         self.port = self._server.server_address[1]
         try:
             self.repositories = build_site(plan, site, self.base_url, helm=self.helm, env=isolated_env(self.workdir / "helm-home"))

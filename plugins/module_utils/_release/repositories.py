@@ -1,0 +1,315 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Chart repository credentials and TLS settings (``repository_credentials``), given to helm in files, never on argv.
+
+- **Matching.** An entry applies to the repository helm actually contacts: the URL *after* ``repository_mirrors``
+  rewrote it (the mirror is what asks for credentials), exact or by a ``/``-bounded prefix, the longest wins —
+  the rule mirrors use. ``oci://registry.example:5000`` covers every chart under that registry.
+- **HTTP(S) repositories** become entries of a private ``repositories.yaml`` (``HELM_REPOSITORY_CONFIG``, 0600, with
+  ``username``, ``password``, ``caFile``, ``certFile``, ``keyFile``, ``insecure_skip_tls_verify``), named
+  ``aicr-<sha256 of the URL>``; their index is fetched with ``helm repo update <name>`` and the chart is referenced as
+  ``<name>/<chart>`` instead of ``<chart> --repo <url>``.
+- **OCI registries** get a private registry config (``HELM_REGISTRY_CONFIG``, 0600, Docker's ``config.json``:
+  ``auths.<host>.auth``) — what ``helm registry login`` would write, without a login round trip; their CA, client
+  certificate and ``plain_http`` are helm's ``--ca-file``/``--cert-file``/``--key-file``/``--plain-http`` flags (paths,
+  not secrets).
+- **Userinfo in URLs** (``https://user:pass@host``) is refused wherever a URL is given, with the URL shown redacted
+  (``https://***@host``): credentials belong in ``repository_credentials``.
+
+These files live in a directory private to the run (0700), removed when the run ends, also after an error or SIGTERM.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import hashlib
+import json
+import os
+import re
+import threading
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+
+FIELD = "repository_credentials"
+KEYS = ("url", "username", "password", "ca_file", "cert_file", "key_file", "insecure_skip_tls_verify", "plain_http")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]*)@")
+
+
+def _norm(url):
+    return str(url).rstrip("/")
+
+
+def userinfo(url):
+    """The ``user[:password]`` part of ``url`` (None without one)."""
+    match = _USERINFO.match(str(url or ""))
+    return match.group(2) if match else None
+
+
+def redact_url(url):
+    """``url`` with any ``user:password@`` shown as ``***@``."""
+    return _USERINFO.sub(r"\1***@", str(url or ""))
+
+
+def refuse_userinfo(url, field):
+    """AicrError when ``url`` carries a user name or password (shown redacted)."""
+    if userinfo(url) is not None:
+        raise AicrError("%s: %s carries a user name or password in the URL; give them in repository_credentials (username, password) instead"
+                        % (field, redact_url(url)), field=field)
+
+
+def host_of(url):
+    """``host[:port]`` of a repository URL or OCI reference (without any userinfo)."""
+    rest = redact_url(url).split("://", 1)[-1]
+    return rest.split("/", 1)[0].split("@", 1)[-1]
+
+
+def url_secrets(urls):
+    """The userinfo of each URL of ``urls`` and its password part, for the module's no_log values."""
+    found = set()
+    for url in urls:
+        info = userinfo(url) if isinstance(url, str) else None
+        if info:
+            found.add(info)
+            if ":" in info:
+                found.add(info.split(":", 1)[1])
+    return set(s for s in found if len(s) >= 3)
+
+
+class Credential(object):
+    """One ``repository_credentials`` entry."""
+
+    def __init__(self, entry):
+        self.url = _norm(entry["url"])
+        self.username = entry.get("username") or None
+        self.password = entry.get("password") or None
+        self.ca_file = entry.get("ca_file") or None
+        self.cert_file = entry.get("cert_file") or None
+        self.key_file = entry.get("key_file") or None
+        self.insecure = bool(entry.get("insecure_skip_tls_verify"))
+        self.plain_http = bool(entry.get("plain_http"))
+
+    @property
+    def oci(self):
+        return self.url.startswith("oci://")
+
+    @property
+    def host(self):
+        """The registry host (``host[:port]``) of an OCI entry."""
+        return self.url[len("oci://"):].split("/", 1)[0]
+
+    @property
+    def repo_name(self):
+        return "aicr-" + hashlib.sha256(self.url.encode("utf-8")).hexdigest()[:16]
+
+    def tls_flags(self):
+        flags = []
+        for flag, value in (("--ca-file", self.ca_file), ("--cert-file", self.cert_file), ("--key-file", self.key_file)):
+            if value:
+                flags += [flag, value]
+        if self.insecure:
+            flags.append("--insecure-skip-tls-verify")
+        if self.plain_http:
+            flags.append("--plain-http")
+        return flags
+
+
+def normalize_credentials(entries):
+    """``repository_credentials`` (a list of dicts with ``url``, or a dict keyed by URL) -> [Credential]; AicrError naming
+    the entry (its URL, never a password) when one is wrong."""
+    if not entries:
+        return []
+    if isinstance(entries, dict):
+        entries = [dict(value or {}, url=key) if isinstance(value, dict) else {"url": key, "_bad": value} for key, value in entries.items()]
+    if not isinstance(entries, list):
+        raise AicrError("%s: must be a list of entries with url, username, password, ca_file, cert_file, key_file; got a %s"
+                        % (FIELD, type(entries).__name__), field=FIELD)
+    result, seen = [], {}
+    for index, entry in enumerate(entries):
+        where = "%s[%d]" % (FIELD, index)
+        if not isinstance(entry, dict) or "_bad" in entry:
+            raise AicrError("%s: each entry must be a dict with url and username/password, ca_file, cert_file/key_file" % where, field=FIELD)
+        url = entry.get("url")
+        if not isinstance(url, str) or not re.match(r"^(https?|oci)://[^/]", url):
+            raise AicrError("%s: url %r is not allowed; use an http://, https:// or oci:// repository URL" % (where, redact_url(url)), field=FIELD)
+        refuse_userinfo(url, where + ".url")
+        unknown = sorted(set(entry) - set(KEYS))
+        if unknown:
+            raise AicrError("%s: unknown keys %s for %s; allowed: %s" % (where, unknown, url, ", ".join(KEYS)), field=FIELD)
+        cred = Credential(entry)
+        if bool(cred.username) != bool(cred.password):
+            raise AicrError("%s: %s needs both username and password, or neither" % (where, cred.url), field=FIELD)
+        if bool(cred.cert_file) != bool(cred.key_file):
+            raise AicrError("%s: %s needs both cert_file and key_file (a client certificate and its key), or neither" % (where, cred.url), field=FIELD)
+        if cred.plain_http and not cred.oci:
+            raise AicrError("%s: plain_http is for oci:// registries; %s is an HTTP repository (use an http:// URL for no TLS)" % (where, cred.url),
+                            field=FIELD)
+        for key in ("ca_file", "cert_file", "key_file"):
+            path = getattr(cred, key)
+            if path and not os.path.isfile(path):
+                raise AicrError("%s: %s of %s: %s is not a readable file" % (where, key, cred.url, path), field=FIELD)
+        if cred.url in seen:
+            raise AicrError("%s: %s is given twice (also %s[%d])" % (where, cred.url, FIELD, seen[cred.url]), field=FIELD)
+        seen[cred.url] = index
+        result.append(cred)
+    hosts = {}
+    for cred in result:
+        if cred.oci and cred.username:
+            other = hosts.setdefault(cred.host, cred)
+            if other is not cred and (other.username, other.password) != (cred.username, cred.password):
+                raise AicrError("%s: %s and %s are one registry (%s) with different credentials; a registry has one login"
+                                % (FIELD, other.url, cred.url, cred.host), field=FIELD)
+    return result
+
+
+def match(credentials, url):
+    """The credential for ``url`` (exact or ``/``-bounded prefix, the longest wins), or None."""
+    url = _norm(url or "")
+    best = None
+    for cred in credentials:
+        if url == cred.url or url.startswith(cred.url + "/"):
+            if best is None or len(cred.url) > len(best.url):
+                best = cred
+    return best
+
+
+def _write_private(path, text):
+    """Write ``text`` to ``path`` (0600), atomically: a helm reading it meanwhile sees the old or the new file."""
+    partial = "%s.%d.tmp" % (path, os.getpid())
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(partial, 0o600)
+    os.replace(partial, path)
+
+
+def _yaml_string(value):
+    return json.dumps(str(value))  # a JSON string is a YAML flow scalar: quotes and backslashes stay exact
+
+
+class Repositories(object):
+    """The credential files of one run and how a chart reference is given to helm with them."""
+
+    def __init__(self, credentials, directory):
+        self.credentials = list(credentials)
+        self.directory = directory
+        self._lock = threading.Lock()
+        self._written = False
+        self._updated = {}
+        self.indexed = set()
+        self.warnings = ["repository_credentials: TLS verification is off for %s (insecure_skip_tls_verify)" % c.url
+                         for c in self.credentials if c.insecure]
+
+    def __bool__(self):
+        return bool(self.credentials)
+
+    __nonzero__ = __bool__
+
+    @property
+    def repository_config(self):
+        return os.path.join(self.directory, "repositories.yaml")
+
+    @property
+    def registry_config(self):
+        return os.path.join(self.directory, "registry.json")
+
+    @property
+    def repository_cache(self):
+        return os.path.join(self.directory, "repository-cache")
+
+    def secrets(self):
+        return set(c.password for c in self.credentials if c.password)
+
+    def env(self):
+        """The helm variables pointing at this run's private files (none without credentials)."""
+        if not self.credentials:
+            return {}
+        self.write()
+        return {"HELM_REPOSITORY_CONFIG": self.repository_config, "HELM_REPOSITORY_CACHE": self.repository_cache,
+                "HELM_REGISTRY_CONFIG": self.registry_config}
+
+    def write(self):
+        """Write repositories.yaml and the registry config (0600) into the private 0700 directory, once."""
+        with self._lock:
+            if self._written:
+                return
+            if not os.path.isdir(self.directory):
+                os.makedirs(self.directory, mode=0o700)
+            os.chmod(self.directory, 0o700)
+            os.makedirs(self.repository_cache, mode=0o700, exist_ok=True)
+            lines = ["apiVersion: v1", "generated: \"0001-01-01T00:00:00Z\"", "repositories:"]
+            for cred in self.credentials:
+                if cred.oci:
+                    continue
+                lines.append("- name: %s" % cred.repo_name)
+                lines.append("  url: %s" % _yaml_string(cred.url))
+                for key, value in (("username", cred.username), ("password", cred.password), ("caFile", cred.ca_file),
+                                   ("certFile", cred.cert_file), ("keyFile", cred.key_file)):
+                    lines.append("  %s: %s" % (key, _yaml_string(value or "")))
+                lines.append("  insecure_skip_tls_verify: %s" % ("true" if cred.insecure else "false"))
+                lines.append("  pass_credentials_all: false")
+            if len(lines) == 3:
+                lines[-1] = "repositories: []"
+            _write_private(self.repository_config, "\n".join(lines) + "\n")
+            auths = {}
+            for cred in self.credentials:
+                if cred.oci and cred.username:
+                    token = base64.b64encode(("%s:%s" % (cred.username, cred.password)).encode("utf-8")).decode("ascii")
+                    auths[cred.host] = {"auth": token}
+            _write_private(self.registry_config, json.dumps({"auths": auths}, indent=2) + "\n")
+            self._written = True
+
+    def source(self, chart_ref, repo, flags):
+        """``(chart_ref, repo, flags, credential, update)`` for helm: an HTTP repository with an entry becomes
+        ``<name>/<chart>`` without ``--repo`` (``update``: the repository name whose index must be fetched first); an
+        OCI reference with an entry gets its TLS flags. Anything else is returned as it came."""
+        flags = list(flags or [])
+        if repo:
+            cred = match(self.credentials, repo)
+            if cred is None:
+                return chart_ref, repo, flags, None, None
+            if "--insecure-skip-tls-verify" in flags and not cred.insecure:
+                with self._lock:  # the mirror's own setting goes into the repository entry (the file is written again)
+                    cred.insecure, self._written = True, False
+                    self.warnings.append("repository_credentials: TLS verification is off for %s (insecure_skip_tls_verify of its mirror)" % cred.url)
+            flags = [f for f in flags if f not in ("--insecure-skip-tls-verify", "--plain-http")]
+            return "%s/%s" % (cred.repo_name, chart_ref), None, flags, cred, cred.repo_name
+        if str(chart_ref).startswith("oci://"):
+            cred = match(self.credentials, chart_ref)
+            if cred is None:
+                return chart_ref, repo, flags, None, None
+            for flag in cred.tls_flags():
+                if flag not in flags or flag not in ("--insecure-skip-tls-verify", "--plain-http"):
+                    flags.append(flag)
+            return chart_ref, repo, flags, cred, None
+        return chart_ref, repo, flags, None, None
+
+    def index_lock(self, name):
+        """The lock under which repository ``name``'s index is fetched, once per run (``indexed`` holds the names done)."""
+        with self._lock:
+            return self._updated.setdefault(name, threading.Lock())
+
+    def redact(self, text):
+        """``text`` with every password of these credentials replaced."""
+        for secret in sorted(self.secrets(), key=len, reverse=True):
+            text = text.replace(secret, "********")
+        return text
+
+
+def explain(error_text, where, cred):
+    """A one-line reason for an authentication or TLS failure of ``where`` (a repository URL), or None."""
+    text = error_text.lower()
+    if any(sign in text for sign in ("401", "unauthorized", "authentication required", "basic credential not found", "no basic auth credentials",
+                                     "may require authorization")):
+        if cred is not None and cred.username:
+            return "repository %s refused the credentials given in repository_credentials (%s) (401 Unauthorized)" % (where, cred.url)
+        return "repository %s requires credentials (401 Unauthorized); give them in repository_credentials" % where
+    if "broken pipe" in text or "connection reset" in text:
+        return "repository %s closed the connection during TLS (does it require a client certificate? cert_file, key_file in repository_credentials)" % where
+    if "certificate" in text or "x509" in text or "tls:" in text:
+        if cred is not None:
+            return "repository %s: TLS failed with the ca_file/cert_file given in repository_credentials (%s)" % (where, cred.url)
+        return "repository %s: TLS failed; give its CA (ca_file) or client certificate (cert_file, key_file) in repository_credentials" % where
+    return None

@@ -1,0 +1,163 @@
+"""gated_release's gates end to end: ansible-playbook -> installed collection -> real helm -> the lab's real control plane
+(kube-apiserver with RBAC, controllers, kwok nodes), the collection running as a least-privilege identity.
+
+* health checks: the example catalog's ``checks/example-operator/health-check.yaml`` (a Chainsaw Test: the Widget CRD
+  Established, the operator Deployment with a ready replica) passes once kwok's pods are Ready; the same check made
+  to ask for what the cluster does not have fails after its timeout, naming the step, the resource and the expression,
+  and its dependent is never installed; the ClusterStack's status says why (HealthChecksPassed False, the component's
+  healthCheck entry);
+* the readiness pre-flight: a snapshot failing the recipe's constraints stops the run before any change (no mutating
+  request in the audit log, no Lease), listing each constraint with expected and actual, in check mode too; the
+  ClusterStack's PreflightPassed condition says which.
+"""
+
+import datetime
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab_support import audit_mutations, example_catalog, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = REPO / ".venv" / "bin"
+EXAMPLE_REPO = "https://charts.aicr.example/examples"
+H100_KIND_TRAINING = {"service": "kind", "accelerator": "h100", "intent": "training"}
+IDENTITY = "reconciler"  # gated_release's roles plus the ClusterStack status (status_stack)
+CRD_FILE = REPO / "roles" / "stack_reconcile" / "files" / "clusterstack-crd.yml"
+STACK_API = "/apis/runtime.aicr.io/v1alpha1/clusterstacks/"
+
+pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
+
+
+def snapshot(server_version, driver):
+    return {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1", "measurements": [
+        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": server_version}}]},
+        {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"driver-version": driver, "gpu.model": "NVIDIA H100 80GB HBM3"}}]}]}
+
+
+PASSING = snapshot("v1.37.2", "560.35.03")
+FAILING = snapshot("v1.29.3", "535.104.05")
+
+
+def _parse(ts):
+    return datetime.datetime.strptime(ts, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def kubectl(kube, *args, stdin=None):
+    """kubectl as the lab's admin: the test's set-up and inspection only."""
+    return subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig] + list(args), input=stdin, capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+
+
+@pytest.fixture
+def catalog(kube, tmp_path):
+    return example_catalog(tmp_path, kube.namespace)
+
+
+@pytest.fixture
+def stack(kube):
+    """A ClusterStack named after the test's namespace (the CRD as this tree ships it), deleted afterwards."""
+    kubectl(kube, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
+    kubectl(kube, "wait", "--for=condition=Established", "--timeout=60s", "crd/clusterstacks.runtime.aicr.io")
+    doc = {"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": kube.namespace},
+           "spec": {"criteria": H100_KIND_TRAINING, "catalog": {"source": "/nowhere"}}}
+    wait_until(lambda: subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig, "apply", "-f", "-"], input=json.dumps(doc),
+                                      capture_output=True, text=True, timeout=60).returncode == 0, 60, "the ClusterStack to be created")
+    yield kube.namespace
+    if kube.get(STACK_API + kube.namespace):
+        kube.rest.delete(STACK_API + kube.namespace)
+
+
+def params(kube, catalog, example_repo, **extra):
+    out = {"catalog": str(catalog), "criteria": H100_KIND_TRAINING, "kubeconfig": kube.kubeconfig_for(IDENTITY), "helm_binary": str(BIN / "helm4"),
+           "mirrors": {EXAMPLE_REPO: example_repo.url}, "lease_namespace": kube.namespace, "stack": kube.namespace}
+    out.update(extra)
+    return out
+
+
+def stack_status(kube, name):
+    return json.loads(kubectl(kube, "get", "clusterstack", name, "-o", "json"))["status"]
+
+
+def conditions(status):
+    return dict((c["type"], c) for c in status.get("conditions") or [])
+
+
+def test_a_passing_health_check_gates_its_dependent_and_a_failing_one_blocks_it(run_playbook, kube, catalog, example_repo, stack):
+    # 1. the catalog's check as shipped: passes once the operator's pod is Ready (kwok), then example-agent starts
+    run = run_playbook("release_gates.yml", extravars=params(kube, catalog, example_repo, snapshot=PASSING, status_stack=stack))
+    assert run.rc == 0, run.stdout[-4000:]
+    res = run.result("Roll out")
+    comps = dict((c["name"], c) for c in res["components"])
+    op = comps["example-operator"]
+    assert op["phase"] == "Ready" and op["health"]["status"] == "Passed" and op["health"]["operations"] == 2, op
+    assert op["health"]["check"] == "example-operator-health-check" and "health check passed (2 operations)" in op["message"]
+    agent = comps["example-agent"]
+    assert agent["phase"] == "Ready" and agent["health"] == {"status": "Skipped", "message": "no health check"}
+    # the agent's gate opened only after the operator was Ready and its check had passed (both inside its duration)
+    assert _parse(agent["started"]) >= _parse(op["started"]) + datetime.timedelta(seconds=op["duration"]) - datetime.timedelta(milliseconds=20)
+    assert res["preflight"]["passed"] and [c["outcome"] for c in res["preflight"]["constraints"]] == ["passed", "passed"]
+    assert res["summary"]["health_checks"] == {"Passed": 1, "Skipped": 5}
+    status = stack_status(kube, stack)
+    cond = conditions(status)
+    assert (cond["PreflightPassed"]["status"], cond["HealthChecksPassed"]["status"]) == ("True", "True"), cond
+    entries = dict((c["name"], c) for c in status["components"])
+    assert entries["example-operator"]["healthCheck"] == {"status": "Passed", "check": "example-operator-health-check",
+                                                          "message": "2 operation(s) passed"}
+
+    # 2. the check asks for more ready replicas than the operator has: it fails after its timeout (3 s), the agent is
+    #    blocked and not installed (uninstalled first, so that the re-run has to install it)
+    subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "uninstall", "example-agent", "-n", kube.namespace, "--wait"],
+                   check=True, capture_output=True, timeout=120)
+    check_file = catalog / "checks" / "example-operator" / "health-check.yaml"
+    check_file.write_text(check_file.read_text().replace("(readyReplicas > `0`)", "(readyReplicas > `5`)").replace("assert: 2m", "assert: 3s"))
+    mark = kube.audit_mark()
+    run = run_playbook("release_gates.yml", extravars=params(kube, catalog, example_repo, snapshot=PASSING, status_stack=stack))
+    assert run.rc != 0
+    res = run.result("Roll out")
+    comps = dict((c["name"], c) for c in res["components"])
+    op = comps["example-operator"]
+    assert op["phase"] == "Failed" and comps["example-agent"]["phase"] == "Blocked" and comps["example-agent"]["blocked_by"] == ["example-operator"]
+    health = op["health"]
+    assert (health["status"], health["step"], health["resource"], health["expression"], health["expected"], health["actual"]) == (
+        "Failed", "validate-operator-deployment", "Deployment %s/example-operator" % kube.namespace, "status.(readyReplicas > `5`)", "true", "false")
+    assert "step validate-operator-deployment: assert Deployment %s/example-operator" % kube.namespace in op["message"]
+    assert "failed: example-operator (component example-operator: health check example-operator-health-check failed after" in res["msg"]
+    assert "blocked: example-agent (by example-operator)" in res["msg"]
+    assert kubectl(kube, "get", "daemonsets", "-n", kube.namespace, "-o", "name").strip() == "", "the blocked agent was not installed"
+    assert [e for e in audit_mutations(kube, mark, IDENTITY) if "example-agent" in e.get("path", "")] == []
+    status = stack_status(kube, stack)
+    cond = conditions(status)["HealthChecksPassed"]
+    assert (cond["status"], cond["reason"]) == ("False", "HealthCheckFailed") and "example-operator: health check" in cond["message"]
+    entry = dict((c["name"], c) for c in status["components"])["example-operator"]
+    assert entry["phase"] == "Failed" and entry["healthCheck"]["expression"] == "status.(readyReplicas > `5`)"
+    assert entry["healthCheck"]["resource"] == "Deployment %s/example-operator" % kube.namespace
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check-mode"])
+def test_the_preflight_refuses_a_snapshot_that_fails_the_constraints(run_playbook, kube, catalog, example_repo, stack, check):
+    mark = kube.audit_mark()
+    run = run_playbook("release_gates.yml", extravars=params(kube, catalog, example_repo, snapshot=FAILING, status_stack=stack), check=check)
+    assert run.rc != 0
+    res = run.result("Roll out")
+    assert res["msg"] == ("preflight: 2 of 2 constraint(s) not met on the given snapshot; nothing was changed: "
+                          "GPU.smi.driver-version expected >= 550.0, got 535.104.05; K8s.server.version expected >= 1.30, got v1.29.3")
+    assert res["preflight"]["failed"] == ["GPU.smi.driver-version", "K8s.server.version"] and res["components"] == []
+    # nothing changed: no helm, no Lease, no namespace, no inventory - the one write is the stack's status (none in check mode)
+    writes = audit_mutations(kube, mark, IDENTITY)
+    assert [(e["verb"], e["resource"]) for e in writes] == ([] if check else [("update", "clusterstacks")]), writes
+    names = kubectl(kube, "get", "leases,configmaps,secrets", "-n", kube.namespace, "-o", "name").split()
+    assert [n for n in names if "aicr-runtime" in n or "sh.helm" in n] == [], names
+    status = stack_status_or_empty(kube, stack)
+    if check:
+        assert "PreflightPassed" not in conditions(status)
+    else:
+        cond = conditions(status)["PreflightPassed"]
+        assert (cond["status"], cond["reason"]) == ("False", "ConstraintsNotMet")
+        assert cond["message"] == "GPU.smi.driver-version expected >= 550.0, got 535.104.05; K8s.server.version expected >= 1.30, got v1.29.3"
+
+
+def stack_status_or_empty(kube, name):
+    return json.loads(kubectl(kube, "get", "clusterstack", name, "-o", "json")).get("status") or {}

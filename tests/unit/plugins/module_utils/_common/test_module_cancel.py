@@ -1,0 +1,151 @@
+"""SIGTERM turns into Cancelled in the main thread; helm children (also from worker threads) are stopped; call_engine
+fails in one line saying what was done. Each test sends SIGTERM to this very process, inside ``sigterm_cancels``."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    cancel.reset()
+    yield
+    cancel.reset()
+
+
+def wait_for(condition, what, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            pytest.fail("timed out waiting for %s" % what)
+        time.sleep(0.01)
+
+
+class Failed(Exception):
+    pass
+
+
+class FakeModule:
+    def __init__(self):
+        self.params = {}
+        self.no_log_values = set()
+        self.failed = None
+
+    def fail_json(self, **kwargs):
+        self.failed = kwargs
+        raise Failed()
+
+
+def test_sigterm_raises_cancelled_in_the_main_thread_and_runs_the_hooks_once():
+    stopped = []
+    cancel.on_cancel(lambda: stopped.append("x") or ["helm upgrade --install a"])
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(cancel.Cancelled) as error:
+        with cancel.sigterm_cancels():
+            os.kill(os.getpid(), signal.SIGTERM)
+            wait_for(lambda: False, "the signal", timeout=10)  # interrupted by Cancelled
+    assert error.value.msg == "cancelled (SIGTERM)" and error.value.details["stopped"] == ["helm upgrade --install a"]
+    assert stopped == ["x"] and cancel.requested()
+    assert signal.getsignal(signal.SIGTERM) == previous, "the previous handler is restored"
+    # Cancelled is no Exception: no engine's `except Exception` (nor `except AicrError`) swallows it
+    assert not isinstance(error.value, Exception) and not isinstance(error.value, AicrError)
+
+
+def test_a_second_sigterm_during_cleanup_does_not_interrupt_it():
+    cleaned = []
+    with pytest.raises(cancel.Cancelled):
+        with cancel.sigterm_cancels():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                wait_for(lambda: False, "the signal", timeout=10)
+            finally:
+                os.kill(os.getpid(), signal.SIGTERM)  # ignored: the cleanup goes on
+                cleaned.append("done")
+    assert cleaned == ["done"]
+
+
+def test_workers_stop_at_their_next_check():
+    seen = []
+
+    def worker():
+        try:
+            while True:
+                cancel.check("the next read")
+                time.sleep(0.01)
+        except cancel.Cancelled as exc:
+            seen.append(exc.msg)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    with pytest.raises(cancel.Cancelled):
+        with cancel.sigterm_cancels():
+            os.kill(os.getpid(), signal.SIGTERM)
+            wait_for(lambda: False, "the signal", timeout=10)
+    thread.join(timeout=10)
+    assert seen == ["cancelled (SIGTERM): the next read not started"]
+
+
+def test_a_helm_child_started_from_a_worker_thread_is_stopped(tmp_path):
+    """A real child process (a 'helm' that never ends) started by HelmRunner in a worker thread is terminated by SIGTERM
+    of this process; the worker's call ends with Cancelled, and no child is left."""
+    marker = tmp_path / "started"
+    fake = tmp_path / "helm"
+    fake.write_text("#!/bin/sh\necho $$ > %s\nexec sleep 600\n" % marker)
+    fake.chmod(0o755)
+    runner = helm.HelmRunner(str(fake))
+    outcome = []
+
+    def worker():
+        try:
+            runner.run(["upgrade", "--install", "slow"], what="helm upgrade --install slow")
+        except BaseException as exc:  # pylint: disable=broad-except
+            outcome.append(exc)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    wait_for(lambda: marker.exists() and marker.read_text().strip(), "the helm child")
+    child = int(marker.read_text())
+    with pytest.raises(cancel.Cancelled) as error:
+        with cancel.sigterm_cancels():
+            os.kill(os.getpid(), signal.SIGTERM)
+            wait_for(lambda: False, "the signal", timeout=10)
+    thread.join(timeout=10)
+    assert error.value.details["stopped"] == ["helm upgrade --install slow"]
+    assert isinstance(outcome[0], cancel.Cancelled) and outcome[0].msg == "cancelled (SIGTERM): helm upgrade --install slow stopped"
+    assert not os.path.exists("/proc/%d" % child) or open("/proc/%d/stat" % child).read().rsplit(")", 1)[1].split()[0] == "Z"
+    assert helm._children == {}  # pylint: disable=protected-access
+
+
+def test_call_engine_fails_in_one_line_saying_what_was_done_and_stopped():
+    module = FakeModule()
+
+    def engine():
+        cancel.note("helm upgrade --install a done")
+        cancel.on_cancel(lambda: ["helm upgrade --install b"])
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            wait_for(lambda: False, "the signal", timeout=10)
+        finally:
+            cancel.cleaned("Lease ns/aicr-runtime-x released")
+
+    with pytest.raises(Failed):
+        call_engine(module, "gated_release", engine)
+    assert module.failed["msg"] == ("gated_release: cancelled (SIGTERM) - done before: helm upgrade --install a done - stopped: helm upgrade "
+                                    "--install b - cleaned up: Lease ns/aicr-runtime-x released; temporary files removed - not done: everything "
+                                    "not listed as done (nothing else was started)")
+    assert module.failed["cancelled"] is True and module.failed["done"] == ["helm upgrade --install a done"]
+    assert "exception" not in module.failed
+
+
+def test_outside_an_engine_call_sigterm_keeps_its_default():
+    assert signal.getsignal(signal.SIGTERM) != cancel._handler  # pylint: disable=protected-access
+    result = call_engine(FakeModule(), "x", lambda: {"ok": True})
+    assert result == {"ok": True} and signal.getsignal(signal.SIGTERM) != cancel._handler  # pylint: disable=protected-access
