@@ -6,6 +6,8 @@
   to ask for what the cluster does not have fails after its timeout, naming the step, the resource and the expression,
   and its dependent is never installed; the ClusterStack's status says why (HealthChecksPassed False, the component's
   healthCheck entry);
+* two of AICR's own catalog checks as shipped (``kai-scheduler``, ``nvidia-dra-driver-gpu``) on the workloads they
+  assert on: passing on healthy ones, failing on vacuously ready ones (scaled to 0, scheduled nowhere), gating dependents;
 * the readiness pre-flight: a snapshot failing the recipe's constraints stops the run before any change (no mutating
   request in the audit log, no Lease), listing each constraint with expected and actual, in check mode too; the
   ClusterStack's PreflightPassed condition says which.
@@ -161,3 +163,82 @@ def test_the_preflight_refuses_a_snapshot_that_fails_the_constraints(run_playboo
 
 def stack_status_or_empty(kube, name):
     return json.loads(kubectl(kube, "get", "clusterstack", name, "-o", "json")).get("status") or {}
+
+
+# Real AICR catalog checks (../shared/aicr/catalog/checks) on the lab: the workload each one asserts on, as its chart
+# would create it (kwok makes the pods Ready), in the namespace the check names.
+REAL_CHECKS = {
+    "kai-scheduler": {"namespace": "kai-scheduler", "step": "validate-deployment-exists", "kind": "Deployment", "name": "kai-operator",
+                      "expression": "status.(availableReplicas > `0`)"},
+    "nvidia-dra-driver-gpu": {"namespace": "nvidia-dra-driver", "step": "validate-kubelet-plugin-daemonset-fully-rolled-out",
+                              "kind": "DaemonSet", "name": "nvidia-dra-driver-gpu-kubelet-plugin",
+                              "expression": "status.(desiredNumberScheduled > `0`)"},
+}
+
+
+def _workload(kind, name, namespace, ready):
+    """The workload a check asserts on. Not ready means *vacuously* ready - what the real checks guard against: a
+    Deployment scaled to 0, a DaemonSet whose selector matches no node; both are Ready to gated_release's readiness
+    gate (0 of 0), so it is the health check that must catch them."""
+    labels = {"app.kubernetes.io/name": name}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "main", "image": "registry.example/%s:1.0" % name}]}}
+    spec = {"selector": {"matchLabels": labels}, "template": template}
+    if kind == "Deployment":
+        spec["replicas"] = 1 if ready else 0
+    if kind == "DaemonSet" and not ready:
+        spec["template"]["spec"]["nodeSelector"] = {"aicr.example/no-such-node": "true"}
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+@pytest.fixture
+def real_check_namespaces(kube):
+    """The fixed namespaces the real checks name: removed before and after (admin), so each run starts empty."""
+    names = sorted(set(c["namespace"] for c in REAL_CHECKS.values()))
+
+    def remove():
+        for name in names:
+            if kube.get("/api/v1/namespaces/%s" % name):
+                kube.rest.delete("/api/v1/namespaces/%s" % name)
+        wait_until(lambda: not any(kube.get("/api/v1/namespaces/%s" % n) for n in names), 120, "the real checks' namespaces to be gone")
+
+    remove()
+    yield names
+    remove()
+
+
+@pytest.mark.parametrize("ready", [True, False], ids=["healthy", "unhealthy"])
+def test_real_catalog_checks_gate_on_the_lab(run_playbook, kube, shared_dir, tmp_path, real_check_namespaces, ready):
+    """Two of the AICR catalog's own checks, as shipped, run read-only against the real control plane: they pass on healthy
+    workloads (and only then open their dependents' gates); on workloads that are only vacuously ready they fail naming
+    the step, the resource and the expression, and the dependents are never applied."""
+    components = []
+    for name, spec in sorted(REAL_CHECKS.items()):
+        manifest = tmp_path / ("%s.yaml" % name)
+        manifest.write_text(json.dumps(_workload(spec["kind"], spec["name"], spec["namespace"], ready)))
+        marker = tmp_path / ("%s-after.yaml" % name)
+        marker.write_text(json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-%s" % name, "namespace": spec["namespace"]},
+                                      "data": {"gate": "opened"}}))
+        check = (shared_dir / "aicr" / "catalog" / "checks" / name / "health-check.yaml").read_text()
+        components.append({"name": name, "namespace": spec["namespace"], "manifest_paths": [str(manifest)], "manifest_only": True,
+                           "health_check_asserts": check})
+        components.append({"name": "after-%s" % name, "namespace": spec["namespace"], "manifest_paths": [str(marker)], "manifest_only": True,
+                           "dependencies": [name]})
+    extravars = {"components": components, "kubeconfig": kube.kubeconfig_for(IDENTITY), "helm_binary": str(BIN / "helm4"),
+                 "stack": kube.namespace, "lease_namespace": kube.namespace, "health_check_timeout": 60 if ready else 4}
+    run = run_playbook("release_components.yml", extravars=extravars)
+    res = run.result("Roll out")
+    comps = dict((c["name"], c) for c in res["components"])
+    for name, spec in REAL_CHECKS.items():
+        health = comps[name]["health"]
+        after = kube.get("/api/v1/namespaces/%s/configmaps/after-%s" % (spec["namespace"], name))
+        if ready:
+            assert run.rc == 0, run.stdout[-4000:]
+            assert comps[name]["phase"] == "Ready" and health["status"] == "Passed", comps[name]
+            assert health["check"] == "%s-health-check" % name and health["operations"] >= 5, health
+            assert comps["after-%s" % name]["phase"] == "Ready" and after is not None
+        else:
+            assert run.rc != 0
+            assert comps[name]["phase"] == "Failed" and comps["after-%s" % name]["phase"] == "Blocked", comps
+            assert (health["status"], health["step"], health["resource"], health["expression"]) == (
+                "Failed", spec["step"], "%s %s/%s" % (spec["kind"], spec["namespace"], spec["name"]), spec["expression"]), health
+            assert after is None, "a blocked dependent was applied"
