@@ -9,7 +9,8 @@ one code that needs it, so a module never pays for a package it does not use:
 - PyYAML: here (nearly every engine reads YAML);
 - kubernetes: ``_kube.connection`` (the one way to reach a cluster);
 - jsonschema: ``_common.validation`` (the one JSON-Schema validation);
-- requests: ``_fabric.transport`` (the fabric's HTTPS transport).
+- requests: ``_fabric.transport`` (the fabric's HTTPS transport);
+- jmespath: ``_common.assertions`` (health checks' expressions).
 
 :func:`guard` finds any of them by name (``_common.module.call_engine`` fails a module with ``missing_required_lib``);
 engines call :func:`require` where a package is needed at run time.
@@ -53,11 +54,12 @@ _GUARDED_IN = {
     "kubernetes": ("_kube.connection", "KUBERNETES"),
     "jsonschema": ("_common.validation", "JSONSCHEMA"),
     "requests": ("_fabric.transport", "REQUESTS"),
+    "jmespath": ("_common.assertions", "JMESPATH"),
 }
 
 
 def guard(package):
-    """``(HAS_X, X_IMPORT_ERROR)`` of ``package`` (PyYAML, kubernetes, jsonschema, requests), from the module that guards it."""
+    """``(HAS_X, X_IMPORT_ERROR)`` of ``package`` (PyYAML, kubernetes, jsonschema, requests, jmespath), from the module that guards it."""
     if package == "PyYAML":
         return HAS_YAML, YAML_IMPORT_ERROR
     import importlib  # pylint: disable=import-outside-toplevel
