@@ -418,7 +418,7 @@ class Runner:
         return {"name": "Roll out the recipe, gated on readiness", "aicr.runtime.gated_release": {
             "recipe": recipe, "kubeconfig": self.kubeconfig, "helm_binary": _helm(),
             "repository_mirrors": {bench_release.REPOSITORY: str(charts_dir)}, "concurrency": CONCURRENCY, "timeout": 120,
-            "overall_timeout": 600, "state": "present", "stack": "peers-%s" % tag, "lease_namespace": "default",
+            "overall_timeout": 600, "state": "present", "stack": "peers-%s" % tag, "lease_namespace": "aicr-system",
             "cache_dir": str(self.workdir / ("gr-cache-%s" % tag))}}
 
     def run_gated_release(self, recipe, charts_dir, tag, watch):

@@ -118,7 +118,7 @@ def converge(kube, workdir, concurrency, recipe, charts_dir, tag):
     HelmRunner(helm_binary, version_cache_dir=cache_dir).major  # pylint: disable=pointless-statement
     params = dict(recipe=recipe, kubeconfig=kube.kubeconfig_for("release"), helm_binary=helm_binary,
                   repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
-                  poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="default", cache_dir=cache_dir)
+                  poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="aicr-system", cache_dir=cache_dir)
     began = time.perf_counter()
     first = execute(params)
     wall = time.perf_counter() - began

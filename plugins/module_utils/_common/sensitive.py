@@ -11,6 +11,17 @@ A *sensitive path* is given either as a key name or as a dotted path:
 - a dotted path (``auth.users.*.credential``) matches that exact chain of mapping keys from the top of the values
   (``*``: any one key; list items are transparent).
 
+The key name ``key`` (a default) is not meant for the Kubernetes fields that *name* a key rather than hold one: a bare
+``key`` whose value is a string is not secret when it is one of those fields, recognised by its parent or its siblings:
+
+- its parent key is ``tolerations``, ``matchExpressions``, ``matchFields`` or ends with ``KeyRef`` (``secretKeyRef``,
+  ``configMapKeyRef``);
+- or its mapping is a toleration (``operator``/``effect``/``tolerationSeconds``, ``value``), a selector requirement
+  (``operator``, ``values``) or a ``KeyToPath`` item (``path``, ``mode``) and has no other keys.
+
+``topologyKey`` (a label name) is not secret either. ``{key: sk-...}``, ``auth.key``, ``privateKey``, ``apiKey``,
+``API_KEY`` stay secret; to hide one of the fields above anyway, give its dotted path (``tolerations.key``).
+
 Everything under a sensitive key is secret. In a diff, a secret that did not change is ``<hidden>`` on both sides;
 one that changed is ``<hidden>`` before and ``<changed>`` after. Values are never hashed: a hash of a short password
 can be reversed by trying candidates.
@@ -26,6 +37,27 @@ CHANGED = "<changed>"
 # Strings shorter than this are not given to Ansible's no_log masking (which replaces every occurrence of a no_log
 # value anywhere in the output: "on" or "1" would mangle every result); the engine's own redaction still hides them.
 MIN_NO_LOG_LENGTH = 4
+
+
+# ``key`` fields of the Kubernetes API that name a label, a taint or a key of a ConfigMap/Secret: never secret values.
+_REFERENCE_PARENTS = ("tolerations", "matchexpressions", "matchfields")
+_REFERENCE_SHAPES = (
+    (frozenset(["operator", "value", "effect", "tolerationSeconds"]), frozenset(["operator", "effect", "tolerationSeconds"])),  # toleration
+    (frozenset(["operator", "values"]), frozenset(["operator"])),  # label/node selector requirement
+    (frozenset(["path", "mode"]), frozenset(["path"])),  # KeyToPath (volumes' configMap/secret items)
+)
+_LABEL_NAMES = frozenset(["topologykey"])
+
+
+def _names_a_field(path, mapping):
+    """True when ``path[-1]`` (a bare ``key``) is a Kubernetes field naming a key, not holding one (see the module doc)."""
+    if not isinstance(mapping, dict) or not isinstance(mapping.get(path[-1]), str):
+        return False
+    parent = str(path[-2]).lower() if len(path) > 1 else ""
+    if parent in _REFERENCE_PARENTS or parent.endswith("keyref"):
+        return True
+    others = frozenset(str(k) for k in mapping if k != path[-1])
+    return any(others and others <= allowed and others & required for allowed, required in _REFERENCE_SHAPES)
 
 
 def _name_matches(key, word):
@@ -46,12 +78,17 @@ class Sensitive(object):
         self.names = [str(p) for p in patterns if str(p) and "." not in str(p)]
         self.paths = [str(p).split(".") for p in patterns if "." in str(p)]
 
-    def is_sensitive(self, path):
-        """``path``: the mapping keys from the top of the values to a key (list indices left out)."""
+    def is_sensitive(self, path, mapping=None):
+        """``path``: the mapping keys from the top of the values to a key (list indices left out); ``mapping``: the
+        mapping that holds it, when known (a bare ``key`` naming a Kubernetes field is recognised by its siblings)."""
         if not path:
             return False
         key = str(path[-1])
-        if any(_name_matches(key, name) for name in self.names):
+        for name in self.names:
+            if not _name_matches(key, name):
+                continue
+            if name.lower() == "key" and (key.lower() in _LABEL_NAMES or key.lower() == "key" and _names_a_field(path, mapping)):
+                continue
             return True
         for pattern in self.paths:
             if len(pattern) == len(path) and all(p == "*" or p == str(k) for p, k in zip(pattern, path)):
@@ -61,7 +98,7 @@ class Sensitive(object):
     def redact(self, values, path=()):
         """A copy of ``values`` with everything under a sensitive key replaced by ``<hidden>``."""
         if isinstance(values, dict):
-            return dict((k, HIDDEN if self.is_sensitive(path + (k,)) else self.redact(v, path + (k,))) for k, v in values.items())
+            return dict((k, HIDDEN if self.is_sensitive(path + (k,), values) else self.redact(v, path + (k,))) for k, v in values.items())
         if isinstance(values, list):
             return [self.redact(v, path) for v in values]
         return values
@@ -72,7 +109,7 @@ class Sensitive(object):
             out_before, out_after = {}, {}
             for key in list(before) + [k for k in after if k not in before]:
                 sub = path + (key,)
-                if self.is_sensitive(sub):
+                if key in before and self.is_sensitive(sub, before) or key in after and self.is_sensitive(sub, after):
                     if key in before:
                         out_before[key] = HIDDEN
                     if key in after:
@@ -96,7 +133,7 @@ class Sensitive(object):
         found = set() if found is None else found
         if isinstance(values, dict):
             for key, value in values.items():
-                if self.is_sensitive(path + (key,)):
+                if self.is_sensitive(path + (key,), values):
                     _leaves(value, found)
                 else:
                     self.secret_strings(value, path + (key,), found)

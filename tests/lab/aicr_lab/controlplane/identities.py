@@ -39,6 +39,10 @@ IDENTITIES = {
     # a user with no role at all: what a denied call looks like
     "nobody": [],
 }
+# The identities that run gated_release: bound to the Role aicr-runtime:lease (meta/rbac/aicr-system.yaml) in the
+# lease namespace aicr-system (and, as a user with a custom lease_namespace does, in each test namespace: bind_lease_role)
+LEASE_NAMESPACE = "aicr-system"
+LEASE_IDENTITIES = ("release", "site", "reconciler")
 
 
 def shipped_cluster_roles():
@@ -51,6 +55,29 @@ def shipped_cluster_roles():
     return roles
 
 
+def shipped_lease_role():
+    """The Role of ``meta/rbac/aicr-system.yaml`` (the stack's Lease and inventory ConfigMap, in aicr-system)."""
+    with open(str(REPO / "meta" / "rbac" / "aicr-system.yaml"), "r", encoding="utf-8") as handle:
+        return next(doc for doc in yaml.safe_load_all(handle) if doc and doc.get("kind") == "Role")
+
+
+def bind_lease_role(rest, namespace, identities=LEASE_IDENTITIES, service_accounts=False):
+    """The shipped lease Role in ``namespace`` (a copy there) and one RoleBinding of it to ``identities`` (and, with
+    ``service_accounts``, to the namespace's own ServiceAccounts: the tests' service-account identities live there)."""
+    role = shipped_lease_role()
+    role["metadata"]["namespace"] = namespace
+    name = role["metadata"]["name"]
+    base = "/apis/rbac.authorization.k8s.io/v1/namespaces/%s" % namespace
+    rest.apply("%s/roles/%s" % (base, name), role)
+    rest.apply("%s/rolebindings/%s" % (base, name), {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER_PREFIX + identity} for identity in identities]
+        + ([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:%s" % namespace}] if service_accounts else []),
+    })
+
+
 def install(plane):
     """Apply the shipped ClusterRoles and create every identity; return ``{name: kubeconfig path}``."""
     from aicr_lab.controlplane.cluster import write_kubeconfig  # pylint: disable=import-outside-toplevel
@@ -58,6 +85,9 @@ def install(plane):
     rest = plane.admin
     for role in shipped_cluster_roles():
         rest.apply("/apis/rbac.authorization.k8s.io/v1/clusterroles/%s" % role["metadata"]["name"], role)
+    # aicr-system, created as a cluster admin does before applying meta/rbac/, with its Role bound to the release identities
+    rest.apply("/api/v1/namespaces/%s" % LEASE_NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}})
+    bind_lease_role(rest, LEASE_NAMESPACE)
     directory = plane.dir / "identities"
     directory.mkdir(mode=0o700, exist_ok=True)
     kubeconfigs = {}

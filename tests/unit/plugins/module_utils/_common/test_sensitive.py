@@ -49,3 +49,52 @@ def test_rule_problems_name_path_and_rule_never_the_value():
                         "values.mode: violates enum (one of a, b)",
                         "values.replicas: violates minimum 1"]
     assert "TOPSECRET" not in repr(problems)
+
+
+# The Kubernetes fields named `key` that name a taint, a label or a key of a ConfigMap/Secret are shown (issue 15:
+# the default `key` hid every toleration in a diff); a `key` that holds a value stays hidden.
+K8S_VALUES = {
+    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                    {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoExecute", "tolerationSeconds": 30}],
+    "daemonset": {"nodeTolerations": [{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}]},
+    "env": [{"name": "DB_HOST", "valueFrom": {"configMapKeyRef": {"name": "db", "key": "host"}}},
+            {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password", "optional": False}}}],
+    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]}]}]}},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                              "labelSelector": {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["x"]}]}}}]}},
+    "volumes": [{"name": "cfg", "configMap": {"name": "cfg", "items": [{"key": "app.yaml", "path": "app.yaml", "mode": 420}]}}],
+}
+
+
+def test_kubernetes_key_fields_are_shown_by_the_default_rule():
+    sensitive = Sensitive()
+    assert sensitive.redact(K8S_VALUES) == K8S_VALUES
+    assert sensitive.secret_strings(K8S_VALUES) == set()
+    before, after = sensitive.redact_pair(K8S_VALUES, dict(K8S_VALUES, tolerations=[{"key": "other", "operator": "Exists"}]))
+    assert before == K8S_VALUES and after["tolerations"] == [{"key": "other", "operator": "Exists"}]
+
+
+@pytest.mark.parametrize("values", [
+    {"key": "sk-live-0123456789"},
+    {"auth": {"key": "sk-live-0123456789"}},
+    {"openai": {"name": "prod", "key": "sk-live-0123456789"}},  # {name, key} outside a *KeyRef: a credential, not a reference
+    {"tls": {"key": "sk-live-0123456789", "cert": "c"}},
+    {"auth": {"key": "sk-live-0123456789", "operator": "x", "endpoint": "https://api"}},  # a key not alone with a toleration's fields
+    {"signing": {"privateKey": "sk-live-0123456789"}},
+    {"apiKey": "sk-live-0123456789"},
+    {"API_KEY": "sk-live-0123456789"},
+    {"tolerations": [{"key": {"nested": "sk-live-0123456789"}, "operator": "Exists"}]},  # only a string names a field
+])
+def test_a_key_that_holds_a_value_is_still_hidden(values):
+    sensitive = Sensitive()
+    assert "sk-live-0123456789" not in repr(sensitive.redact(values))
+    assert "sk-live-0123456789" not in repr(sensitive.redact_pair(values, values))
+    assert "sk-live-0123456789" in sensitive.secret_strings(values)
+
+
+def test_a_dotted_path_hides_a_kubernetes_key_field_anyway():
+    sensitive = Sensitive(["tolerations.key"])
+    assert sensitive.redact({"tolerations": [{"key": "team-a", "operator": "Exists"}]}) == {"tolerations": [{"key": HIDDEN, "operator": "Exists"}]}
+    assert Sensitive(["topologyKey"]).is_sensitive(("podAffinityTerm", "topologyKey")), "an explicit name is an explicit name"

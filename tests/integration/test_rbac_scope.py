@@ -1,0 +1,142 @@
+"""The shipped RBAC keeps the stack's Lease and inventory in their namespace (issue 15 item 1).
+
+``aicr-runtime:release`` grants neither ConfigMaps nor Leases; the Role ``aicr-runtime:lease``
+(``meta/rbac/aicr-system.yaml``), bound in ``aicr-system``, grants exactly what the Lease and the inventory need there.
+Against the lab's real API server (RBAC on):
+
+* the lab's ``release`` identity reads and writes Leases in ``aicr-system`` and is refused (403) in a namespace without
+  the Role's binding and in ``default``;
+* an identity bound to exactly the shipped roles (``aicr-runtime:release`` cluster-wide, the lease Role in
+  ``aicr-system``; no chart role) is refused ConfigMaps and Leases outside ``aicr-system`` and may use both inside;
+* gated_release with a ``lease_namespace`` where the Role is not bound fails in one line naming what was refused, and
+  writes nothing.
+"""
+
+import json
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+
+from aicr_lab.controlplane.rest import ApiError, Rest
+
+from lab_support import example_catalog, wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = REPO / ".venv" / "bin"
+EXAMPLE_REPO = "https://charts.aicr.example/examples"
+LEASE_NS = "aicr-system"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def _lease(namespace, name):
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"holderIdentity": "rbac-scope-test", "leaseDurationSeconds": 30}}
+
+
+def _configmap(namespace, name):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": {"inventory": "{}"}}
+
+
+def _status(call):
+    """The HTTP status of one request (200 family as 200)."""
+    try:
+        call()
+    except ApiError as exc:
+        return exc.status
+    return 200
+
+
+def _attempts(rest, kind, namespace, name):
+    """get, create, update, delete of a Lease or ConfigMap ``name`` in ``namespace``: {verb: status}."""
+    base = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % namespace if kind == "Lease" else "/api/v1/namespaces/%s/configmaps" % namespace
+    body = _lease(namespace, name) if kind == "Lease" else _configmap(namespace, name)
+    read = {}
+    out = {"create": _status(lambda: rest.create(base, body)), "get": _status(lambda: read.update(rest.get("%s/%s" % (base, name))))}
+    meta = dict(body["metadata"], labels={"x": "1"}, resourceVersion=(read.get("metadata") or {}).get("resourceVersion", "1"))
+    out["update"] = _status(lambda: rest.request("PUT", "%s/%s" % (base, name), body=dict(body, metadata=meta)))
+    out["delete"] = _status(lambda: rest.delete("%s/%s" % (base, name)))
+    return out
+
+
+@pytest.fixture
+def unbound_namespace(kube):
+    """A namespace where the lease Role is not bound (as any namespace but aicr-system on a user's cluster)."""
+    name = kube.create_namespace("rbac-unbound", lease_role=False)
+    yield name
+    kube.rest.delete("/api/v1/namespaces/%s" % name, propagationPolicy="Background")
+    kube.namespaces.remove(name)
+
+
+def test_the_release_identity_uses_leases_in_aicr_system_only(kube, unbound_namespace):
+    kube.require_lab("the lab's identities")
+    rest = Rest.from_kubeconfig(kube.kubeconfig_for("release"))
+    name = "rbac-scope-%s" % uuid.uuid4().hex[:6]
+    try:
+        assert _attempts(rest, "Lease", LEASE_NS, name) == {"create": 200, "get": 200, "update": 200, "delete": 200}
+        for namespace in (unbound_namespace, "default"):
+            assert _attempts(rest, "Lease", namespace, name) == {"create": 403, "get": 403, "update": 403, "delete": 403}, namespace
+    finally:
+        rest.close()
+
+
+@pytest.fixture
+def release_only(kube, unbound_namespace):
+    """A ServiceAccount bound to exactly the shipped roles of gated_release: ClusterRole aicr-runtime:release
+    (ClusterRoleBinding) and Role aicr-runtime:lease in aicr-system (RoleBinding); no chart role, no stack role. It
+    lives in the unbound namespace (a test namespace binds the lease Role to its own ServiceAccounts)."""
+    kube.require_lab("the lab CA")
+    account = "release-only"
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": unbound_namespace}
+    kube.rest.create("/api/v1/namespaces/%s/serviceaccounts" % unbound_namespace, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}})
+    binding = "aicr-lab:release-only-%s" % kube.namespace
+    kube.rest.create("%s/clusterrolebindings" % RBAC, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": binding},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aicr-runtime:release"}, "subjects": [subject]})
+    kube.rest.create("%s/namespaces/%s/rolebindings" % (RBAC, LEASE_NS), {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": binding},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "aicr-runtime:lease"}, "subjects": [subject]})
+    token = kube.rest.create("/api/v1/namespaces/%s/serviceaccounts/%s/token" % (unbound_namespace, account),
+                             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}})["status"]["token"]
+    rest = Rest(kube.server, kube.ca_file, token=token)
+    try:
+        yield rest
+    finally:
+        rest.close()
+        kube.rest.delete("%s/clusterrolebindings/%s" % (RBAC, binding))
+        kube.rest.delete("%s/namespaces/%s/rolebindings/%s" % (RBAC, LEASE_NS, binding))
+
+
+def test_the_shipped_release_roles_grant_configmaps_and_leases_in_aicr_system_only(kube, release_only, unbound_namespace):
+    name = "rbac-scope-%s" % uuid.uuid4().hex[:6]
+    everything = {"create": 200, "get": 200, "update": 200, "delete": 200}
+    # the bindings are new: wait until the authorizer has them (allowed inside aicr-system) before asserting refusals
+    wait_until(lambda: _status(lambda: release_only.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (LEASE_NS, name))) == 404,
+               30, "the new RoleBinding in aicr-system")
+    assert _attempts(release_only, "Lease", LEASE_NS, name) == everything
+    # the inventory needs get, create, patch (server-side apply) and delete; update is not granted
+    assert _attempts(release_only, "ConfigMap", LEASE_NS, name) == {"create": 200, "get": 200, "update": 403, "delete": 200}
+    refused = {"create": 403, "get": 403, "update": 403, "delete": 403}
+    for namespace in (unbound_namespace, kube.namespace, "default", "kube-system"):
+        assert _attempts(release_only, "Lease", namespace, name) == refused, namespace
+        assert _attempts(release_only, "ConfigMap", namespace, name) == refused, namespace
+
+
+@pytest.mark.helm
+@pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")
+def test_a_lease_namespace_without_the_lease_role_fails_in_one_line(run_playbook, kube, tmp_path, example_repo, unbound_namespace):
+    mark = kube.audit_mark()
+    catalog = example_catalog(tmp_path, kube.namespace)
+    extravars = {"catalog": str(catalog), "criteria": {"service": "kind", "accelerator": "h100", "intent": "training"},
+                 "kubeconfig": kube.kubeconfig_for("release"), "helm_binary": str(BIN / "helm4"), "mirrors": {EXAMPLE_REPO: example_repo.url},
+                 "lease_namespace": unbound_namespace, "stack": kube.namespace}
+    run = run_playbook("release_converge.yml", extravars=extravars)
+    assert run.rc != 0 and run.failed_tasks == ["Roll out"], run.stdout[-4000:]
+    msg = run.result("Roll out")["msg"]
+    assert "\n" not in msg and "Traceback" not in run.stdout, msg
+    assert re.search(r'returned 403: .*User "%s" cannot \w+ resource "leases" in API group "coordination.k8s.io" in the namespace "%s"'
+                     % (re.escape(kube.user("release")), unbound_namespace), msg), msg
+    # refused before anything was written: no Lease, no inventory, no release
+    writes = [e for e in kube.audit(since=mark, mutating=True, user=kube.user("release")) if e["code"] < 300]
+    assert writes == [], json.dumps(writes)[:2000]
