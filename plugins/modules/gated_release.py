@@ -292,6 +292,9 @@ options:
       - Everything under a sensitive key is shown as C(<hidden>) in the diff (C(<changed>) after, when it changed), for
         the release's deployed values (read from its Secret) and the new ones alike, and its strings (4 characters or
         longer) given in O(recipe) or O(component_overrides) are masked in all of the task's output (no_log values).
+      - A bare C(key) that names something rather than holds a secret is not hidden by the default V(key) - the
+        C(key) of a toleration, of a label or field selector requirement (C(matchExpressions), C(matchFields)), of a
+        C(*KeyRef) and of a C(KeyToPath) item; give a dotted path (V(tolerations.key)) to hide one of those anyway.
       - Validation errors never quote a value, whatever this option says; they name the path and the schema rule.
     type: list
     elements: str
@@ -327,6 +330,9 @@ options:
   cache_dir:
     description:
       - Cache directory. Defaults to C($AICR_RUNTIME_CACHE_DIR), else C($XDG_CACHE_HOME/aicr-runtime), else C(~/.cache/aicr-runtime).
+      - It must be a directory only this user can write (created C(0700) when missing); a given one (or
+        C($AICR_RUNTIME_CACHE_DIR)) that is group- or world-writable, a symlink or another user's is refused, the
+        built-in default in that state is not used.
     type: path
   snapshot:
     description:

@@ -348,7 +348,7 @@ def options_from(params, recipe, check_mode, diff):
         atomic=params.get("atomic"), clear_pending=params.get("clear_pending"), adopt=params.get("adopt"), sensitive_values=params.get("sensitive_values"),
         lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
         holder_message=params.get("holder_message"), recipe_name=recipe_name,
-        cache_dir=(params.get("cache_dir") or jsoncache.default_cache_dir()) if params.get("render_cache", True) else None,
+        cache_dir=_private_cache_dir(params) if params.get("render_cache", True) else None,
         validate_chart_schema=params.get("validate_values", True),
         health=health.HealthOptions(params.get("health_checks", True), params.get("health_check_timeout"), params.get("health_check_skip")),
     )
@@ -365,6 +365,15 @@ def _write_gates(client, params, result):
     except AicrError as exc:
         return "status_stack: %s" % exc.msg
     return write_gates(writer, result)
+
+
+def _private_cache_dir(params):
+    """The render and helm-version cache: the catalog's rule (a directory only this user can write) - a given
+    ``cache_dir`` (or ``$AICR_RUNTIME_CACHE_DIR``) that is not is refused, the built-in default is then not used."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.files import checked_cache_dir  # pylint: disable=import-outside-toplevel
+
+    given = bool(params.get("cache_dir")) or bool(os.environ.get(jsoncache.CACHE_ENV))
+    return checked_cache_dir(params.get("cache_dir") or jsoncache.default_cache_dir(), given=given)
 
 
 def execute(params, check_mode=False, diff=False, cluster=None, helm=None, status_client=None):

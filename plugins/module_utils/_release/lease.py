@@ -116,8 +116,8 @@ class StackLease(object):
         return spec.get("holderIdentity"), message, stale, renewed
 
     def acquire(self):
-        existing = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
         try:
+            existing = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
             if existing is None:
                 self._current = self.cluster.create(self._body())
             else:
@@ -137,6 +137,11 @@ class StackLease(object):
             if exc.status == 409:
                 raise AicrError("lease: another run acquired Lease %s/%s of stack %s at the same moment; retry" % (self.namespace, self.name, self.stack),
                                 lease="%s/%s" % (self.namespace, self.name))
+            if exc.status == 403:
+                # the shipped release ClusterRole grants no Leases: they are the namespaced Role's, bound where the Lease lives
+                raise AicrError("lease: this identity may not use Leases in namespace %s (lease_namespace); bind the Role aicr-runtime:lease there "
+                                "(meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml) - %s" % (self.namespace, exc.msg),
+                                lease="%s/%s" % (self.namespace, self.name), field="lease_namespace", status=403)
             raise
         self._renewed_at = self.monotonic()
         self._thread = threading.Thread(target=self._renew_loop, name="aicr-lease-renew")

@@ -1,0 +1,53 @@
+"""gated_release's render and helm-version cache follows the catalog's rule: only a directory this user alone can write."""
+
+import os
+
+import pytest
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._release import engine
+
+
+def test_a_given_cache_dir_writable_by_others_is_refused_naming_it(tmp_path):
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    os.chmod(str(shared), 0o777)
+    with pytest.raises(AicrError) as failure:
+        engine._private_cache_dir({"cache_dir": str(shared)})  # pylint: disable=protected-access
+    assert failure.value.msg.startswith("cache_dir: %s is writable by group or others (mode 0777); allowed:" % shared)
+    assert failure.value.details["field"] == "cache_dir"
+
+
+def test_a_given_symlinked_cache_dir_is_refused(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(AicrError) as failure:
+        engine._private_cache_dir({"cache_dir": str(link)})  # pylint: disable=protected-access
+    assert "is a symlink" in failure.value.msg
+
+
+def test_a_missing_cache_dir_is_created_private(tmp_path):
+    wanted = tmp_path / "new" / "cache"
+    assert engine._private_cache_dir({"cache_dir": str(wanted)}) == str(wanted)  # pylint: disable=protected-access
+    assert oct(os.stat(str(wanted)).st_mode & 0o777) == oct(0o700)
+
+
+def test_the_default_cache_dir_is_skipped_when_it_is_not_private(tmp_path, monkeypatch):
+    default = tmp_path / "default-cache"
+    default.mkdir()
+    os.chmod(str(default), 0o777)
+    monkeypatch.delenv("AICR_RUNTIME_CACHE_DIR", raising=False)
+    # the built-in default (not given by the user) is not refused, just not used
+    monkeypatch.setattr(engine.jsoncache, "default_cache_dir", lambda: str(default))
+    assert engine._private_cache_dir({"cache_dir": None}) is None  # pylint: disable=protected-access
+
+
+def test_a_cache_dir_given_by_the_environment_is_refused_too(tmp_path, monkeypatch):
+    shared = tmp_path / "env-cache"
+    shared.mkdir()
+    os.chmod(str(shared), 0o777)
+    monkeypatch.setenv("AICR_RUNTIME_CACHE_DIR", str(shared))
+    with pytest.raises(AicrError):
+        engine._private_cache_dir({"cache_dir": None})  # pylint: disable=protected-access
