@@ -222,7 +222,7 @@ def cluster_facts_figures():
         kubeconfig = kube.kubeconfig_for("facts")
         params = {"kubeconfig": kubeconfig, "context": None, "from_file": None, "from_configmap": None, "nodes": None, "node_selector": None}
         reads = []
-        for _ in range(TASK_REPEATS):
+        for _round in range(TASK_REPEATS):
             began = time.perf_counter()
             result = facts.collect(params)
             reads.append(time.perf_counter() - began)

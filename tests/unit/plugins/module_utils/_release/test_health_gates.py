@@ -29,7 +29,7 @@ def deployment_check(name, expr="(availableReplicas > `0`)", timeout="2s"):
 
 def run(fakes, recipe, **opts):
     cluster = fakes.FakeCluster()
-    helm = fakes.FakeHelm(cluster, dict((c["name"], (lambda n: lambda v, r, ns: [fakes.deployment(r, delay=0.0)])(c["name"])) for c in recipe))
+    helm = fakes.FakeHelm(cluster, dict((c["name"], lambda v, r, ns: [fakes.deployment(r, delay=0.0)]) for c in recipe))
     plan = build_plan(recipe)
     hopts = health.HealthOptions(opts.pop("health_checks", True), opts.pop("health_check_timeout", None), opts.pop("health_check_skip", None))
     checks = health.parse_all(health.checks_of(recipe), plan.order, hopts)
@@ -92,7 +92,7 @@ def test_check_mode_reports_the_check_as_not_run_and_reads_nothing_for_it(fakes)
     recipe = [comp("operator", asserts=deployment_check("operator"))]
     result, cluster, _h = run(fakes, recipe, check_mode=True)
     assert by_name(result)["operator"]["health"] == {"status": "NotRun", "check": "operator-health-check", "operations": 2,
-                                                    "message": "runs once the component is Ready"}
+                                                     "message": "runs once the component is Ready"}
     assert cluster.mutations() == []
 
 

@@ -15,7 +15,8 @@ BAD = snapshot({"K8s.server.version": "v1.33.1", "OS.release.ID": "ubuntu", "OS.
                 "OS.sysctl./proc/sys/kernel/osrelease": "5.15.0-1051-aws"})
 
 
-def recipe(constraints=CONSTRAINTS):
+def recipe(constraints=None):
+    constraints = CONSTRAINTS if constraints is None else constraints
     return {"recipe_name": "r", "recipe": {"constraints": constraints, "componentRefs": []},
             "components": [{"name": "app", "type": "Helm", "chart": "app", "repository": "https://charts.example/repo", "version": "1.0.0",
                             "namespace": "apps", "values": {}}]}

@@ -156,7 +156,8 @@ def test_insecure_skip_tls_verify_is_explicit_and_warned(tmp_path):
     ("Error: failed to fetch https://h:1/charts/index.yaml : 401 Unauthorized", False,
      "helm pull c failed: repository https://h:1/charts requires credentials (401 Unauthorized); give them in repository_credentials"),
     ('Error: Get "https://h:1/charts/index.yaml": tls: failed to verify certificate: x509: certificate signed by unknown authority', False,
-     "helm pull c failed: repository https://h:1/charts: TLS failed; give its CA (ca_file) or client certificate (cert_file, key_file) in repository_credentials"),
+     "helm pull c failed: repository https://h:1/charts: TLS failed; give its CA (ca_file) or client certificate (cert_file, key_file) "
+     "in repository_credentials"),
     # the API server's own 401 is not the repository's
     ("Error: Kubernetes cluster unreachable: the server has asked for the client to provide credentials (401 Unauthorized)", False,
      "helm pull c failed: Error: Kubernetes cluster unreachable: the server has asked for the client to provide credentials (401 Unauthorized)"),

@@ -34,7 +34,8 @@ def test_preflight_condition_says_which_constraint_failed():
 
 
 def test_health_condition_from_the_components():
-    ok = [comp("op", "Ready", {"status": "Passed", "message": "2 operation(s) passed"}), comp("agent", "Ready", {"status": "Skipped", "message": "no health check"})]
+    ok = [comp("op", "Ready", {"status": "Passed", "message": "2 operation(s) passed"}),
+          comp("agent", "Ready", {"status": "Skipped", "message": "no health check"})]
     assert conds({"components": ok})["HealthChecksPassed"]["status"] == "True"
     bad = [comp("op", "Failed", FAILED_HEALTH), comp("agent", "Blocked", {"status": "NotRun"}, ["op"])]
     cond = conds({"components": bad})["HealthChecksPassed"]
@@ -53,16 +54,16 @@ def test_status_entry_carries_the_failing_check_and_a_full_update_sets_the_condi
     assert cond["HealthChecksPassed"]["status"] == "False"
     assert cond["Ready"]["message"].startswith("HealthChecksPassed: op: health check")
     # a partial (live) update does not decide the condition; an explicit condition wins over the derived one
-    partial, _ = model.apply_update({}, {"components": [comp("op", "Failed", FAILED_HEALTH)]}, now=NOW)
+    partial, _events = model.apply_update({}, {"components": [comp("op", "Failed", FAILED_HEALTH)]}, now=NOW)
     assert "conditions" not in partial
-    explicit, _ = model.apply_update({}, {"components": [comp("op", "Failed", FAILED_HEALTH)], "replace_components": True,
-                                          "conditions": [{"type": "HealthChecksPassed", "status": "Unknown", "reason": "Manual"}]}, now=NOW)
+    explicit, _events = model.apply_update({}, {"components": [comp("op", "Failed", FAILED_HEALTH)], "replace_components": True,
+                                                "conditions": [{"type": "HealthChecksPassed", "status": "Unknown", "reason": "Manual"}]}, now=NOW)
     assert dict((c["type"], c) for c in explicit["conditions"])["HealthChecksPassed"]["reason"] == "Manual"
 
 
 def test_a_component_being_verified_keeps_its_last_check():
-    before, _ = model.apply_update({}, {"components": [comp("op", "Ready", {"status": "Passed", "message": "2 operation(s) passed"})]}, now=NOW)
-    during, _ = model.apply_update(before, {"components": [comp("op", "Deploying")]}, now=NOW)
+    before, _events = model.apply_update({}, {"components": [comp("op", "Ready", {"status": "Passed", "message": "2 operation(s) passed"})]}, now=NOW)
+    during, _events = model.apply_update(before, {"components": [comp("op", "Deploying")]}, now=NOW)
     assert during["components"][0]["healthCheck"] == {"status": "Passed", "message": "2 operation(s) passed"}
 
 
