@@ -257,7 +257,9 @@ class Revision(int):
 
 
 _children = {}  # live helm processes (Popen -> what it does), from every thread
-_children_lock = threading.Lock()
+# Held from before a child is forked until it is registered, so SIGTERM's stop_children (which takes it) never misses a
+# child that already runs; reentrant, as the handler runs in the main thread, which may hold it while starting helm itself.
+_children_lock = threading.RLock()
 STOP_GRACE = 5.0  # seconds a helm child has to exit after SIGTERM before it is killed
 
 
@@ -297,13 +299,13 @@ def stop_children(grace=STOP_GRACE):
 
 def _run_child(full, env, timeout, what):
     """Run one helm child, registered while it lives (so SIGTERM of this process stops it); (returncode, stdout, stderr)."""
-    cancel.check(what)
-    proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
-    with _children_lock:
-        _children[proc] = what
     cancel.on_cancel(stop_children)
+    with _children_lock:  # checked, started and registered in one step: the SIGTERM handler's stop_children waits for it
+        cancel.check(what)
+        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+        _children[proc] = what
     try:
-        if cancel.requested():  # SIGTERM came between the check and the registration
+        if cancel.requested():  # SIGTERM came meanwhile: stopped whether or not the handler's stop_children saw it
             stop_children()
         try:
             stdout, stderr = proc.communicate(timeout=timeout)

@@ -213,16 +213,32 @@ class StackLease(object):
         with self._lock:
             current, self._current = self._current, None
         if current is not None and self.lost is None:
-            meta = current.get("metadata") or {}
+            self._delete_own(current)
+
+    def _delete_own(self, current, attempts=3):
+        """Delete the Lease if it is still ours: uid and resourceVersion preconditions, so one another run took over
+        meanwhile is never deleted. A 409 means the Lease changed since ``current``; when that was our own renewal (one
+        still in flight when the renewer was stopped: the holder is still this run), delete it as it is now."""
+        meta = current.get("metadata") or {}
+        for _attempt in range(attempts):
             try:
-                # only our own Lease, as last renewed: one another run took over meanwhile is not ours to delete
                 self.cluster.delete("coordination.k8s.io/v1", "Lease", self.name, self.namespace, uid=meta.get("uid"),
                                     resource_version=meta.get("resourceVersion"))
-            except ClusterError:
-                pass
+            except ClusterError as exc:
+                if exc.status != 409:
+                    return
+                try:
+                    live = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
+                except ClusterError:
+                    return
+                live_meta = (live or {}).get("metadata") or {}
+                if not live or live_meta.get("uid") != meta.get("uid") or ((live.get("spec") or {}).get("holderIdentity") != self.identity):
+                    return  # gone, or another run's now: not ours to delete
+                meta = live_meta
             else:
                 if cancel.requested():
                     cancel.cleaned("Lease %s/%s released" % (self.namespace, self.name))
+                return
 
     def __enter__(self):
         return self.acquire()

@@ -161,3 +161,19 @@ def test_a_lease_stolen_mid_rollout_stops_the_rollout_before_its_next_change(fak
         run.run()
     assert "lost the Lease of stack stolen" in err.value.msg and "held by thief@elsewhere/9-z" in err.value.msg
     assert [u[1] for u in helm.upgrades()] == ["a"], "b was not installed after the Lease was lost"
+
+
+def test_release_deletes_its_lease_even_after_a_late_renewal_changed_it(kube):
+    """A renewal still in flight when the renewer is stopped changes the Lease's resourceVersion after the one release
+    holds: the Lease is still this run's, so release deletes it as it is now (it used to stay held for a whole duration,
+    refusing the next run)."""
+    lease = StackLease(client_for(kube.kubeconfig_for("release")), "late-renewal", namespace=kube.namespace, duration=30).acquire()
+    path = LEASES % kube.namespace + "/" + lease_name("late-renewal")
+    before = kube.get(path)
+    lease._stop.set()  # pylint: disable=protected-access
+    lease._thread.join(10)  # pylint: disable=protected-access
+    renewed = dict(before, spec=dict(before["spec"], renewTime=timeutil.microtime(timeutil.utcnow())))
+    kube.rest.request("PUT", path, body=renewed)  # the late renewal: same holder, new resourceVersion
+    assert kube.get(path)["metadata"]["resourceVersion"] != before["metadata"]["resourceVersion"]
+    lease.release()
+    assert kube.get(path) is None
