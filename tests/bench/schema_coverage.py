@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd, engine, infer, jsonschema, structural
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import comments, crd, engine, infer, jsonschema, structural
 
 TYPED_TARGET = 0.95
 DESCRIBED_TARGET = 0.90
@@ -201,20 +201,6 @@ def _block_above(lines, comment, line, column):
     return block
 
 
-def _split(path):
-    parts, current, quote = [], [], False
-    for char in path:
-        if char == '"':
-            quote = not quote
-        elif char == "." and not quote:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return tuple(parts)
-
-
 def documented_keys(text):
     """{path tuple: how it is documented} for the keys of one values file."""
     lines = text.splitlines()
@@ -229,7 +215,7 @@ def documented_keys(text):
             continue
         match = _PARAM.match(line) or (_HELMDOCS_PATH.match(line) if " --" in line else None)
         if match and match.group(2).strip():
-            named[_split(match.group(1))] = "@param" if "@param" in line else "helm-docs path"
+            named[tuple(comments.split_path(match.group(1)))] = "@param" if "@param" in line else "helm-docs path"
     found = {}
     seen = set()
 
