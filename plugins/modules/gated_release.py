@@ -242,6 +242,20 @@ options:
       - How many components may be deploying at the same time.
     type: int
     default: 4
+  early_start:
+    description:
+      - Start a component's C(helm upgrade --install) while its dependencies are still becoming Ready, held by a
+        post-renderer that lets helm write only once the component's gate opens (its dependencies Ready and checked).
+        helm's own start, discovery and rendering then leave the critical path; what is written, and when, is the same.
+      - A component starts early only when nothing helm reads before its post-renderer can change in between - its
+        chart (pulled first when remote) has no C(crds/) and no C(lookup) call, it has no pre-manifest objects, and no
+        dependency still becoming Ready adds API types (CRDs, APIServices). Others start at their gate.
+      - At most O(concurrency) helms wait at their gates. A helm whose gate does not open (a dependency failed, the run
+        ended) writes nothing.
+      - Set C(false) for charts whose templates read the cluster in other ways (for example through a subchart the
+        collection cannot see).
+    type: bool
+    default: true
   validate_values:
     description:
       - Before anything is deployed, validate each component's values against its JSON Schema in O(values_schemas).
@@ -506,6 +520,10 @@ components:
     reason: {description: "Why that action.", type: str}
     dependencies: {description: "The managed dependencies gating this component.", type: list, elements: str}
     changed: {description: "Whether this component changed anything.", type: bool}
+    early_start:
+      description: C(true) when its helm was started early and waited at its gate (O(early_start)).
+      returned: when it was
+      type: bool
     health:
       description:
         - The component's health check - C(status) C(Passed), C(Failed), C(Skipped) (none, O(health_checks=false) or
@@ -628,6 +646,7 @@ def argument_spec():
         skip_deployment_order=dict(type="bool", default=False),
         concurrency=dict(type="int", default=4),
         validate_values=dict(type="bool", default=True),
+        early_start=dict(type="bool", default=True),
         values_schemas=dict(type="dict", default={}),
         atomic=dict(type="bool", default=False),
         clear_pending=dict(type="bool", default=False),

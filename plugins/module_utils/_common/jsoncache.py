@@ -17,9 +17,18 @@ __metaclass__ = type
 
 import json
 import os
+import stat
 import tempfile
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+
 CACHE_ENV = "AICR_RUNTIME_CACHE_DIR"
+
+
+def chosen_cache_dir(option):
+    """``(path, given)``: the ``cache_dir`` option, else :func:`default_cache_dir`; ``given`` when the user chose it
+    (the option or ``$AICR_RUNTIME_CACHE_DIR``), so that :func:`checked_cache_dir` refuses it rather than skip it."""
+    return (option or default_cache_dir()), (bool(option) or bool(os.environ.get(CACHE_ENV)))
 
 
 def default_cache_dir():
@@ -59,3 +68,54 @@ def store(path, document):
             except OSError:
                 pass
         return False
+
+
+def private_dir_problem(path, create=True):
+    """Why ``path`` is not a directory only this user can write, or None when it is. Created 0700 when missing
+    (``create``); an existing one must be a real directory (not a symlink) owned by this user and not writable by group
+    or others - in a shared ``/tmp`` anyone can create ``aicr-runtime-<uid>`` first and plant a catalog there. The one
+    rule for the unpack fallback and a given ``cache_dir``."""
+    if create:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        except FileExistsError:
+            pass  # a file or a dangling link: said below
+        except OSError as exc:
+            return "cannot be created (%s)" % (exc.strerror or exc)
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        return "cannot be read (%s)" % (exc.strerror or exc)
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symlink (to %s), not a directory of its own" % os.readlink(path)
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    if info.st_uid != os.getuid():
+        return "is owned by uid %d, not by this user (uid %d)" % (info.st_uid, os.getuid())
+    if info.st_mode & 0o022:
+        return "is writable by group or others (mode %04o)" % stat.S_IMODE(info.st_mode)
+    return None
+
+
+def private_dir(path):
+    """True when ``path`` is (or was just created as) a directory only this user can write (:func:`private_dir_problem`)."""
+    return private_dir_problem(path) is None
+
+
+def checked_cache_dir(path, given, create=True):
+    """``path`` when it is private to this user (:func:`private_dir_problem`; created 0700 when missing and ``create``).
+
+    A ``cache_dir`` the user gave (``given``) that is not is refused in one line naming it and why; the default one is
+    then not used (None: no parsed-catalog cache, archives unpacked into the private temp fallback). Without ``create``
+    a missing directory is None (nothing to read)."""
+    if not path:
+        return None
+    if not create and not os.path.lexists(path):
+        return None
+    problem = private_dir_problem(path, create=create)
+    if problem is None:
+        return path
+    if given:
+        raise AicrError("cache_dir: %s %s; allowed: a directory owned by this user that group and others cannot write (created 0700 when missing)"
+                        % (path, problem), field="cache_dir", value=path)
+    return None

@@ -13,7 +13,7 @@
   by digest, so a fresh process (each Ansible module run) skips YAML parsing.
 * A tarball is unpacked once into ``<cache_dir>/catalogs/<digest>/`` so every
   manifest has a stable absolute path.
-* ``cache_dir`` must be private to this user (``files.private_dir_problem``: created 0700 when missing, else a real
+* ``cache_dir`` must be private to this user (``jsoncache.private_dir_problem``: created 0700 when missing, else a real
   directory of this user's that group and others cannot write); a given one that is not is refused, the default
   one is then not used. Symlinks, loops and size caps: see ``files``.
 """
@@ -293,10 +293,8 @@ def load_catalog(path, cache_dir=None, persist=True, write_cache=True):
         raise AicrError("catalog: a path to an AICR recipes/ directory or a .tar.gz of one is required", field="catalog")
     source = os.path.abspath(os.path.expanduser(path))
     # a cache_dir given (the option, or $AICR_RUNTIME_CACHE_DIR) that is not private to this user is refused; the default
-    # one is then just not used (files.checked_cache_dir)
-    given = cache_dir is not None or bool(os.environ.get(jsoncache.CACHE_ENV))
-    if cache_dir is None:
-        cache_dir = default_cache_dir()
+    # one is then just not used (jsoncache.checked_cache_dir)
+    cache_dir, given = jsoncache.chosen_cache_dir(cache_dir)
     if os.path.lexists(source) and not os.path.exists(source):
         raise AicrError("catalog: %s is a broken symlink or a symlink loop (give a recipes/ directory or a .tar.gz of one)" % path,
                         field="catalog", value=path)
@@ -310,7 +308,7 @@ def load_catalog(path, cache_dir=None, persist=True, write_cache=True):
         digest = catalog_files.content_digest(entries)
         _SIGNATURES[source] = (signature, digest)
         root = source
-        cache_dir = catalog_files.checked_cache_dir(cache_dir, given, create=write_cache) if persist else None
+        cache_dir = jsoncache.checked_cache_dir(cache_dir, given, create=write_cache) if persist else None
     elif os.path.isfile(source):
         if not source.endswith((".tar.gz", ".tgz")):
             raise AicrError("catalog: %s is a file but not a .tar.gz/.tgz archive (give a recipes/ directory or a .tar.gz of one)" % path,
@@ -318,7 +316,7 @@ def load_catalog(path, cache_dir=None, persist=True, write_cache=True):
         entries = catalog_files.read_tarball(source)
         digest = catalog_files.content_digest(entries)
         root = None
-        cache_dir = catalog_files.checked_cache_dir(cache_dir, given)  # the archive is unpacked there, check mode too
+        cache_dir = jsoncache.checked_cache_dir(cache_dir, given)  # the archive is unpacked there, check mode too
     else:
         raise AicrError("catalog: %s does not exist (give a recipes/ directory or a .tar.gz of one)" % path, field="catalog", value=path)
 

@@ -11,7 +11,7 @@
   devices and directories not read), streamed one member at a time;
 - :class:`Limits`: the size caps of both (``MAX_CATALOG_BYTES`` in all, ``MAX_FILE_BYTES`` per file, ``MAX_ENTRIES``,
   ``MAX_ARCHIVE_BYTES`` for the compressed archive), checked before content is read: a gzip bomb is refused unread;
-- :func:`private_dir_problem`: the one rule for directories the caches use (the unpack fallback, a given
+- ``jsoncache.private_dir_problem`` (imported): the one rule for directories the caches use (the unpack fallback, a given
   ``cache_dir``): created 0700, else a real directory of this user's that group and others cannot write;
 - :func:`unpack`: an archive's files under ``<cache_dir>/catalogs/<digest>/``, once per digest, so every manifest has
   a stable absolute path.
@@ -33,6 +33,7 @@ import tempfile
 import zlib
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.jsoncache import private_dir
 
 # Size caps of a catalog (directory or archive), far above the real AICR catalog's (about 2 MB in 270 files, the
 # largest 600 KB): what is read is held in memory once, so these bound the memory a catalog can take.
@@ -262,57 +263,6 @@ def read_tarball(path, limits=None):
         top = tops.pop()
         entries = dict((name[len(top) + 1:], data) for name, data in entries.items())
     return entries
-
-
-def private_dir_problem(path, create=True):
-    """Why ``path`` is not a directory only this user can write, or None when it is. Created 0700 when missing
-    (``create``); an existing one must be a real directory (not a symlink) owned by this user and not writable by group
-    or others - in a shared ``/tmp`` anyone can create ``aicr-runtime-<uid>`` first and plant a catalog there. The one
-    rule for the unpack fallback and a given ``cache_dir``."""
-    if create:
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        except FileExistsError:
-            pass  # a file or a dangling link: said below
-        except OSError as exc:
-            return "cannot be created (%s)" % (exc.strerror or exc)
-    try:
-        info = os.lstat(path)
-    except OSError as exc:
-        return "cannot be read (%s)" % (exc.strerror or exc)
-    if stat.S_ISLNK(info.st_mode):
-        return "is a symlink (to %s), not a directory of its own" % os.readlink(path)
-    if not stat.S_ISDIR(info.st_mode):
-        return "is not a directory"
-    if info.st_uid != os.getuid():
-        return "is owned by uid %d, not by this user (uid %d)" % (info.st_uid, os.getuid())
-    if info.st_mode & 0o022:
-        return "is writable by group or others (mode %04o)" % stat.S_IMODE(info.st_mode)
-    return None
-
-
-def private_dir(path):
-    """True when ``path`` is (or was just created as) a directory only this user can write (:func:`private_dir_problem`)."""
-    return private_dir_problem(path) is None
-
-
-def checked_cache_dir(path, given, create=True):
-    """``path`` when it is private to this user (:func:`private_dir_problem`; created 0700 when missing and ``create``).
-
-    A ``cache_dir`` the user gave (``given``) that is not is refused in one line naming it and why; the default one is
-    then not used (None: no parsed-catalog cache, archives unpacked into the private temp fallback). Without ``create``
-    a missing directory is None (nothing to read)."""
-    if not path:
-        return None
-    if not create and not os.path.lexists(path):
-        return None
-    problem = private_dir_problem(path, create=create)
-    if problem is None:
-        return path
-    if given:
-        raise AicrError("cache_dir: %s %s; allowed: a directory owned by this user that group and others cannot write (created 0700 when missing)"
-                        % (path, problem), field="cache_dir", value=path)
-    return None
 
 
 def unpack(entries, cache_dir, digest):

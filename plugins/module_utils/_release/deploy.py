@@ -25,6 +25,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
+from ansible_collections.aicr.runtime.plugins.module_utils._release.early import DONE
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import object_owner, release_owner
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
 
@@ -120,7 +121,15 @@ class Deploy(object):
 
     def _pull_and_validate(self, comp, chart_ref, repo, flags):
         """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
-        archive = self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name), extra_flags=flags)
+        archive = self._local_chart(comp, chart_ref, repo, flags)
+        self._validate_chart_values(comp, archive)
+        return archive
+
+    def _local_chart(self, comp, chart_ref, repo, flags):
+        """The chart on local disk: a local chart as it is, a remote one pulled into the run's scratch directory."""
+        return self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name), extra_flags=flags)
+
+    def _validate_chart_values(self, comp, archive):
         schema, defaults_text = chart_schema_and_defaults(archive)
         if schema:
             defaults = deps.load(defaults_text) if defaults_text.strip() else {}
@@ -128,7 +137,6 @@ class Deploy(object):
             if problems:
                 raise AicrError("values: component %s: %d value(s) violate the chart's values.schema.json; first: %s" % (comp.name, len(problems), problems[0]),
                                 component=comp.name, problems=problems[:50])
-        return archive
 
     def _check_chart_values(self):
         """Check mode: the values of every release that would be installed or upgraded against its chart's own schema.
@@ -149,9 +157,10 @@ class Deploy(object):
         with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
             list(pool.map(check, to_check))
 
-    def _install(self, st, deadline):
-        """``helm upgrade --install`` of a component whose release must change; returns the release helm reports (read back
-        from its Secret only when helm's answer cannot be read)."""
+    def _install(self, st, deadline, early=None):
+        """``helm upgrade --install`` of a component whose release must change (``early``: a one-item list holding its
+        helm started early and waiting at its gate, which this takes and opens); returns the release helm reports (read back from its Secret only when
+        helm's answer cannot be read)."""
         comp, deployed = st.comp, st.deployed
         owner = release_owner(deployed, self.opts.stack)
         if owner is not None and not self.opts.adopt:
@@ -159,15 +168,23 @@ class Deploy(object):
                             % (comp.name, comp.namespace, comp.name, owner, self.opts.stack), component=comp.name, owner=owner)
         if deployed is not None and deployed.pending:
             self._clear_interrupted(comp, deployed)
-        chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
-        if self.opts.validate_chart_schema:
-            # pull once, validate the values against the chart's own schema, install from the archive
-            chart_ref = self._pull_and_validate(comp, chart_ref, repo, flags)
-            repo = None
-        self._ensure_namespace(comp.namespace)
-        remaining = max(1, deadline - self.clock())
-        revision = self.helm.upgrade(comp.name, comp.namespace, chart_ref, repo, comp.version, comp.values, self._labels(comp),
-                                     extra_flags=flags, atomic=self.opts.atomic, timeout=remaining, workdir=self.workdir)
+        if early and early[0] is not None:
+            self._ensure_namespace(comp.namespace)
+            held, early[0] = early[0], None
+            st.early_start = True
+            revision = self._finish_early(held, max(1, deadline - self.clock()))
+        else:
+            chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
+            if self.opts.validate_chart_schema:
+                # pull once, validate the values against the chart's own schema, install from the archive
+                chart_ref = self._pull_and_validate(comp, chart_ref, repo, flags)
+                repo = None
+            if chart_ref.startswith("/"):
+                self._installed_from(comp.name, chart_ref)
+            self._ensure_namespace(comp.namespace)
+            remaining = max(1, deadline - self.clock())
+            revision = self.helm.upgrade(comp.name, comp.namespace, chart_ref, repo, comp.version, comp.values, self._labels(comp),
+                                         extra_flags=flags, atomic=self.opts.atomic, timeout=remaining, workdir=self.workdir)
         st.changed = True
         self._action("%s %s (chart %s %s into namespace %s: %s)" % (st.action, comp.name, comp.chart, comp.version, comp.namespace, st.reason))
         answer = getattr(revision, "release", None) or {}
@@ -184,11 +201,23 @@ class Deploy(object):
         comp = st.comp
 
         def work(deadline):
+            early = [self._take_early(name)]
+            try:
+                install(deadline, early)
+            finally:
+                if early[0] is not None:  # it failed before its gate: that helm writes nothing
+                    self._drop_early(early[0], "component %s failed before its gate opened" % name)
+
+        def install(deadline, early):
             if not st.objects_surveyed:
                 self._survey_objects(st)
             self._objects_wave(st, "pre", deadline)
             if not comp.manifest_only:
-                deployed = self._install(st, deadline) if st.action != "unchanged" else st.deployed
+                installing = st.action != "unchanged"
+                deployed = self._install(st, deadline, early) if installing else st.deployed
+                written = self._write_state(st, deployed.manifest, installed=installing)
+                if written:
+                    self._written(name, written)
                 refs = release_refs(self.cluster, deployed.manifest, comp.namespace)
                 st.resources = len(refs)
                 self.wait_ready(comp, refs, deadline, "release %s" % comp.name)
@@ -201,7 +230,9 @@ class Deploy(object):
             st.message = ("deployed" if st.changed else "already deployed and Ready") + (" (%d resources)" % st.resources if st.resources else "") \
                 + ("; health check passed (%d operations)" % checked["operations"] if checked else "")
 
-        return self._step(st, overall_deadline, work)
+        phase = self._step(st, overall_deadline, work)
+        self._written(name, DONE)
+        return phase
 
     def _health_check(self, st, deadline):
         """The component's health check once it is Ready (read-only, retried until ``deadline``); None when it has none."""

@@ -40,9 +40,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
-from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import rule_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
+from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
 from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
@@ -50,8 +50,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.remove impor
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
-from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
-from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import write_gates
 
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
@@ -86,6 +84,7 @@ class Options(object):
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
         self.cache_dir = kwargs.get("cache_dir")
+        self.early_start = bool(kwargs.get("early_start", True))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
         self.health = kwargs.get("health") or health.HealthOptions()
         if self.state not in ("present", "absent"):
@@ -106,7 +105,7 @@ class Options(object):
             raise AicrError("concurrency: %s is not allowed; use at most %d" % (self.concurrency, MAX_CONCURRENCY), field="concurrency")
 
 
-class GatedRelease(Survey, Deploy, Remove, Result):
+class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
     """One run of gated_release against one cluster."""
 
     def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=time.sleep, wall=time.time, on_transition=None, checks=None):
@@ -183,7 +182,7 @@ class GatedRelease(Survey, Deploy, Remove, Result):
                 self.survey(objects=False)
                 mutation = self._mutation_planned()
                 if not mutation:
-                    self.survey()
+                    self.survey_objects()
                     mutation = self._mutation_planned()
             if mutation and not self.opts.check_mode:
                 self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
@@ -197,12 +196,14 @@ class GatedRelease(Survey, Deploy, Remove, Result):
                 self.cluster = self.inventory.cluster = Guarded(raw_cluster, lease)
                 self.helm = Guarded(raw_helm, lease)
                 try:
+                    self._start_early_starts(raw_helm)
                     self.inventory.load(self._action)
                     self.survey(objects=self.opts.state == "absent")
                     self._prefetch_renders()
                     outcomes = self._execute(start)
                     self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
                 finally:
+                    self._stop_early_starts()
                     self._stop_prefetch()
                     self.cluster = self.inventory.cluster = raw_cluster
                     self.helm = raw_helm
@@ -224,6 +225,7 @@ class GatedRelease(Survey, Deploy, Remove, Result):
         st = self.states.get(outcome.name)
         if st is None:
             return
+        self._abandon_blocked(outcome.name)
         st.phase = BLOCKED_PHASE
         st.blocked_by = list(outcome.blocked_by)
         if outcome.blocked_by:
@@ -262,6 +264,8 @@ __all__ = ["GatedRelease", "Options", "execute", "validate_values"]
 
 def validate_values(plan, schemas):
     """Validate each component's values against a JSON Schema (``{component: schema}``)."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import rule_problems  # pylint: disable=import-outside-toplevel
+
     if not schemas:
         return
     problems = []
@@ -349,7 +353,7 @@ def options_from(params, recipe, check_mode, diff):
         lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
         holder_message=params.get("holder_message"), recipe_name=recipe_name,
         cache_dir=_private_cache_dir(params) if params.get("render_cache", True) else None,
-        validate_chart_schema=params.get("validate_values", True),
+        validate_chart_schema=params.get("validate_values", True), early_start=params.get("early_start", True),
         health=health.HealthOptions(params.get("health_checks", True), params.get("health_check_timeout"), params.get("health_check_skip")),
     )
 
@@ -364,16 +368,21 @@ def _write_gates(client, params, result):
                               params["status_stack"])
     except AicrError as exc:
         return "status_stack: %s" % exc.msg
-    return write_gates(writer, result)
+    return _status().write_gates(writer, result)
+
+
+def _status():
+    """``_stack.status``, imported when a stack's status is written (``status_stack``): a run without one does not load it."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._stack import status  # pylint: disable=import-outside-toplevel
+
+    return status
 
 
 def _private_cache_dir(params):
     """The render and helm-version cache: the catalog's rule (a directory only this user can write) - a given
     ``cache_dir`` (or ``$AICR_RUNTIME_CACHE_DIR``) that is not is refused, the built-in default is then not used."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.files import checked_cache_dir  # pylint: disable=import-outside-toplevel
-
-    given = bool(params.get("cache_dir")) or bool(os.environ.get(jsoncache.CACHE_ENV))
-    return checked_cache_dir(params.get("cache_dir") or jsoncache.default_cache_dir(), given=given)
+    path, given = jsoncache.chosen_cache_dir(params.get("cache_dir"))
+    return jsoncache.checked_cache_dir(path, given=given)
 
 
 def execute(params, check_mode=False, diff=False, cluster=None, helm=None, status_client=None):
@@ -435,16 +444,24 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
             helm.start_version_probe()
         live, live_warning = None, None
         if params.get("status_stack") and not check_mode:
+            from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status  # pylint: disable=import-outside-toplevel
+
             live, live_warning = live_status(status_client or connection.client(), params["status_stack"], params.get("status_backend") or "crd",
                                              params.get("status_namespace") or "default", interval=LIVE_STATUS_INTERVAL)
-        result = run_with_live_status(live, live_warning, lambda hook: GatedRelease(cluster, helm, plan, options, on_transition=hook, checks=checks).run())
+        if live is None and live_warning is None:
+            result = GatedRelease(cluster, helm, plan, options, checks=checks).run()
+        else:
+            from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import run_with_live_status  # pylint: disable=import-outside-toplevel
+
+            result = run_with_live_status(live, live_warning, lambda hook: GatedRelease(cluster, helm, plan, options, on_transition=hook,
+                                                                                       checks=checks).run())
         result["helm_version"] = getattr(helm, "major", None)
         if getattr(helm, "warnings", None):
             result["warnings"] = list(result.get("warnings") or []) + list(helm.warnings)
         if checked is not None:
             result["preflight"] = checked
         if live is not None:
-            warning = write_gates(live.writer, result)
+            warning = _status().write_gates(live.writer, result)
             if warning:
                 result.setdefault("warnings", []).append(warning)
         if resolved is not None:

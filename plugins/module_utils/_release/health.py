@@ -25,7 +25,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import assertions
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
 
@@ -34,6 +33,12 @@ FAILED = "Failed"
 SKIPPED = "Skipped"
 NOT_RUN = "NotRun"
 
+
+def _assertions():
+    """``_common.assertions`` (and jmespath), imported when a recipe has checks: most components have none."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._common import assertions  # pylint: disable=import-outside-toplevel
+
+    return assertions
 
 def checks_of(recipe):
     """``{component: healthCheckAsserts text}`` of a recipe_resolve result (or a components list)."""
@@ -73,7 +78,7 @@ def parse_all(texts, plan_names, options):
     parsed = {}
     for name in plan_names:
         if name in texts and name not in options.skip:
-            parsed[name] = assertions.parse_check(texts[name], name)
+            parsed[name] = _assertions().parse_check(texts[name], name)
     return parsed
 
 
@@ -117,7 +122,7 @@ def run_check(cluster, check, namespace, deadline, poll_interval, clock, sleep):
         deadline = min(deadline, started + check.timeout)
     for operation in check.operations:
         while True:
-            passed, detail = assertions.evaluate(operation, _candidates(cluster, operation, namespace))
+            passed, detail = _assertions().evaluate(operation, _candidates(cluster, operation, namespace))
             if passed:
                 break
             if clock() >= deadline:
@@ -144,4 +149,4 @@ class HealthCheckFailed(AicrError):
 
 def with_timeout(check, timeout):
     """``check`` with another assert timeout (None: only the caller's deadline bounds it), for ``health_check_timeout``."""
-    return assertions.Check(check.name, check.component, check.operations, timeout, check.no_op, check.steps)
+    return _assertions().Check(check.name, check.component, check.operations, timeout, check.no_op, check.steps)

@@ -297,16 +297,21 @@ def stop_children(grace=STOP_GRACE):
     return [what for _proc, what in live]
 
 
-def _run_child(full, env, timeout, what):
-    """Run one helm child, registered while it lives (so SIGTERM of this process stops it); (returncode, stdout, stderr)."""
+def _start_child(full, env, what):
+    """Start one helm child, registered while it lives (so SIGTERM of this process stops it)."""
     cancel.on_cancel(stop_children)
     with _children_lock:  # checked, started and registered in one step: the SIGTERM handler's stop_children waits for it
         cancel.check(what)
         proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
         _children[proc] = what
+    if cancel.requested():  # SIGTERM came meanwhile: stopped whether or not the handler's stop_children saw it
+        stop_children()
+    return proc
+
+
+def _collect_child(proc, timeout):
+    """Wait for a child of :func:`_start_child`; (returncode, stdout, stderr)."""
     try:
-        if cancel.requested():  # SIGTERM came meanwhile: stopped whether or not the handler's stop_children saw it
-            stop_children()
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -317,6 +322,28 @@ def _run_child(full, env, timeout, what):
     finally:
         with _children_lock:
             _children.pop(proc, None)
+
+
+def _run_child(full, env, timeout, what):
+    """Run one helm child to its end; (returncode, stdout, stderr)."""
+    return _collect_child(_start_child(full, env, what), timeout)
+
+
+def _revision(out):
+    """The :class:`Revision` of helm's ``--output json`` answer (revision 0, no release, when it cannot be read)."""
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        answer = None
+    answer = answer if isinstance(answer, dict) else None
+    return Revision(int((answer or {}).get("version") or 0), answer)
+
+
+class EarlyUpgrade(object):
+    """A ``helm upgrade --install`` started by :meth:`HelmRunner.start_upgrade`, waiting at its gate."""
+
+    def __init__(self, release, proc, gates, gate, what):
+        self.release, self.proc, self.gates, self.gate, self.what = release, proc, gates, gate, what
 
 
 class _Completed(object):
@@ -371,9 +398,16 @@ class HelmRunner(object):
             else:
                 proc = self._run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(), timeout=timeout, check=False)
         except OSError as exc:
-            raise AicrError("helm_binary: cannot run %s (%s); install helm 3.17+ or 4, or set helm_binary" % (self.binary, exc), field="helm_binary")
+            raise self._cannot_run(exc)
         except subprocess.TimeoutExpired:
             raise AicrError("%s: helm did not finish within %ss" % (what, int(timeout or 0)))
+        return self._outcome(proc, what)
+
+    def _cannot_run(self, exc):
+        return AicrError("helm_binary: cannot run %s (%s); install helm 3.17+ or 4, or set helm_binary" % (self.binary, exc), field="helm_binary")
+
+    def _outcome(self, proc, what):
+        """helm's stdout, or the AicrError its failure is."""
         stdout = proc.stdout.decode("utf-8", "replace") if isinstance(proc.stdout, bytes) else (proc.stdout or "")
         stderr = proc.stderr.decode("utf-8", "replace") if isinstance(proc.stderr, bytes) else (proc.stderr or "")
         if proc.returncode != 0:
@@ -390,6 +424,45 @@ class HelmRunner(object):
             error.helm_output = self.repositories.redact(stdout[-2000:])  # `helm repo update` says why on stdout
             raise error
         return stdout
+
+    @property
+    def supports_early_start(self):
+        """Whether :meth:`start_upgrade` can be used (not with an injected runner, which runs a call to its end)."""
+        return self._run is None
+
+    def start_upgrade(self, release, namespace, chart_path, values, labels, gates, gate, extra_flags=None, atomic=False,
+                      timeout=None, workdir=None):
+        """Start ``helm upgrade --install`` of a local chart now, held at ``gate`` of ``gates`` (``_release.gate``) before it
+        writes anything; :meth:`finish_upgrade` opens the gate and returns what :meth:`upgrade` would."""
+        values_file = self._values_file(workdir, namespace, release, values)
+        argv = self.upgrade_argv(release, namespace, chart_path, None, None, values_file, labels,
+                                 list(extra_flags or []) + gates.helm_flags(gate), atomic, timeout)
+        self.calls.append(list(argv))
+        what = "helm upgrade --install %s" % release
+        try:
+            proc = _start_child([self.binary] + argv, gates.helm_env(self._env()), what)
+        except OSError as exc:
+            raise self._cannot_run(exc)
+        return EarlyUpgrade(release, proc, gates, gate, what)
+
+    def finish_upgrade(self, early, timeout=None):
+        """Open the gate of a :meth:`start_upgrade` helm and wait for it; the :class:`Revision` it reports."""
+        early.gates.open(early.gate)
+        try:
+            proc = _Completed(*_collect_child(early.proc, timeout))
+        except subprocess.TimeoutExpired:
+            raise AicrError("%s: helm did not finish within %ss" % (early.what, int(timeout or 0)))
+        out = self._outcome(proc, early.what)
+        cancel.note("%s done" % early.what)
+        return _revision(out)
+
+    def abandon_upgrade(self, early, reason):
+        """Stop a :meth:`start_upgrade` helm whose gate will not open: its post-renderer fails, helm writes nothing."""
+        early.gates.stop(early.gate, reason)
+        try:
+            _collect_child(early.proc, STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
 
     def start_version_probe(self):
         """Read the helm version in a background thread (a process start, ~30 ms), so that the caller can
@@ -481,20 +554,20 @@ class HelmRunner(object):
     def upgrade(self, release, namespace, chart_ref, repo, version, values, labels, extra_flags=None, atomic=False, timeout=None, workdir=None):
         """``helm upgrade --install``; returns the revision helm reports, a :class:`Revision` that carries the release helm
         printed (``--output json``: status, manifest) as ``release`` (None when the answer cannot be read)."""
-        values_file = os.path.join(workdir, "%s-%s.values.json" % (namespace, release))
-        with open(values_file, "w") as handle:
-            json.dump(values or {}, handle)
+        values_file = self._values_file(workdir, namespace, release, values)
         where = repo or chart_ref
         chart_ref, repo, extra_flags, cred = self._source(chart_ref, repo, extra_flags, timeout=timeout)
         argv = self.upgrade_argv(release, namespace, chart_ref, repo, version, values_file, labels, extra_flags, atomic, timeout)
         out = self._authenticated(argv, (timeout + 30) if timeout else None, "helm upgrade --install %s" % release, where, cred)
         cancel.note("helm upgrade --install %s done" % release)
-        try:
-            answer = json.loads(out)
-        except ValueError:
-            answer = None
-        answer = answer if isinstance(answer, dict) else None
-        return Revision(int((answer or {}).get("version") or 0), answer)
+        return _revision(out)
+
+    @staticmethod
+    def _values_file(workdir, namespace, release, values):
+        values_file = os.path.join(workdir, "%s-%s.values.json" % (namespace, release))
+        with open(values_file, "w") as handle:
+            json.dump(values or {}, handle)
+        return values_file
 
     def pull(self, chart_ref, repo, version, dest, extra_flags=None, timeout=300):
         """``helm pull`` into ``dest``; returns the path of the chart archive."""

@@ -259,7 +259,7 @@ class Guarded(object):
     reads the object again after each: one GET more every two seconds per waiting component).
     """
 
-    MUTATING = ("create", "replace", "delete", "upgrade", "uninstall")
+    MUTATING = ("create", "replace", "delete", "upgrade", "finish_upgrade", "uninstall")
 
     def __init__(self, target, lease):
         self._target = target

@@ -22,8 +22,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as constraints_mod
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 
 MODES = ("auto", "live", "never")
 
@@ -48,9 +46,9 @@ def evaluate(constraints, snap, source):
     """The pre-flight result: ``{passed, source, constraints: [...], failed: [...], skipped: [...]}`` (nothing raised)."""
     entries = []
     for constraint in constraints:
-        result = constraints_mod.evaluate(constraint, snap)
+        result = _recipe_module("constraints").evaluate(constraint, snap)
         entry = {"name": constraint.get("name") or "", "expected": str(constraint.get("value") or ""), "actual": result.actual}
-        if result.error_code == constraints_mod.NOT_FOUND:
+        if result.error_code == _recipe_module("constraints").NOT_FOUND:
             entry.update(outcome="skipped", message=result.error)
         elif result.error:
             entry.update(outcome="error", message=result.error)
@@ -64,6 +62,13 @@ def evaluate(constraints, snap, source):
             "failed": [e["name"] for e in failing], "skipped": [e["name"] for e in entries if e["outcome"] == "skipped"]}
 
 
+def _recipe_module(name):
+    """``_recipe.constraints`` or ``_recipe.snapshot``, imported when a pre-flight runs (most runs have none)."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints, snapshot  # pylint: disable=import-outside-toplevel
+
+    return {"constraints": constraints, "snapshot": snapshot}[name]
+
+
 def run(mode, recipe, snapshot=None, cluster=None):
     """The pre-flight of ``recipe`` (a recipe_resolve result) or None when it does not run; raises AicrError for a bad option."""
     if mode not in MODES:
@@ -72,7 +77,7 @@ def run(mode, recipe, snapshot=None, cluster=None):
         return None
     constraints = constraints_of(recipe)
     if snapshot is not None:
-        snap, source = snapshot_mod.load(snapshot), "snapshot"
+        snap, source = _recipe_module("snapshot").load(snapshot), "snapshot"
     else:
         snap, source = live_snapshot(cluster), "cluster"
     return evaluate(constraints, snap, source)

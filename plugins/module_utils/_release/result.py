@@ -37,6 +37,7 @@ class ComponentState(object):
         self.resources = 0
         self.objects_surveyed = False
         self.health = None  # the health check's entry (``_release.health``), once planned or run
+        self.early_start = False  # its helm was started early and waited at its gate (``_release.early``)
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -63,7 +64,8 @@ class ComponentState(object):
             "chart": comp.chart or None, "version": comp.version or None, "revision": self.revision, "namespace": comp.namespace,
             "objects": objs, "started": self.started, "duration": self.duration, "message": self.message,
             "action": self.action, "reason": self.reason, "dependencies": list(comp.gate), "changed": self.changed,
-            **({"health": dict(self.health)} if self.health is not None else {})
+            **({"health": dict(self.health)} if self.health is not None else {}),
+            **({"early_start": True} if self.early_start else {})
         }
 
 

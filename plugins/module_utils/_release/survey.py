@@ -138,6 +138,19 @@ class Survey(object):
         self.states = dict((st.comp.name, st) for st in results)
         self._survey_leftovers()
 
+    def survey_objects(self):
+        """Survey the objects of the components whose releases :meth:`survey` (``objects=False``) just read."""
+        states = [self.states[n] for n in self.plan.order if not self.states[n].objects_surveyed]
+        rendering = [st for st in states if st.comp.pre_manifest_paths or st.comp.manifest_paths]
+        inline = [st for st in states if st not in rendering]  # nothing to render or dry-run: no thread for it
+        if len(rendering) == 1 or self.opts.concurrency == 1:
+            inline, rendering = states, []
+        for st in inline:
+            self._survey_objects(st)
+        if rendering:
+            with ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, len(rendering)))) as pool:
+                list(pool.map(self._survey_objects, rendering))
+
     def _survey_leftovers(self):
         listed = set(self.plan.order) | set(s["name"] for s in self.plan.skipped if s["reason"] == "skip_components")
         leftovers = {}

@@ -296,11 +296,3 @@ def test_check_mode_never_creates_a_missing_cache_dir_for_a_directory_catalog(tm
     cache = tmp_path / "cache"
     catalog_mod.load_catalog(make_catalog(tmp_path / "cat"), cache_dir=str(cache), write_cache=False)
     assert not cache.exists()
-
-
-def test_private_dir_problem_is_the_one_rule(tmp_path):
-    assert files_mod.private_dir_problem(str(tmp_path / "fresh")) is None
-    assert stat.S_IMODE(os.stat(str(tmp_path / "fresh")).st_mode) == 0o700
-    os.chmod(str(tmp_path / "fresh"), 0o720)
-    assert files_mod.private_dir_problem(str(tmp_path / "fresh")) == "is writable by group or others (mode 0720)"
-    assert files_mod.private_dir(str(tmp_path / "fresh")) is False

@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Early start (``early_start``, default on): which dependent's helm may start before its gate opens, and when.
+
+A component's helm starts early once each of its dependencies has either finished (Ready, checked) or written
+everything it will write (its release installed, no post-manifest objects, nothing to prune) without adding API
+types; the component itself must install from a local chart (pulled now if it is remote) without ``crds/`` or
+``lookup``, and have no pre-manifest objects. The rules and why: ``_release.gate``. At most ``concurrency`` helms
+wait at their gates; one that cannot start early starts at its gate. A gate opens only from the component's own
+step, after the scheduler started it (its dependencies Ready) and after the Lease check every change makes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source
+
+DONE = "done"  # finished: Ready (and checked)
+WRITTEN = "written"  # written everything, adds no API types, becoming Ready
+WRITTEN_API = "written-api"  # written everything, adds API types: its dependents start at their gates
+
+
+
+def _gate():
+    """``_release.gate`` (sockets, the post-renderer), imported when a run installs something."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._release import gate  # pylint: disable=import-outside-toplevel
+
+    return gate
+
+class EarlyStart(object):
+    """The early-start section of :class:`~.engine.GatedRelease` (a mixin)."""
+
+    _gates = None
+    _early_closing = False
+
+    def _start_early_starts(self, raw_helm):
+        """Open the gate server when this run may start helms early (a rollout that installs with a real helm)."""
+        self._early = {}  # name -> Future of (EarlyUpgrade or None)
+        self._early_state = {}  # name -> DONE / WRITTEN / WRITTEN_API
+        self._early_begun = set()  # components whose step began: too late to start early
+        self._early_lock = threading.Lock()
+        self._early_closing = False
+        self._chart_paths = {}  # name -> the local chart it installs from
+        self._chart_traits = {}  # name -> gate.ChartTraits (None: unreadable)
+        self._raw_helm = raw_helm
+        self._early_dependents = dict((name, []) for name in self.plan.order)
+        for name in self.plan.order:
+            for dep in self.plan.deps.get(name, ()):
+                self._early_dependents.setdefault(dep, []).append(name)
+        if not (self.opts.early_start and self.opts.state == "present" and not self.opts.check_mode
+                and getattr(raw_helm, "supports_early_start", False)):
+            return
+        self._gates = _gate().GateServer(self.workdir, raw_helm.major)
+        self._early_slots = threading.BoundedSemaphore(max(1, self.opts.concurrency))
+        self._early_pool = ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, 4)), thread_name_prefix="aicr-early")
+        # the roots too: their helms start while this run reads its inventory and surveys under the Lease
+        with self._early_lock:
+            self._submit_early([name for name in self.plan.order if not self.plan.deps.get(name)])
+
+    def _stop_early_starts(self):
+        """Stop every helm still waiting at its gate (its component was blocked or the run failed): none of them writes."""
+        if self._gates is None:
+            return
+        with self._early_lock:
+            self._early_closing = True
+        self._early_pool.shutdown(wait=True)
+        with self._early_lock:
+            left = list(self._early.items())
+            self._early.clear()
+        for name, future in left:
+            early = future.result()
+            if early is not None:
+                self._raw_helm.abandon_upgrade(early, "component %s did not reach its gate" % name)
+        self._gates.close()
+        self._gates = None
+
+    def _written(self, name, state):
+        """Component ``name`` has written all it writes (``state``); start the dependents that may now start early."""
+        if self._gates is None:
+            return
+        with self._early_lock:
+            if self._early_state.get(name) == DONE:
+                return
+            self._early_state[name] = state
+            self._submit_early(self._early_dependents.get(name, ()))
+
+    def _free_slot(self):
+        """A waiting helm's slot is free again: start early what could not start for want of one."""
+        self._early_slots.release()
+        with self._early_lock:
+            self._submit_early(self.plan.order)
+
+    def _submit_early(self, names):
+        """Start early those of ``names`` whose dependencies allow it, while slots are free (the caller holds the lock)."""
+        if self._early_closing:
+            return
+        for name in names:
+            if name in self._early or name in self._early_begun:
+                continue
+            states = [self._early_state.get(dep) for dep in self.plan.deps.get(name, ())]
+            if not all(state in (DONE, WRITTEN) for state in states) or (states and WRITTEN not in states):
+                continue  # a dependency still writes or adds API types; or all are done: its gate opens now anyway
+            if not self._early_slots.acquire(blocking=False):
+                return
+            self._early[name] = self._early_pool.submit(self._start_early, name)
+
+    def _start_early(self, name):
+        """In a worker: the component's helm, started and waiting at its gate; None when it may not start early."""
+        started = None
+        try:
+            started = self._try_start_early(name)
+        except Exception:  # pylint: disable=broad-except  # any problem: it starts at its gate, which reports it
+            started = None
+        finally:
+            if started is None:
+                self._free_slot()  # it stays listed (as None): the retry starts others
+        return started
+
+    def _try_start_early(self, name):
+        st = self.states[name]
+        comp = st.comp
+        if comp.manifest_only or comp.pre_manifest_paths or st.action == "unchanged" or not comp.chart:
+            return None
+        if st.deployed is not None and st.deployed.pending:
+            return None
+        chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
+        path = self._local_chart(comp, chart_ref, repo, flags)
+        traits = self._traits_of(name, path)
+        if traits is None or traits.crds or traits.lookup:
+            return None
+        if self.opts.validate_chart_schema:
+            self._validate_chart_values(comp, path)
+        gate = self._gates.new_gate(name)
+        return self.helm.start_upgrade(comp.name, comp.namespace, path, comp.values, self._labels(comp), self._gates, gate,
+                                       extra_flags=flags, atomic=self.opts.atomic, timeout=self.opts.timeout, workdir=self.workdir)
+
+    def _traits_of(self, name, path=None):
+        """What the local chart of component ``name`` (at ``path``, or where it was installed from) reads before helm's
+        post-renderer; None when unknown. Kept per name: the survey under the Lease builds new component states."""
+        with self._early_lock:
+            if path is None:
+                known = self._chart_traits.get(name)
+                if known is not None:
+                    return known
+                path = self._chart_paths.get(name)
+                if path is None:
+                    return None
+        traits = _gate().chart_traits(path)
+        with self._early_lock:
+            self._chart_paths[name] = path
+            self._chart_traits[name] = traits
+        return traits
+
+    def _installed_from(self, name, path):
+        """The component's helm installs from the local chart ``path`` (for :meth:`_traits_of`)."""
+        if self._gates is not None:
+            with self._early_lock:
+                self._chart_paths.setdefault(name, path)
+
+    def _take_early(self, name):
+        """The component's step begins: its early helm (None when it has none); from now on none is started for it."""
+        if self._gates is None:
+            return None
+        with self._early_lock:
+            self._early_begun.add(name)
+            future = self._early.pop(name, None) if self._gates is not None else None
+        return future.result() if future is not None else None
+
+    def _abandon_blocked(self, name):
+        """A component blocked by a failed dependency: its early helm, if any, is stopped now (and frees its slot)."""
+        if self._gates is None:
+            return
+        with self._early_lock:
+            self._early_begun.add(name)
+            future = self._early.pop(name, None)
+        early = future.result() if future is not None else None
+        if early is not None:
+            self._drop_early(early, "dependency of %s failed" % name)
+
+    def _finish_early(self, early, remaining):
+        try:
+            return self.helm.finish_upgrade(early, timeout=remaining + 30)
+        finally:
+            self._free_slot()
+
+    def _drop_early(self, early, reason):
+        """Stop an early helm whose gate will not open (the component failed first)."""
+        try:
+            self._raw_helm.abandon_upgrade(early, reason)
+        finally:
+            self._free_slot()
+
+    def _write_state(self, st, manifest, installed=True):
+        """WRITTEN or WRITTEN_API for a component whose release was just written (``installed``) or found unchanged;
+        None when it still writes (post objects, pruning) and its dependents wait for it to finish."""
+        comp = st.comp
+        if self._gates is None or comp.manifest_paths or (self.opts.prune and st.stale_objects):
+            return None
+        if not installed:
+            return WRITTEN  # nothing new: what it serves is served already
+        traits = self._traits_of(comp.name)
+        try:
+            adds_api = _gate().provides_api(manifest, traits)
+        except Exception:  # pylint: disable=broad-except  # a manifest that cannot be read may add anything
+            adds_api = True
+        return WRITTEN_API if adds_api else WRITTEN
+
+
+__all__ = ["EarlyStart", "DONE", "WRITTEN", "WRITTEN_API"]
