@@ -250,6 +250,7 @@ def verify(kube, recipe, watch, since, began, ended, label, gates=None):  # pyli
     requests = [e for e in kube.audit(since=since, user=kube.user("release")) if e["time"] <= ended]
     return {
         "phases": _phases(comps, requests, starts, ready, watch, gates or {}),
+        "critical_path_cluster_s": cluster_critical_path(comps, requests, ready),
         "api_requests": len(requests),
         "api_requests_helm": sum(1 for e in requests if e["userAgent"].lower().startswith("helm/")),
         # discovery and other non-resource requests (/api, /apis, /apis/<group>/<version>, /version, /openapi)
@@ -261,15 +262,36 @@ def verify(kube, recipe, watch, since, began, ended, label, gates=None):  # pyli
     }
 
 
+def _deployments_created(requests):
+    """When each Deployment was first written (helm 3 creates it - POST; helm 4 server-side-applies it - PATCH)."""
+    created = {}
+    for entry in requests:
+        if entry["verb"] in ("create", "patch") and entry["resource"] == "deployments" and not entry["subresource"]:
+            created.setdefault((entry["namespace"], entry["name"]), entry["time"])
+    return created
+
+
+def cluster_critical_path(comps, requests, ready):
+    """The longest dependency chain of the cluster's own time per component - its Deployment written -> seen available
+    (controllers, scheduler, kwok's 1 s readiness) - what no tool can go below on this cluster."""
+    created = _deployments_created(requests)
+    by_name = dict((c["name"], c) for c in comps)
+    memo = {}
+
+    def longest(name):
+        if name not in memo:
+            key = (by_name[name]["namespace"], name)
+            memo[name] = (ready[key] - created[key]) + max([longest(d) for d in by_name[name]["dependencies"]] or [0.0])
+        return memo[name]
+
+    return round(max(longest(c["name"]) for c in comps), 3)
+
+
 def _phases(comps, requests, starts, ready, watch, gates):  # pylint: disable=too-many-arguments,too-many-locals
     """Per component, from its release Secret to its Deployment seen available (medians over the 20 components)."""
     created, pod_ready = watch.pods()
-    deployment_created, secret_deployed = {}, {}
+    deployment_created, secret_deployed = _deployments_created(requests), {}
     for entry in requests:
-        key = (entry["namespace"], entry["name"])
-        # helm 3 creates a Deployment (POST); helm 4 server-side-applies it (PATCH): the first of either
-        if entry["verb"] in ("create", "patch") and entry["resource"] == "deployments" and not entry["subresource"]:
-            deployment_created.setdefault(key, entry["time"])
         if entry["verb"] in ("update", "patch") and entry["resource"] == "secrets" and entry["name"].startswith(SECRET_PREFIX):
             secret_deployed.setdefault((entry["namespace"], entry["name"][len(SECRET_PREFIX):].rsplit(".v", 1)[0]), entry["time"])
     spans = {"release_secret_to_deployment_created": [], "deployment_created_to_pod_created": [], "pod_created_to_pod_ready": [],
@@ -489,8 +511,13 @@ def summarise(runs, nominal):
     noop_task = tools["gated_release_playbook"]["noop_gated_release_task_s"]["median"]
     ping = tools["gated_release_playbook"]["noop_ping_task_s"]["median"]
     diffs = [r["gated_release_playbook"]["noop_gated_release_task_s"] - r["gated_release_playbook"]["noop_ping_task_s"] for r in runs]
+    cluster = statistics.median(r[tool]["critical_path_cluster_s"] for r in runs for tool in TOOLS)
+    for tool in TOOLS:
+        tools[tool]["wall_over_cluster_critical_path"] = round(medians[tool] / cluster, 3)
     return {
         "critical_path_measured_s": _stats([r["gated_release_engine"]["critical_path_measured_s"] for r in runs]),
+        # the cluster's own chain (Deployment written -> available), over every tool's runs
+        "critical_path_cluster_s": _stats([r[tool]["critical_path_cluster_s"] for r in runs for tool in TOOLS]),
         "fastest_peer": fastest,
         "tools": tools,
         "noop_task_vs_ping": {"gated_release_task_s": noop_task, "ping_task_s": ping, "difference_s": _stats(diffs),

@@ -26,7 +26,6 @@ import json
 import os
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, jsoncache
-from ansible_collections.aicr.runtime.plugins.module_utils._common.jsoncache import default_cache_dir
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import files as catalog_files
@@ -283,7 +282,7 @@ def load_catalog(path, cache_dir=None, persist=True, write_cache=True):
     """Load (or fetch from the process cache) the catalog at ``path``.
 
     ``cache_dir``: where tarballs are unpacked and parsed metadata is persisted
-    (``None`` -> :func:`default_cache_dir`). ``persist=False`` disables the parsed
+    (``None`` -> ``jsoncache.default_cache_dir``). ``persist=False`` disables the parsed
     metadata cache on disk (tarballs are still unpacked, to a temp dir if needed);
     ``write_cache=False`` reads an existing cache entry but never writes one (check mode).
     """

@@ -25,12 +25,12 @@ WRITTEN = "written"  # written everything, adds no API types, becoming Ready
 WRITTEN_API = "written-api"  # written everything, adds API types: its dependents start at their gates
 
 
-
 def _gate():
     """``_release.gate`` (sockets, the post-renderer), imported when a run installs something."""
     from ansible_collections.aicr.runtime.plugins.module_utils._release import gate  # pylint: disable=import-outside-toplevel
 
     return gate
+
 
 class EarlyStart(object):
     """The early-start section of :class:`~.engine.GatedRelease` (a mixin)."""
@@ -185,6 +185,10 @@ class EarlyStart(object):
     def _finish_early(self, early, remaining):
         try:
             return self.helm.finish_upgrade(early, timeout=remaining + 30)
+        except BaseException:
+            if early.gate.decision is None:  # refused before the gate opened (the Lease lost, SIGTERM): stop that helm
+                self._raw_helm.abandon_upgrade(early, "the run stopped before the gate of %s opened" % early.release)
+            raise
         finally:
             self._free_slot()
 

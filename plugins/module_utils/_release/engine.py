@@ -453,8 +453,10 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         else:
             from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import run_with_live_status  # pylint: disable=import-outside-toplevel
 
-            result = run_with_live_status(live, live_warning, lambda hook: GatedRelease(cluster, helm, plan, options, on_transition=hook,
-                                                                                       checks=checks).run())
+            def rollout(hook):
+                return GatedRelease(cluster, helm, plan, options, on_transition=hook, checks=checks).run()
+
+            result = run_with_live_status(live, live_warning, rollout)
         result["helm_version"] = getattr(helm, "major", None)
         if getattr(helm, "warnings", None):
             result["warnings"] = list(result.get("warnings") or []) + list(helm.warnings)

@@ -51,7 +51,8 @@ _LOOKUP = re.compile(r"\blookup\s+[\"'(]|\(\s*lookup\b")
 MAX_SCANNED_BYTES = 64 * 1024 * 1024
 
 # The post-renderer: reads helm's manifests, asks the gate, writes them back unchanged on "go".
-# Runs with the interpreter of this module (shebang), standard library only.
+# Runs with the interpreter of this module (shebang), standard library only, isolated (-I: no PYTHON* variables, no
+# user site, so nothing in helm's environment can load code into it) and without site (-S: a quicker start).
 POST_RENDERER = r'''
 import os, socket, sys
 
@@ -116,7 +117,7 @@ class GateServer(object):
         self.path = path
         self.script = os.path.join(self.dir, "post-render.py")
         with open(self.script, "w") as handle:
-            handle.write("#!%s\n%s" % (sys.executable, POST_RENDERER))
+            handle.write("#!%s -IS\n%s" % (sys.executable, POST_RENDERER))
         os.chmod(self.script, 0o700)
         self.helm_major = helm_major
         self.plugins_dir = None

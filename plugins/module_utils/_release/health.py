@@ -40,6 +40,7 @@ def _assertions():
 
     return assertions
 
+
 def checks_of(recipe):
     """``{component: healthCheckAsserts text}`` of a recipe_resolve result (or a components list)."""
     found = {}

@@ -156,14 +156,25 @@ class DeployedRelease(object):
         return timeutil.age_seconds(self.created, now)
 
 
-def read_release(cluster, name, namespace):
-    """The latest revision of helm release ``name`` in ``namespace``, or None."""
-    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % name)
+def _latest(secrets, name):
+    """The latest revision of release ``name`` among helm release Secrets, as a DeployedRelease (None: no revision)."""
     secrets = [s for s in secrets if ((s.get("metadata") or {}).get("labels") or {}).get("name") == name]
     if not secrets:
         return None
     latest = max(secrets, key=lambda s: int(((s.get("metadata") or {}).get("labels") or {}).get("version") or 0))
     return DeployedRelease(latest, decode_release_secret(latest))
+
+
+def read_release(cluster, name, namespace):
+    """The latest revision of helm release ``name`` in ``namespace``, or None."""
+    return _latest(cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % name), name)
+
+
+def read_releases(cluster, names, namespace):
+    """``{name: latest revision or None}`` of several releases of one namespace: one Secret list (every helm release
+    of the namespace), where :func:`read_release` of each would make one request per release."""
+    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm")
+    return dict((name, _latest(secrets, name)) for name in names)
 
 
 def stack_releases(cluster, stack):

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import label_value
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, stack_releases
+from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, read_releases, stack_releases
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState
 
@@ -30,12 +30,17 @@ def waves_of(comp):
 class Survey(object):
     """The survey section of :class:`~.engine.GatedRelease` (a mixin)."""
 
+    _releases_read = {}  # {component: its release}, while :meth:`survey` runs (never mutated here: replaced)
+
     def _survey_release(self, comp):
         """Read-only: the deployed release and the release action (cheap: one Secret list)."""
         st = ComponentState(comp)
         if not comp.manifest_only:
             chart_source(comp.chart, comp.repository, self.opts.mirrors)  # validates chart/repository early
-            st.deployed = read_release(self.cluster, comp.name, comp.namespace)
+            if comp.name in self._releases_read:  # read with the other releases of its namespace
+                st.deployed = self._releases_read[comp.name]
+            else:
+                st.deployed = read_release(self.cluster, comp.name, comp.namespace)
             st.action, st.reason = self._release_action(comp, st.deployed)
             if st.deployed is not None:
                 st.revision = st.deployed.revision
@@ -133,8 +138,17 @@ class Survey(object):
     def survey(self, objects=True):
         """Survey every component (``objects=False``: releases only; objects are then surveyed at gate-open)."""
         comps = [self.plan.by_name[n] for n in self.plan.order]
+        shared = {}  # namespace -> its releases, where several components share it
+        for comp in comps:
+            if not comp.manifest_only:
+                shared.setdefault(comp.namespace, []).append(comp.name)
+        shared = dict((ns, names) for ns, names in shared.items() if len(names) > 1)
         with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
+            self._releases_read = {}
+            for found in pool.map(lambda item: read_releases(self.cluster, item[1], item[0]), sorted(shared.items())):
+                self._releases_read.update(found)
             results = list(pool.map(self._survey_one if objects else self._survey_release, comps))
+        self._releases_read = {}
         self.states = dict((st.comp.name, st) for st in results)
         self._survey_leftovers()
 

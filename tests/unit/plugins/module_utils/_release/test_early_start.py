@@ -4,9 +4,11 @@ import io
 import os
 import tarfile
 import threading
+import types
 
 import pytest
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.readiness import READY, assess
 
 from release_helpers import comp, engine, make_charts
@@ -64,16 +66,16 @@ class EarlyFakeHelm(object):
         if self.on_start is not None and self.deps.get(release):
             self.on_start(release)
         chart = os.path.basename(chart_path).rsplit("-", 1)[0]  # the pulled archive <chart>-<version>.tgz
-        return {"release": release, "args": (release, namespace, chart, None, None, values, labels)}
+        return types.SimpleNamespace(release=release, gate=gate, args=(release, namespace, chart, None, None, values, labels))
 
     def finish_upgrade(self, early, timeout=None):
-        self._record("finish", early["release"])
+        self._record("finish", early.release)
         with self.lock:
             self.waiting -= 1
-        return self.inner.upgrade(*early["args"])
+        return self.inner.upgrade(*early.args)
 
     def abandon_upgrade(self, early, reason):
-        self._record("abandon", early["release"], reason=reason)
+        self._record("abandon", early.release, reason=reason)
         with self.lock:
             self.waiting -= 1
 
@@ -171,4 +173,24 @@ def test_at_most_concurrency_helms_wait_at_their_gates_and_the_rest_still_conver
     assert all(c["phase"] == "Ready" for c in result["components"]), result.get("failed_message")
     assert helm.most_waiting <= 2
     assert sum(1 for c in result["components"] if c.get("early_start")) >= 2
+    assert helm.waiting == 0
+
+
+def test_a_lost_lease_at_the_gate_stops_the_waiting_helm(fakes):
+    """finish_upgrade is a change: the Lease is checked first; refused, the helm that waits is stopped, not left behind."""
+    deps = {"x": [], "y": ["x"]}
+    cluster = fakes.FakeCluster()
+    helm = EarlyFakeHelm(fakes, cluster, make_charts(fakes, {"x": NEVER}), deps)
+    finish = helm.finish_upgrade
+
+    def refused(early, timeout=None):
+        if early.release == "y":
+            raise AicrError("lease: stack test is held by another run now")
+        return finish(early, timeout)
+
+    helm.finish_upgrade = refused
+    helm.on_start = lambda release: cluster.clock.advance(2 * NEVER)
+    result = engine(cluster, helm, [comp("x"), comp("y", ["x"])], timeout=5).run()
+    assert [c["phase"] for c in result["components"]] == ["Ready", "Failed"]
+    assert helm.of("y") == ["start", "abandon"]
     assert helm.waiting == 0
