@@ -248,8 +248,9 @@ options:
         post-renderer that lets helm write only once the component's gate opens (its dependencies Ready and checked).
         helm's own start, discovery and rendering then leave the critical path; what is written, and when, is the same.
       - A component starts early only when nothing helm reads before its post-renderer can change in between - its
-        chart (pulled first when remote) has no C(crds/) and no C(lookup) call, it has no pre-manifest objects, and no
-        dependency still becoming Ready adds API types (CRDs, APIServices). Others start at their gate.
+        chart is local (a directory, or a remote chart pulled to check its values, O(validate_values)) with no
+        C(crds/) and no C(lookup) call, it has no pre-manifest objects, and no dependency still becoming Ready adds
+        API types (CRDs, APIServices). Others start at their gate.
       - At most O(concurrency) helms wait at their gates. A helm whose gate does not open (a dependency failed, the run
         ended) writes nothing.
       - Set C(false) for charts whose templates read the cluster in other ways (for example through a subchart the

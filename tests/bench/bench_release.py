@@ -18,6 +18,8 @@ Figures:
 * ``noop_rerun_wall_s``: a second run with nothing changed (target <= 2 s): no helm, no mutation.
 * ``helm_install_overhead_s``: median per-component duration minus the 1 s readiness.
   ``$AICR_BENCH_HELM`` picks the helm binary in .venv/bin (default ``helm``, v3; ``helm4``).
+* ``early_start_off_wall_s`` / ``early_start_on_wall_s``: the rollout with ``early_start`` off and on, in alternating
+  pairs (``$AICR_BENCH_REPEAT``, default 3; medians): what starting dependents' helms early gains.
 * ``objects_*``: the same DAG as manifest-only components (each applies its Deployment with
   server-side apply; no helm install), i.e. the engine and scheduler without helm's per-install cost
   (helm re-runs API discovery on every install).
@@ -25,6 +27,7 @@ Figures:
 
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -47,6 +50,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import 
 import ansible_collections.aicr.runtime.plugins.module_utils._kube.connection  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 LEVELS, WIDTH, READY_AFTER = 5, 4, 1.0
+REPEATS = int(os.environ.get("AICR_BENCH_REPEAT", "3"))
 REPOSITORY = "https://charts.bench.example/synthetic"
 
 CHART = """apiVersion: v2
@@ -97,6 +101,12 @@ def synthetic_recipe(charts_dir, manifest_only=False, tag="run"):
     return {"recipe_name": "bench-20x5", "components": components}
 
 
+def _cpu_seconds():
+    """CPU seconds of this process and its reaped children (helm, the post-renderers) so far."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def critical_path(result):
     comps = dict((c["name"], c) for c in result["components"])
     memo = {}
@@ -109,7 +119,7 @@ def critical_path(result):
     return max(longest(n) for n in comps)
 
 
-def converge(kube, workdir, concurrency, recipe, charts_dir, tag):
+def converge(kube, workdir, concurrency, recipe, charts_dir, tag, early_start=True):
     os.makedirs(workdir, exist_ok=True)
     helm_binary = str(REPO / ".venv" / "bin" / os.environ.get("AICR_BENCH_HELM", "helm"))
     cache_dir = os.path.join(workdir, "cache-%s" % tag)
@@ -118,7 +128,8 @@ def converge(kube, workdir, concurrency, recipe, charts_dir, tag):
     HelmRunner(helm_binary, version_cache_dir=cache_dir).major  # pylint: disable=pointless-statement
     params = dict(recipe=recipe, kubeconfig=kube.kubeconfig_for("release"), helm_binary=helm_binary,
                   repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
-                  poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="aicr-system", cache_dir=cache_dir)
+                  poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="aicr-system", cache_dir=cache_dir,
+                  early_start=early_start)
     began = time.perf_counter()
     first = execute(params)
     wall = time.perf_counter() - began
@@ -159,6 +170,20 @@ def run(sequential=True):
             "noop_rerun_wall_s": round(noop, 2),
             "target_noop_rerun_s": 2.0,
         }
+        # the same rollout with early_start off, alternating with it on (REPEATS pairs): what early start gains
+        pairs = []
+        for index in range(REPEATS):
+            walls = {}
+            for early in (False, True):
+                tag = "e%d%s" % (index, "on" if early else "off")
+                cpu = _cpu_seconds()
+                wall = converge(kube, workdir, 4, synthetic_recipe(Path(workdir) / tag, tag=tag), Path(workdir) / tag, tag, early_start=early)[0]
+                walls[early] = (wall, _cpu_seconds() - cpu)  # CPU of the converge and its no-op re-run: this process and its helms
+            pairs.append(walls)
+        for early, word in ((False, "off"), (True, "on")):
+            figures["early_start_%s_wall_s" % word] = round(statistics.median(p[early][0] for p in pairs), 2)
+            figures["early_start_%s_cpu_s" % word] = round(statistics.median(p[early][1] for p in pairs), 2)
+        figures["early_start_pairs"] = [{"off": round(p[False][0], 2), "on": round(p[True][0], 2)} for p in pairs]
         objects_recipe = synthetic_recipe(Path(workdir) / "objects", manifest_only=True, tag="objects")
         o_wall, o_noop, o_result = converge(kube, workdir + "/o", 4, objects_recipe, charts_dir, "objects")
         figures["objects_converge_wall_s"] = round(o_wall, 2)

@@ -2,7 +2,7 @@
 """Scale: one control node converging 1, 2, 5 and 10 inventory hosts with forks=10 (issues #8, #18).
 
 Every host is a cluster to Ansible - its own kubeconfig **context** (all in one kubeconfig file, each
-the least-privilege identity ``site`` with the host's namespace), its own stack, Lease and namespace -
+the least-privilege identity ``site`` with the host's namespace), its own stack, namespace and Lease (in ``aicr-system``, the role default, one per stack) -
 on one real control plane of the lab (a fleet of real API servers would not fit a 2-core machine
 beside the control node; the API server is not what this measures). All hosts take the example
 recipe (6 components) from one chart repository. The headline is the wall time of
@@ -47,6 +47,9 @@ from aicr_lab.charts.pytest_fixture import start_chart_repo  # noqa: E402  pylin
 from aicr_lab.controlplane.stages import READY_AFTER  # noqa: E402  pylint: disable=wrong-import-position
 from aicr_lab.kube import Kube  # noqa: E402  pylint: disable=wrong-import-position
 
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+from lab_support import example_catalog  # noqa: E402  pylint: disable=wrong-import-position
+
 EXAMPLE_REPOSITORY = "https://charts.aicr.example/examples"
 TARGET_RATIO = 2.5
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -57,11 +60,8 @@ NAMESPACE_GONE_TIMEOUT = 300
 
 def _catalog(workdir, namespace, ready_after):
     """The example catalog for one host: its components in ``namespace``, their pods Ready ``ready_after`` s after start."""
-    target = workdir / ("catalog-%s" % namespace)
-    shutil.copytree(str(REPO / "examples" / "catalog"), str(target))
-    registry = target / "registry.yaml"
-    registry.write_text(registry.read_text(encoding="utf-8").replace("defaultNamespace: aicr-demo", "defaultNamespace: %s" % namespace),
-                        encoding="utf-8")
+    # every component and its health check in the host's namespace (what the tests do)
+    target = example_catalog(workdir / ("catalog-%s" % namespace), namespace)
     annotation = {READY_AFTER: "%sms" % int(ready_after * 1000)}
     pods = {"example-operator": {"podAnnotations": annotation}, "example-agent": {"podAnnotations": annotation},
             "example-monitoring": {"example-exporter": {"podAnnotations": annotation}},
@@ -103,7 +103,6 @@ def _inventory(kubeconfig, hosts, charts_url):
             "aicr_repository_mirrors": {EXAMPLE_REPOSITORY: charts_url},
             "cluster_runtime_helm_binary": str(BIN / "helm"),
             "cluster_runtime_stack": namespace,
-            "cluster_runtime_lease_namespace": namespace,
         }
     return {"clusters": {"hosts": inventory}}
 
