@@ -30,11 +30,17 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership im
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
 
 
-def release_refs(cluster, manifest, namespace):
-    """``(apiVersion, kind, name, namespace)`` of every object of a release manifest (cluster-scoped ones without namespace)."""
+def manifest_docs(manifest):
+    """The objects (dicts) of a release manifest, parsed once for everything that reads them."""
+    return [doc for doc in deps.load_all(manifest or "") if isinstance(doc, dict)]
+
+
+def release_refs(cluster, docs, namespace):
+    """``(apiVersion, kind, name, namespace)`` of every object of a release manifest (:func:`manifest_docs`; cluster-scoped
+    ones without namespace)."""
     refs = []
-    for doc in deps.load_all(manifest or ""):
-        if not isinstance(doc, dict) or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
+    for doc in docs:
+        if not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
             continue
         ns = (doc.get("metadata") or {}).get("namespace")
         try:
@@ -157,10 +163,10 @@ class Deploy(object):
         with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
             list(pool.map(check, to_check))
 
-    def _install(self, st, deadline, early=None):
-        """``helm upgrade --install`` of a component whose release must change (``early``: a one-item list holding its
-        helm started early and waiting at its gate, which this takes and opens); returns the release helm reports (read back from its Secret only when
-        helm's answer cannot be read)."""
+    def _install(self, st, deadline):
+        """``helm upgrade --install`` of a component whose release must change (its helm started early, waiting at its
+        gate, when ``st.waiting_helm`` holds one: this takes it and opens the gate); returns the release helm reports
+        (read back from its Secret only when helm's answer cannot be read)."""
         comp, deployed = st.comp, st.deployed
         owner = release_owner(deployed, self.opts.stack)
         if owner is not None and not self.opts.adopt:
@@ -168,9 +174,9 @@ class Deploy(object):
                             % (comp.name, comp.namespace, comp.name, owner, self.opts.stack), component=comp.name, owner=owner)
         if deployed is not None and deployed.pending:
             self._clear_interrupted(comp, deployed)
-        if early and early[0] is not None:
+        if st.waiting_helm is not None:
             self._ensure_namespace(comp.namespace)
-            held, early[0] = early[0], None
+            held, st.waiting_helm = st.waiting_helm, None
             st.early_start = True
             revision = self._finish_early(held, max(1, deadline - self.clock()))
         else:
@@ -201,24 +207,26 @@ class Deploy(object):
         comp = st.comp
 
         def work(deadline):
-            early = [self._take_early(name)]
+            st.waiting_helm = self._take_early(name)
             try:
-                install(deadline, early)
+                install(deadline)
             finally:
-                if early[0] is not None:  # it failed before its gate: that helm writes nothing
-                    self._drop_early(early[0], "component %s failed before its gate opened" % name)
+                if st.waiting_helm is not None:  # it failed before its gate: that helm writes nothing
+                    held, st.waiting_helm = st.waiting_helm, None
+                    self._drop_early(held, "component %s failed before its gate opened" % name)
 
-        def install(deadline, early):
+        def install(deadline):
             if not st.objects_surveyed:
                 self._survey_objects(st)
             self._objects_wave(st, "pre", deadline)
             if not comp.manifest_only:
                 installing = st.action != "unchanged"
-                deployed = self._install(st, deadline, early) if installing else st.deployed
-                written = self._write_state(st, deployed.manifest, installed=installing)
+                deployed = self._install(st, deadline) if installing else st.deployed
+                docs = manifest_docs(deployed.manifest)
+                written = self._write_state(st, docs, installed=installing)
                 if written:
                     self._written(name, written)
-                refs = release_refs(self.cluster, deployed.manifest, comp.namespace)
+                refs = release_refs(self.cluster, docs, comp.namespace)
                 st.resources = len(refs)
                 self.wait_ready(comp, refs, deadline, "release %s" % comp.name)
             self._objects_wave(st, "post", deadline)

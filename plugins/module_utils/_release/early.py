@@ -205,7 +205,7 @@ class EarlyStart(object):
         finally:
             self._free_slot()
 
-    def _write_state(self, st, manifest, installed=True):
+    def _write_state(self, st, docs, installed=True):
         """WRITTEN or WRITTEN_API for a component whose release was just written (``installed``) or found unchanged;
         None when it still writes (post objects, pruning) and its dependents wait for it to finish."""
         comp = st.comp
@@ -215,8 +215,8 @@ class EarlyStart(object):
             return WRITTEN  # nothing new: what it serves is served already
         traits = self._traits_of(comp.name)
         try:
-            adds_api = _gate().provides_api(manifest, traits)
-        except Exception:  # pylint: disable=broad-except  # a manifest that cannot be read may add anything
+            adds_api = _gate().provides_api(docs, traits)
+        except Exception:  # pylint: disable=broad-except  # what cannot be read may add anything
             adds_api = True
         return WRITTEN_API if adds_api else WRITTEN
 

@@ -39,7 +39,6 @@ import tarfile
 import tempfile
 import threading
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 
 PLUGIN_NAME = "aicr-runtime-gate"
 GO = b"go\n"
@@ -331,12 +330,9 @@ def chart_traits(path):
     return traits
 
 
-def provides_api(manifest, traits):
-    """Whether a release adds API types: CRDs or APIServices among its objects, or ``crds/`` in its chart (``traits``:
-    :class:`ChartTraits`, None when unknown: then it may)."""
+def provides_api(docs, traits):
+    """Whether a release adds API types: CRDs or APIServices among its objects (``docs``, the parsed manifest), or
+    ``crds/`` in its chart (``traits``: :class:`ChartTraits`, None when unknown: then it may)."""
     if traits is None or traits.crds:
         return True
-    for doc in deps.load_all(manifest or ""):
-        if isinstance(doc, dict) and doc.get("kind") in API_KINDS:
-            return True
-    return False
+    return any(doc.get("kind") in API_KINDS for doc in docs)

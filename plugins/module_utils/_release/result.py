@@ -38,6 +38,7 @@ class ComponentState(object):
         self.objects_surveyed = False
         self.health = None  # the health check's entry (``_release.health``), once planned or run
         self.early_start = False  # its helm was started early and waited at its gate (``_release.early``)
+        self.waiting_helm = None  # that helm (``helm.EarlyUpgrade``) from the step's start until its gate opens
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]

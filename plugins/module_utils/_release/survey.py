@@ -30,15 +30,14 @@ def waves_of(comp):
 class Survey(object):
     """The survey section of :class:`~.engine.GatedRelease` (a mixin)."""
 
-    _releases_read = {}  # {component: its release}, while :meth:`survey` runs (never mutated here: replaced)
-
-    def _survey_release(self, comp):
-        """Read-only: the deployed release and the release action (cheap: one Secret list)."""
+    def _survey_release(self, comp, known=None):
+        """Read-only: the deployed release and the release action (cheap: one Secret list; none when ``known``, the
+        releases read with the others of their namespace, has it)."""
         st = ComponentState(comp)
         if not comp.manifest_only:
             chart_source(comp.chart, comp.repository, self.opts.mirrors)  # validates chart/repository early
-            if comp.name in self._releases_read:  # read with the other releases of its namespace
-                st.deployed = self._releases_read[comp.name]
+            if known is not None and comp.name in known:
+                st.deployed = known[comp.name]
             else:
                 st.deployed = read_release(self.cluster, comp.name, comp.namespace)
             st.action, st.reason = self._release_action(comp, st.deployed)
@@ -108,8 +107,8 @@ class Survey(object):
         st.objects_surveyed = True
         return st
 
-    def _survey_one(self, comp):
-        return self._survey_objects(self._survey_release(comp))
+    def _survey_one(self, comp, known=None):
+        return self._survey_objects(self._survey_release(comp, known))
 
     def _release_action(self, comp, deployed):
         if deployed is None:
@@ -144,11 +143,11 @@ class Survey(object):
                 shared.setdefault(comp.namespace, []).append(comp.name)
         shared = dict((ns, names) for ns, names in shared.items() if len(names) > 1)
         with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
-            self._releases_read = {}
+            known = {}
             for found in pool.map(lambda item: read_releases(self.cluster, item[1], item[0]), sorted(shared.items())):
-                self._releases_read.update(found)
-            results = list(pool.map(self._survey_one if objects else self._survey_release, comps))
-        self._releases_read = {}
+                known.update(found)
+            survey_one = self._survey_one if objects else self._survey_release
+            results = list(pool.map(lambda comp: survey_one(comp, known), comps))
         self.states = dict((st.comp.name, st) for st in results)
         self._survey_leftovers()
 

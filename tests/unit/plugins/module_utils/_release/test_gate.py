@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._release import gate as gates
+from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import manifest_docs
 
 BIN = Path(__file__).resolve().parents[5] / ".venv" / "bin"
 MANIFESTS = b"---\n# Source: c/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
@@ -171,7 +172,7 @@ def test_an_unreadable_chart_has_no_traits_and_adds_api_types(tmp_path):
     broken.write_bytes(b"not a tarball")
     assert gates.chart_traits(str(broken)) is None
     assert gates.chart_traits(str(tmp_path / "missing.tgz")) is None
-    assert gates.provides_api("", None) is True
+    assert gates.provides_api([], None) is True
 
 
 @pytest.mark.parametrize("manifest, expected", [
@@ -180,4 +181,4 @@ def test_an_unreadable_chart_has_no_traits_and_adds_api_types(tmp_path):
     ("---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\n", True),
 ])
 def test_provides_api_from_the_release_manifest(manifest, expected):
-    assert gates.provides_api(manifest, gates.ChartTraits()) is expected
+    assert gates.provides_api(manifest_docs(manifest), gates.ChartTraits()) is expected
