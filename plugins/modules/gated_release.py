@@ -47,6 +47,7 @@ extends_documentation_fragment:
   - aicr.runtime.kube
   - aicr.runtime.kube.wait
   - aicr.runtime.live_status
+  - aicr.runtime.repository_credentials
 attributes:
   check_mode:
     support: full
@@ -176,50 +177,9 @@ options:
         or a dict with C(url), C(plain_http) (OCI registries without TLS) and C(insecure_skip_tls_verify).
       - The release digest uses the upstream repository, so switching mirrors does not upgrade anything.
       - A URL with a user name or password in it (C(https://user:pass@host)) is refused, shown redacted; use
-        O(repository_credentials).
+        O(repository_credentials), which match the mirror's URL (the repository helm contacts).
     type: dict
     default: {}
-  repository_credentials:
-    description:
-      - Credentials and TLS settings of chart repositories, each for the repository helm actually contacts - the URL
-        after O(repository_mirrors) rewrote it -, matched exactly or by a C(/)-bounded prefix (the longest wins).
-      - Given to helm only in files private to the run (0600, in a 0700 directory removed when the run ends, also on
-        an error or SIGTERM), never on its command line nor in any message. An HTTP(S) repository becomes an entry
-        of a private C(repositories.yaml) and its charts are referenced by that entry's name; an OCI registry's login
-        is a private registry config (what C(helm registry login) writes).
-      - Works with helm 3 and helm 4.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      url:
-        description:
-          - Repository URL (C(https://...), C(http://...)) or OCI registry / path prefix (C(oci://host[:port][/path])).
-        type: str
-        required: true
-      username:
-        description: User name for basic authentication (HTTP) or the registry login (OCI).
-        type: str
-      password:
-        description: Password or token; never shown.
-        type: str
-      ca_file:
-        description: CA bundle (PEM) that signed the repository's server certificate.
-        type: path
-      cert_file:
-        description: Client certificate (PEM) for repositories that require one; with O(repository_credentials[].key_file).
-        type: path
-      key_file:
-        description: Key of O(repository_credentials[].cert_file).
-        type: path
-      insecure_skip_tls_verify:
-        description: Do not verify the repository's certificate (a warning says so). Prefer O(repository_credentials[].ca_file).
-        type: bool
-        default: false
-      plain_http:
-        description: OCI only - talk to the registry over plain HTTP (no TLS).
-        type: bool
-        default: false
   skip_components:
     description:
       - Components not to deploy; they count as satisfied dependencies.
@@ -624,6 +584,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive imp
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute, secret_params
+from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import REPOSITORY_CREDENTIALS_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
 
 
@@ -638,10 +599,7 @@ def argument_spec():
         helm_binary=dict(type="str", default="helm"),
         helm_home=dict(type="path"),
         repository_mirrors=dict(type="dict", default={}),
-        repository_credentials=dict(type="list", elements="dict", default=[], options=dict(
-            url=dict(type="str", required=True), username=dict(type="str"), password=dict(type="str", no_log=True),
-            ca_file=dict(type="path"), cert_file=dict(type="path"), key_file=dict(type="path", no_log=False),
-            insecure_skip_tls_verify=dict(type="bool", default=False), plain_http=dict(type="bool", default=False))),
+        repository_credentials=REPOSITORY_CREDENTIALS_SPEC,
         skip_components=dict(type="list", elements="str", default=[]),
         component_overrides=dict(type="dict", default={}),
         skip_deployment_order=dict(type="bool", default=False),

@@ -36,6 +36,7 @@ author:
   - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
   - aicr.runtime.attributes
+  - aicr.runtime.repository_credentials
 attributes:
   check_mode:
     support: full
@@ -53,7 +54,8 @@ options:
     default: json_schema
   chart:
     description:
-      - A chart directory, a packaged C(.tgz), an C(oci://) reference, or a chart name in O(repository) (fetched with C(helm pull)).
+      - A chart directory, a packaged C(.tgz), an C(oci://) reference, or a chart name in O(repository) (fetched with C(helm pull),
+        with O(repository_credentials) where the repository or registry needs them).
     type: str
   chart_version:
     description: Version to pull for a repository or C(oci://) chart.
@@ -207,6 +209,19 @@ EXAMPLES = r"""
     output: crd
   register: api
 
+- name: JSON Schema of a chart in a private repository (basic auth and a private CA; the password only in a private file)
+  aicr.runtime.values_schema:
+    chart: gpu-operator
+    repository: https://charts.internal/nvidia
+    chart_version: v25.3.0
+    discover_versions: true
+    output: crd
+    repository_credentials:
+      - url: https://charts.internal/nvidia
+        username: "{{ charts_user }}"
+        password: "{{ charts_password }}"
+        ca_file: /etc/pki/internal-ca.pem
+
 - name: Validate site values before an install
   aicr.runtime.values_schema:
     chart: charts/gpu-operator
@@ -284,6 +299,7 @@ actions:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import REPOSITORY_CREDENTIALS_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
 ARGUMENT_SPEC = dict(
@@ -293,6 +309,7 @@ ARGUMENT_SPEC = dict(
     repository=dict(type="str"),
     helm_binary=dict(type="str", default="helm"),
     plain_http=dict(type="bool", default=False),
+    repository_credentials=REPOSITORY_CREDENTIALS_SPEC,
     values_files=dict(type="list", elements="path"),
     values=dict(type="dict"),
     set=dict(type="list", elements="str"),

@@ -265,3 +265,54 @@ def test_lab_repository_rejects_what_it_should():
             repos.stop()
     finally:
         shutil.rmtree(str(root), ignore_errors=True)
+
+
+def schema_with(run_playbook, tmp_path, helm, credentials, verbosity="1", **params):
+    """values_schema through ansible-playbook with ``credentials`` and a recording helm; (run, helm log, TMPDIR)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    wrapper, log = recording_helm(tmp_path / "helm", helm)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir(exist_ok=True)
+    params.update(credentials=credentials, helm_binary=str(wrapper))
+    run = run_playbook("values_schema_credentials.yml", extravars=params,
+                       envvars={"ANSIBLE_VERBOSITY": verbosity, "TMPDIR": str(tmpdir), "ANSIBLE_REMOTE_TMP": str(tmpdir / "ansible"),
+                                "ANSIBLE_LOCAL_TEMP": str(tmpdir / "ansible-local")})
+    return run, log, tmpdir
+
+
+@pytest.mark.parametrize("helm", HELMS)
+def test_values_schema_pulls_from_the_private_repository_and_registry(run_playbook, tmp_path, private, helm):
+    """values_schema shares gated_release's pull: the HTTPS repository is a name of a private repositories.yaml, the
+    registry login a private registry config; discover_versions reads the private index with the same entry."""
+    registry = private.registry(helm)
+    credentials = [private.repo_entry(), private.registry_entry(helm)]
+    https, log, tmpdir = schema_with(run_playbook, tmp_path / "https", helm, credentials, chart="example-agent", repository=private.repo.url,
+                                     chart_version=private.version, output="crd", discover_versions=True)
+    assert https.rc == 0, https.stdout[-4000:]
+    crd = https.result("Generate")["crd"]
+    # the repository answers index.yaml only with the client certificate and the password: versions were discovered
+    assert len(crd["spec"]["versions"]) == 1, crd["spec"]["versions"]
+    pulls = [c.split("\n") for c in calls(log) if c.startswith("pull\n")]
+    assert len(pulls) == 1 and pulls[0][1].startswith("aicr-") and pulls[0][1].endswith("/example-agent") and "--repo" not in pulls[0], pulls
+    assert_no_secret_anywhere(private, https, log, tmpdir, tmp_path)
+    oci, log, tmpdir = schema_with(run_playbook, tmp_path / "oci", helm, credentials, chart=registry.url + "/private/example-agent",
+                                   chart_version=private.version)
+    assert oci.rc == 0, oci.stdout[-4000:]
+    schema = oci.result("Generate")["schema"]
+    assert schema["type"] == "object" and schema["properties"], schema
+    for call in calls(log):
+        argv = call.split("\nPATH=")[0] if "\nPATH=" in call else call
+        assert "--username" not in argv and "--password" not in argv
+        assert "HELM_REPOSITORY_CONFIG=" in call and "HELM_REGISTRY_CONFIG=" in call
+    assert_no_secret_anywhere(private, oci, log, tmpdir, tmp_path)
+
+
+def test_values_schema_wrong_password_is_one_line_naming_the_repository(run_playbook, tmp_path, private):
+    wrong = "wrong-" + secrets.token_hex(8)
+    run, log, tmpdir = schema_with(run_playbook, tmp_path, "helm4", [private.repo_entry(password=wrong)], chart="example-agent",
+                                   repository=private.repo.url, chart_version=private.version)
+    assert run.rc != 0
+    res = run.result("Generate")
+    assert "\n" not in res["msg"] and private.repo.url in res["msg"] and "repository_credentials" in res["msg"], res["msg"]
+    assert wrong not in run.stdout and all(wrong not in c for c in calls(log))
+    assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)

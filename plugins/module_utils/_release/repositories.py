@@ -35,6 +35,11 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 
 FIELD = "repository_credentials"
 KEYS = ("url", "username", "password", "ca_file", "cert_file", "key_file", "insecure_skip_tls_verify", "plain_http")
+# The modules' option (gated_release, values_schema; documented by the repository_credentials doc fragment)
+REPOSITORY_CREDENTIALS_SPEC = dict(type="list", elements="dict", default=[], options=dict(
+    url=dict(type="str", required=True), username=dict(type="str"), password=dict(type="str", no_log=True),
+    ca_file=dict(type="path"), cert_file=dict(type="path"), key_file=dict(type="path", no_log=False),
+    insecure_skip_tls_verify=dict(type="bool", default=False), plain_http=dict(type="bool", default=False)))
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]*)@")
 
 
@@ -175,6 +180,13 @@ def match(credentials, url):
     return best
 
 
+def redact_passwords(text, credentials):
+    """``text`` with the password of every :class:`Credential` in ``credentials`` replaced (the longest first)."""
+    for secret in sorted(set(c.password for c in credentials if c.password), key=len, reverse=True):
+        text = text.replace(secret, "********")
+    return text
+
+
 def _write_private(path, text):
     """Write ``text`` to ``path`` (0600), atomically: a helm reading it meanwhile sees the old or the new file."""
     partial = "%s.%d.tmp" % (path, os.getpid())
@@ -293,9 +305,7 @@ class Repositories(object):
 
     def redact(self, text):
         """``text`` with every password of these credentials replaced."""
-        for secret in sorted(self.secrets(), key=len, reverse=True):
-            text = text.replace(secret, "********")
-        return text
+        return redact_passwords(text, self.credentials)
 
 
 def explain(error_text, where, cred):

@@ -58,7 +58,7 @@ def load_sources(params):
     chart = None
     if params.get("chart"):
         chart = sources.load_chart(params["chart"], params.get("chart_version"), params.get("repository"), params.get("helm_binary") or "helm",
-                                   insecure=bool(params.get("plain_http")))
+                                   insecure=bool(params.get("plain_http")), repository_credentials=params.get("repository_credentials"))
     files = [(str(path), _read_text(path, "values_files")) for path in params.get("values_files") or []]
     if chart is None and not files and params["output"] in ("json_schema", "crd", "compare"):
         raise AicrError("chart/values_files: give a chart or at least one values file to generate a %s" % params["output"], field="chart")
@@ -113,7 +113,8 @@ def generate_crd(params, chart, files, node=None, warnings=None):
     node = node if node is not None else build_node(chart, files, warnings, k8s_schema_version=params.get("k8s_schema_version"))
     versions = params.get("versions")
     if not versions and params.get("discover_versions"):
-        versions = sources.discover_versions(params.get("repository"), chart.name if chart else chart_name(params, chart, files))
+        versions = sources.discover_versions(params.get("repository"), chart.name if chart else chart_name(params, chart, files),
+                                             repository_credentials=params.get("repository_credentials"))
     crd, dropped = crd_mod.build_crd(
         node, chart_name(params, chart, files), group=params.get("group"), kind=params.get("kind"), plural=params.get("plural"),
         domain=params.get("domain"), api_version=params.get("api_version"), scope=params.get("scope") or "Namespaced",

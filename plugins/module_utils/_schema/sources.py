@@ -16,13 +16,13 @@ __metaclass__ = type
 import json
 import os
 import shutil
-import subprocess
 import tarfile
 import tempfile
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
+from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import infer, nodes
 
 try:
@@ -180,41 +180,35 @@ def _chart_from_files(files, origin):
                  _json(schema.decode("utf-8") if schema else None, origin), subcharts, origin, meta.get("dependencies"))
 
 
-def pull(chart, version=None, repository=None, helm_binary="helm", username=None, password=None, insecure=False):
-    """``helm pull`` a chart from a repository (http or oci://) and load it."""
-    tmp = tempfile.mkdtemp(prefix="aicr-pull-")
+def pull(chart, version=None, repository=None, helm_binary="helm", insecure=False, repository_credentials=None):
+    """``helm pull`` a chart from a repository (http or oci://) and load it, as gated_release pulls (``HelmRunner.pull``):
+    with ``repository_credentials`` in files private to this call, helm's homes private too (nothing read from or left
+    in the user's)."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
+
+    tmp = tempfile.mkdtemp(prefix="aicr-pull-")  # 0700
     try:
-        argv = [helm_binary, "pull", chart, "--destination", tmp]
-        if version:
-            argv += ["--version", str(version)]
-        if repository:
-            argv += ["--repo", repository]
-        if username:
-            argv += ["--username", username, "--password-stdin"]
+        helm = HelmRunner(helm_binary, home=os.path.join(tmp, "home"), repository_credentials=repository_credentials,
+                          credentials_dir=os.path.join(tmp, "auth"))
+        flags = []
         if insecure:
-            argv += ["--insecure-skip-tls-verify"] if not chart.startswith("oci://") else ["--plain-http"]
+            flags = ["--plain-http"] if str(chart).startswith("oci://") else ["--insecure-skip-tls-verify"]
+        where = "%s%s" % (chart, " --version %s" % version if version else "")
         try:
-            proc = subprocess.run(argv, input=(password or "") if username else None, capture_output=True, text=True, timeout=300, check=False)
-        except OSError as exc:
-            raise AicrError("helm_binary: cannot run %r (%s); install helm or set helm_binary" % (helm_binary, exc), field="helm_binary", value=helm_binary)
-        except subprocess.TimeoutExpired:
-            raise AicrError("chart: helm pull %s timed out after 300 s" % chart, field="chart", value=chart)
-        if proc.returncode != 0:
-            reason = (proc.stderr or proc.stdout or "").strip().splitlines()
-            where = "%s%s" % (chart, " --version %s" % version if version else "")
-            raise AicrError("chart: helm pull %s failed: %s" % (where, reason[-1] if reason else proc.returncode),
-                            field="chart", value=chart, rc=proc.returncode, cmd=[a for a in argv if a != password])
-        archives = [f for f in os.listdir(tmp) if f.endswith(".tgz")]
-        if len(archives) != 1:
-            raise AicrError("chart: helm pull %s produced %d archives; expected one" % (chart, len(archives)), field="chart", value=chart)
-        loaded = load_tgz(os.path.join(tmp, archives[0]))
+            archive = helm.pull(str(chart), repository, version, os.path.join(tmp, "chart"), extra_flags=flags)
+        except AicrError as exc:
+            if exc.details.get("field") in ("helm_binary", "repository_credentials"):
+                raise
+            reason = exc.msg.split(" failed: ", 1)[-1]
+            raise AicrError("chart: helm pull %s failed: %s" % (where, reason), field="chart", value=chart, stderr=exc.details.get("stderr"))
+        loaded = load_tgz(archive)
         loaded.origin = chart if not repository else "%s (%s)" % (chart, repository)
         return loaded
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def load_chart(chart, version=None, repository=None, helm_binary="helm", **auth):
+def load_chart(chart, version=None, repository=None, helm_binary="helm", **pull_options):
     """A chart given as a directory, a .tgz, an ``oci://`` reference or a repository chart name."""
     infer.require_yaml()
     if not chart:
@@ -228,16 +222,33 @@ def load_chart(chart, version=None, repository=None, helm_binary="helm", **auth)
         if not repository and ("/" not in str(chart) or str(chart).startswith((".", "/", "~"))):
             raise AicrError("chart: %s does not exist; allowed: a chart directory, a .tgz, oci://..., or a chart name with repository" % chart,
                             field="chart", value=chart)
-    return pull(str(chart), version, repository, helm_binary, **auth)
+    return pull(str(chart), version, repository, helm_binary, **pull_options)
 
 
-def discover_versions(repository, chart_name, timeout=30):
-    """Versions of a chart listed in an http(s)/file repository's index.yaml, newest first as listed."""
+def _index_auth(repository, credentials):
+    """``open_url`` keywords for ``repository``'s entry of ``credentials`` (the rule helm's pulls use)."""
+    cred = repos.match(credentials, repository)
+    if cred is None:
+        return {}
+    options = {"validate_certs": not cred.insecure}
+    if cred.username:
+        options.update(url_username=cred.username, url_password=cred.password, force_basic_auth=True)
+    if cred.ca_file:
+        options["ca_path"] = cred.ca_file
+    if cred.cert_file:
+        options.update(client_cert=cred.cert_file, client_key=cred.key_file)
+    return options
+
+
+def discover_versions(repository, chart_name, timeout=30, repository_credentials=None):
+    """Versions of a chart listed in an http(s)/file repository's index.yaml, newest first as listed; the repository's
+    ``repository_credentials`` entry (basic auth, CA, client certificate) applies as it does to ``helm pull``."""
     infer.require_yaml()
     if not repository or str(repository).startswith("oci://"):
         raise AicrError("discover_versions: repository %r has no index.yaml (oci registries list no versions); give versions instead" % (repository,),
                         field="repository", value=repository)
     url = str(repository).rstrip("/") + "/index.yaml"
+    credentials = repos.normalize_credentials(repository_credentials)
     try:
         if url.startswith("file://"):
             with open(url[len("file://"):]) as handle:
@@ -245,13 +256,13 @@ def discover_versions(repository, chart_name, timeout=30):
         else:
             if not HAS_URLS:
                 raise AicrError("discover_versions: ansible.module_utils.urls is not available", field="repository")
-            response = open_url(url, timeout=timeout)
+            response = open_url(url, timeout=timeout, **_index_auth(repository, credentials))
             text = response.read().decode("utf-8")
         index = deps.load(text) or {}
     except AicrError:
         raise
     except Exception as exc:  # pylint: disable=broad-except
-        raise AicrError("repository: cannot read %s (%s)" % (url, exc), field="repository", value=repository)
+        raise AicrError("repository: cannot read %s (%s)" % (url, repos.redact_passwords(str(exc), credentials)), field="repository", value=repository)
     entries = (index.get("entries") or {}).get(chart_name) or []
     if not entries:
         raise AicrError("repository: %s lists no chart named %r" % (url, chart_name), field="repository", value=repository)

@@ -126,7 +126,7 @@ def test_helm_pull_from_http_repository(local_repo):
 def test_missing_helm_binary(tmp_path):
     with pytest.raises(AicrError) as exc:
         sources.load_chart("oci://127.0.0.1:1/charts/x", version="1.0.0", helm_binary=str(tmp_path / "no-helm"))
-    assert exc.value.msg.startswith("helm_binary: cannot run %r" % str(tmp_path / "no-helm"))
+    assert exc.value.msg.startswith("helm_binary: cannot run %s (" % (tmp_path / "no-helm"))
 
 
 def test_discover_versions_oci_refused():
@@ -187,3 +187,31 @@ def test_both_helm_majors_pull(local_repo, binary):
         pytest.skip("%s not installed (make helm)" % binary)
     chart = sources.load_chart("gpu-operator", version="v26.3.3", repository=local_repo, helm_binary=str(helm))
     assert chart.version == "v26.3.3" and chart.values()["operator"]
+
+
+def test_index_auth_takes_the_repository_entry_by_the_pull_rule(tmp_path):
+    """discover_versions reads index.yaml with the entry helm's pull would use: exact or /-bounded prefix, longest wins."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
+
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
+    creds = repos.normalize_credentials([
+        {"url": "https://charts.example/private", "username": "u", "password": "p", "ca_file": str(ca)},
+        {"url": "https://charts.example", "insecure_skip_tls_verify": True},
+    ])
+    assert sources._index_auth("https://charts.example/private/", creds) == {  # pylint: disable=protected-access
+        "validate_certs": True, "url_username": "u", "url_password": "p", "force_basic_auth": True, "ca_path": str(ca)}
+    assert sources._index_auth("https://charts.example/public", creds) == {"validate_certs": False}  # pylint: disable=protected-access
+    assert sources._index_auth("https://charts.example.org", creds) == {}  # pylint: disable=protected-access
+
+
+def test_pull_runs_helm_with_a_private_home_and_no_inherited_helm_settings(fake_helm, tmp_path, monkeypatch):
+    monkeypatch.setenv("HELM_REPOSITORY_CONFIG", str(tmp_path / "someone-elses-repositories.yaml"))
+    monkeypatch.setenv("FAKE_ENV", str(tmp_path / "env"))
+    script = fake_helm.read_text().replace('printf', 'env > "$FAKE_ENV"\nprintf', 1)
+    fake_helm.write_text(script)
+    sources.load_chart("oci://127.0.0.1:5000/charts/umbrella", version="1.2.3", helm_binary=str(fake_helm))
+    env = dict(line.split("=", 1) for line in (tmp_path / "env").read_text().splitlines() if "=" in line)
+    assert "HELM_REPOSITORY_CONFIG" not in env
+    home = env["HELM_CACHE_HOME"].rsplit("/", 2)[0]
+    assert os.path.basename(home).startswith("aicr-pull-") and not os.path.exists(home), "the private home was not removed"
