@@ -316,3 +316,26 @@ def test_values_schema_wrong_password_is_one_line_naming_the_repository(run_play
     assert "\n" not in res["msg"] and private.repo.url in res["msg"] and "repository_credentials" in res["msg"], res["msg"]
     assert wrong not in run.stdout and all(wrong not in c for c in calls(log))
     assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)
+
+
+def test_cluster_runtime_values_check_pulls_with_the_credentials(run_playbook, kube, tmp_path, private):
+    """The role's optional values check (values_schema per chart) reaches a private mirror with the role's credentials,
+    as the rollout does; before, it pulled without them and failed the play."""
+    from lab_support import example_catalog  # pylint: disable=import-outside-toplevel
+
+    wrapper, log = recording_helm(tmp_path / "helm", "helm4")
+    role_vars = {"cluster_runtime_catalog": str(example_catalog(tmp_path, kube.namespace)),
+                 "cluster_runtime_criteria": {"service": "kind", "accelerator": "h100", "intent": "training"},
+                 "cluster_runtime_kubeconfig": kube.kubeconfig_for(IDENTITY), "cluster_runtime_helm_binary": str(wrapper),
+                 "cluster_runtime_repository_mirrors": {"https://charts.aicr.example/examples": private.repo.url},
+                 "cluster_runtime_repository_credentials": [private.repo_entry()], "cluster_runtime_poll_interval": 0.2,
+                 "cluster_runtime_lease_namespace": kube.namespace, "cluster_runtime_validate_values": True}
+    run = run_playbook("release_role.yml", extravars=role_vars)
+    assert run.rc == 0, run.stdout[-5000:]
+    checks = run.result("Validate each chart component's values with values_schema")["results"]
+    assert sorted(r["item"]["name"] for r in checks) == ["example-agent", "example-crds", "example-jobs", "example-monitoring", "example-operator"]
+    assert all(r["valid"] for r in checks)
+    pulls = [c.split("\n") for c in calls(log) if c.startswith("pull\n")]
+    assert pulls and all(p[1].startswith("aicr-") and "--repo" not in p for p in pulls), pulls
+    for secret in private.secrets():
+        assert secret not in run.stdout and all(secret not in c for c in calls(log))
