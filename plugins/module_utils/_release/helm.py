@@ -580,12 +580,13 @@ class HelmRunner(object):
             json.dump(values or {}, handle)
         return values_file
 
-    def pull(self, chart_ref, repo, version, dest, extra_flags=None, timeout=300):
-        """``helm pull`` into ``dest``; returns the path of the chart archive."""
+    def pull(self, chart_ref, repo, version, dest, extra_flags=None, timeout=300, what=None):
+        """``helm pull`` into ``dest``; returns the path of the chart archive. ``what``: how a failure names the pull
+        (``<what> failed: <helm's reason>``; default ``helm pull <chart_ref>``)."""
         if chart_ref.startswith("/"):
             return chart_ref
         os.makedirs(dest, exist_ok=True)
-        where, what = repo or chart_ref, "helm pull %s" % chart_ref
+        where, what = repo or chart_ref, what or "helm pull %s" % chart_ref
         chart_ref, repo, extra_flags, cred = self._source(chart_ref, repo, extra_flags, timeout=timeout)
         argv = ["pull", chart_ref, "--destination", dest]
         if repo:

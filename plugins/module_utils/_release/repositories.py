@@ -231,9 +231,6 @@ class Repositories(object):
     def repository_cache(self):
         return os.path.join(self.directory, "repository-cache")
 
-    def secrets(self):
-        return set(c.password for c in self.credentials if c.password)
-
     def env(self):
         """The helm variables pointing at this run's private files (none without credentials)."""
         if not self.credentials:

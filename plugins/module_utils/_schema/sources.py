@@ -193,14 +193,13 @@ def pull(chart, version=None, repository=None, helm_binary="helm", insecure=Fals
         flags = []
         if insecure:
             flags = ["--plain-http"] if str(chart).startswith("oci://") else ["--insecure-skip-tls-verify"]
-        where = "%s%s" % (chart, " --version %s" % version if version else "")
+        what = "chart: helm pull %s%s" % (chart, " --version %s" % version if version else "")
         try:
-            archive = helm.pull(str(chart), repository, version, os.path.join(tmp, "chart"), extra_flags=flags)
+            archive = helm.pull(str(chart), repository, version, os.path.join(tmp, "chart"), extra_flags=flags, what=what)
         except AicrError as exc:
-            if exc.details.get("field") in ("helm_binary", "repository_credentials"):
-                raise
-            reason = exc.msg.split(" failed: ", 1)[-1]
-            raise AicrError("chart: helm pull %s failed: %s" % (where, reason), field="chart", value=chart, stderr=exc.details.get("stderr"))
+            if "field" not in exc.details:  # helm's own failure (not helm_binary, not repository_credentials): the chart's
+                exc.details.update(field="chart", value=chart)
+            raise
         loaded = load_tgz(archive)
         loaded.origin = chart if not repository else "%s (%s)" % (chart, repository)
         return loaded
