@@ -24,6 +24,7 @@ __metaclass__ = type
 import copy
 import email.utils
 import json
+import re
 import threading
 import time
 
@@ -62,6 +63,14 @@ def comparable(obj):
     return result
 
 
+def version_tuple(doc):
+    """``(major, minor)`` of a ``/version`` answer (``{"major": "1", "minor": "27+"}``); None when it has no numbers."""
+    try:
+        return tuple(int(re.match(r"\d+", str((doc or {}).get(key) or "")).group(0)) for key in ("major", "minor"))
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
 class KubeClient(object):
     """REST access to one cluster through a ``kubernetes.client.ApiClient``."""
 
@@ -71,6 +80,7 @@ class KubeClient(object):
         self.retries = retries
         self._resources = {}
         self._lock = threading.Lock()
+        self._server_version = None  # (version or None,) once read
 
     # -- transport -------------------------------------------------------
     RETRY_STATUS = (0, 429, 500, 502, 503, 504)
@@ -177,6 +187,16 @@ class KubeClient(object):
         if name:
             path += "/" + quote(name, safe=":@")
         return path, namespaced
+
+    def server_version(self):
+        """The API server's ``(major, minor)`` (``GET /version``; a provider's ``27+`` counts as 27), read once per client;
+        None when it cannot be read or parsed."""
+        if self._server_version is None:
+            try:
+                self._server_version = (version_tuple(self.get_path("/version")),)
+            except ClusterError:
+                return None
+        return self._server_version[0]
 
     def server_time(self):
         """The API server's clock, epoch seconds (the ``Date`` header of ``GET /version``, whole seconds).

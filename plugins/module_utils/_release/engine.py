@@ -43,7 +43,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive imp
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors
+from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors, server_validates_fields
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
 from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
@@ -186,6 +186,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                     mutation = self._mutation_planned()
             if mutation and not self.opts.check_mode:
                 self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
+                self.helm.server_validates_fields = server_validates_fields(self.cluster.server_version())
                 message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
                 lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
                 self._ensure_namespace(self.opts.lease_namespace)

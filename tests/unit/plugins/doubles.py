@@ -128,6 +128,11 @@ class FakeCluster:
         self.kinds[(api_version, kind)] = namespaced
 
     server_skew = 0.0  # seconds the API server's clock is ahead of this host's
+    version = (1, 37)  # the API server's (major, minor); None: /version cannot be read
+
+    def server_version(self):
+        """``KubeClient.server_version``."""
+        return self.version
 
     def server_time(self):
         """The API server's clock (``KubeClient.server_time``): this host's, plus the fake clock's offset and ``server_skew``."""
@@ -336,6 +341,7 @@ class FakeHelm:
     """Charts are functions values -> list of docs; releases stored like helm's secret driver."""
 
     major = 3
+    server_validates_fields = False  # set by the engine (HelmRunner.server_validates_fields)
 
     def __init__(self, cluster, charts=None):
         self.cluster = cluster

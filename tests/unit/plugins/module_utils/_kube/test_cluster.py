@@ -112,3 +112,21 @@ def test_errors_are_one_line_and_bodies_not_json():
         kube.get("v1", "ConfigMap", "c", "ns")
     with pytest.raises(ClusterError, match="not JSON"):
         kube.get("v1", "ConfigMap", "d", "ns")
+
+
+def test_server_version_is_read_once_and_parsed_as_providers_write_it():
+    transport = Transport({("GET", "/version"): Response(200, {"major": "1", "minor": "27+", "gitVersion": "v1.27.3-gke.100"})})
+    kube = KubeClient(ApiClient(transport))
+    assert kube.server_version() == (1, 27)
+    assert kube.server_version() == (1, 27)
+    assert [c[1] for c in transport.calls] == ["/version"]
+    assert cluster_mod.version_tuple({"major": "1", "minor": "37"}) == (1, 37)
+    assert cluster_mod.version_tuple({"major": "1", "minor": ""}) is None
+    assert cluster_mod.version_tuple(None) is None
+
+
+def test_server_version_unreadable_is_none_and_asked_again():
+    transport = Transport({("GET", "/version"): [Response(403, {"message": "forbidden"}), Response(200, {"major": "1", "minor": "30"})]})
+    kube = KubeClient(ApiClient(transport))
+    assert kube.server_version() is None
+    assert kube.server_version() == (1, 30)

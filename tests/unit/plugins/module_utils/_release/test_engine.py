@@ -61,6 +61,15 @@ def test_converges_then_rerun_is_a_noop(example):
     assert again["actions"] == []
 
 
+@pytest.mark.parametrize("version, skips", [((1, 37), True), ((1, 27), True), ((1, 26), False), (None, False)])
+def test_helm_skips_its_openapi_download_only_on_a_server_that_validates_fields(example, version, skips):
+    cluster, helm, recipe = example
+    cluster.version = version
+    result = engine(cluster, helm, recipe).run()
+    assert "failed_message" not in result, result.get("failed_message")
+    assert helm.server_validates_fields is skips
+
+
 def test_check_mode_is_the_plan_and_mutates_nothing(example):
     cluster, helm, recipe = example
     result = engine(cluster, helm, recipe, check_mode=True).run()

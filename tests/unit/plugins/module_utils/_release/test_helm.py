@@ -81,6 +81,19 @@ def test_upgrade_argv_helm3_and_helm4(tmp_path):
         assert json.loads(Path(argv[argv.index("--values") + 1]).read_text()) == {"a": 1}
 
 
+def test_openapi_download_skipped_only_where_the_server_validates_fields(tmp_path):
+    """helm's client-side OpenAPI check validates nothing on a server that validates fields itself (1.27+): only there is
+    it skipped (--disable-openapi-validation); the server's answers are the same (integration: test_early_start)."""
+    assert helm.server_validates_fields((1, 27)) and helm.server_validates_fields((2, 0))
+    assert not helm.server_validates_fields((1, 26)) and not helm.server_validates_fields(None)
+    for validates in (False, True):
+        run = Recorder([("v3.17.3", 0, ""), ('{"version": 1}', 0, "")])
+        runner = helm.HelmRunner("helmX", runner=run)
+        runner.server_validates_fields = validates
+        runner.upgrade("r", "ns", "/charts/r", None, None, {}, {}, workdir=str(tmp_path))
+        assert ("--disable-openapi-validation" in run.argv[-1]) is validates
+
+
 def test_errors_name_the_cause(tmp_path):
     run = Recorder([("v3.12.0", 0, "")])
     with pytest.raises(AicrError, match="helm >= 3.13"):
