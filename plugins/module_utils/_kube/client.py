@@ -286,10 +286,10 @@ class KubeClient(object):
     def watch_until(self, api_version, kind, name, namespace, resource_version, timeout, done):
         """Watch one object from ``resource_version`` until ``done(obj)`` holds for an event, it is deleted, or ``timeout`` passes.
 
-        Returns True when the watch was served (whatever ended it), False when it could not be opened
-        (kind not served, an error status, a network error): the caller then polls. The caller reads
-        the object again with :meth:`get` afterwards, so a watch that ends early (the server closes
-        it, 410 Gone, a dropped connection) costs one more GET, never a wrong answer.
+        Returns the object of the event for which ``done`` held; True when the watch was served and ended otherwise
+        (deleted, timed out, closed by the server, 410 Gone, a dropped connection: the caller reads the object again
+        with :meth:`get`, which costs one GET more, never a wrong answer); False when it could not be opened (kind not
+        served, an error status, a network error): the caller then polls.
         """
         try:
             path = self._path(api_version, kind, namespace)[0]
@@ -318,7 +318,7 @@ class KubeClient(object):
                     if event.get("type") in ("DELETED", "ERROR"):
                         return True
                     if event.get("type") in ("ADDED", "MODIFIED") and done(event.get("object") or {}):
-                        return True
+                        return event.get("object") or True
                 if time.monotonic() >= deadline:
                     return True
             return True

@@ -34,12 +34,13 @@ def until_current(client, refs, deadline, who, what, poll_interval=0.5, clock=ti
     pending = list(refs)
     watch_until = getattr(client, "watch_until", None)  # test doubles without watches are polled
     quick_returns = 0
+    seen = {}  # ref -> the object a watch just delivered (no second read of what the watch showed)
     while True:
         still = []
         watched = None
         for ref in pending:
             api_version, kind, name, namespace = ref
-            obj = client.get(api_version, kind, name, namespace)
+            obj = seen.pop(ref) if ref in seen else client.get(api_version, kind, name, namespace)
             state, reason = readiness.assess(obj)
             if state == readiness.FAILED:
                 raise AicrError("%s: %s %s failed (%s)" % (who, kind, _where(namespace, name), reason),
@@ -60,8 +61,15 @@ def until_current(client, refs, deadline, who, what, poll_interval=0.5, clock=ti
         if watch_until is not None and watched is not None:
             (api_version, kind, name, namespace), resource_version = watched
             began = clock()
-            if watch_until(api_version, kind, name, namespace, resource_version, max(0.05, min(WATCH_SECONDS, deadline - now)),
-                           lambda obj: readiness.assess(obj)[0] != readiness.PENDING):
+            ended = watch_until(api_version, kind, name, namespace, resource_version, max(0.05, min(WATCH_SECONDS, deadline - now)),
+                                lambda obj: readiness.assess(obj)[0] != readiness.PENDING)
+            if isinstance(ended, dict):
+                # the event that ended the watch carries the object, Ready or failed, at a newer resourceVersion than
+                # the read above: it is assessed as it is, the other pending objects are read again
+                seen[watched[0]] = ended
+                quick_returns = 0
+                continue
+            if ended:
                 # a watch that keeps ending at once without progress (a server closing it early) must not spin
                 quick_returns = quick_returns + 1 if clock() - began < 0.02 else 0
                 if quick_returns < 3:

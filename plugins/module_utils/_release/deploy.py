@@ -64,17 +64,26 @@ class Deploy(object):
 
     def _ensure_namespace(self, namespace):
         """Create the component's namespace when it is missing: a plain create, the one write RBAC needs on namespaces
-        (helm gets no --create-namespace, which helm 4 does as a server-side apply: ``patch`` on every namespace)."""
-        if self.cluster.get("v1", "Namespace", namespace) is None:
-            try:
-                self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-            except ClusterError as exc:
-                if exc.status != 409:
-                    raise
-                return False  # another component of the same namespace created it meanwhile
-            self._action("create namespace %s" % namespace)
-            return True
-        return False
+        (helm gets no --create-namespace, which helm 4 does as a server-side apply: ``patch`` on every namespace).
+        A namespace seen or created once in this run is not read again (each gate of a level would read it)."""
+        if self._namespace_present(namespace):
+            return False
+        try:
+            self.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        except ClusterError as exc:
+            if exc.status != 409:
+                raise
+            self._namespaces_present.add(namespace)
+            return False  # another component of the same namespace created it meanwhile
+        self._namespaces_present.add(namespace)
+        self._action("create namespace %s" % namespace)
+        return True
+
+    def _namespace_present(self, namespace):
+        """Whether ``namespace`` exists (read once: present stays present for this run; absent is read again)."""
+        if namespace not in self._namespaces_present and self.cluster.get("v1", "Namespace", namespace) is not None:
+            self._namespaces_present.add(namespace)
+        return namespace in self._namespaces_present
 
     def _objects_wave(self, st, wave, deadline):
         comp = st.comp

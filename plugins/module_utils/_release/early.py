@@ -141,6 +141,7 @@ class EarlyStart(object):
             return None
         if self.opts.validate_chart_schema:
             self._validate_chart_values(comp, path)
+        self._namespace_present(comp.namespace)  # a read now, so that its gate reads nothing (a missing one is created there)
         gate = self._gates.new_gate(name)
         return self.helm.start_upgrade(comp.name, comp.namespace, path, comp.values, self._labels(comp), self._gates, gate,
                                        extra_flags=flags, atomic=self.opts.atomic, timeout=self.opts.timeout, workdir=self.workdir)

@@ -124,6 +124,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self._actions_lock = threading.Lock()
         self.inventory = Inventory(cluster, options.stack, options.lease_namespace)
         self.leftovers = []
+        self._namespaces_present = set()  # namespaces this run saw or created (Deploy._ensure_namespace)
         self._rendered = {}
         self._render_futures = {}
         self._render_pool = None

@@ -34,9 +34,12 @@ def test_watch_returns_when_the_object_becomes_ready(cluster, kube):
     created = cluster.apply(deployment("watched", ns, "400ms"))
     assert readiness.assess(created)[0] == readiness.PENDING, "just created: the controllers have not made it Ready yet"
     began = time.monotonic()
-    assert cluster.watch_until("apps/v1", "Deployment", "watched", ns, created["metadata"]["resourceVersion"], 60, not_pending) is True
+    seen = cluster.watch_until("apps/v1", "Deployment", "watched", ns, created["metadata"]["resourceVersion"], 60, not_pending)
     elapsed = time.monotonic() - began
     assert elapsed < 40, "the watch must end on the Ready event, not at its timeout"
+    # it returns the object of that event: Ready, newer than what was read before
+    assert readiness.assess(seen)[0] == readiness.READY and seen["metadata"]["name"] == "watched"
+    assert int(seen["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
     assert readiness.assess(cluster.get("apps/v1", "Deployment", "watched", ns))[0] == readiness.READY
 
 
@@ -79,12 +82,19 @@ def test_wait_ready_watches_instead_of_sleeping(fakes):
         def watch_until(self, api_version, kind, name, namespace, resource_version, timeout, done):
             self.watches.append((kind, name, resource_version, timeout))
             for _step in range(100):
-                if done(self.get(api_version, kind, name, namespace) or {}):
-                    return True
+                obj = self.get(api_version, kind, name, namespace, counted=False) or {}
+                if done(obj):
+                    return obj
                 self.clock.advance(0.5)
             return True
 
+        def get(self, api_version, kind, name, namespace=None, counted=True):
+            if counted:
+                self.reads.append((kind, name))
+            return super(WatchingFakeCluster, self).get(api_version, kind, name, namespace)
+
     fake = WatchingFakeCluster()
+    fake.reads = []
     web = fakes.deployment("web", delay=3)
     web["metadata"]["namespace"] = "default"
     fake.apply(web)
@@ -94,6 +104,8 @@ def test_wait_ready_watches_instead_of_sleeping(fakes):
     engine.wait_ready(comp, [("apps/v1", "Deployment", "web", "default")], fake.clock() + 60, "release web")
     assert fake.watches and fake.watches[0][:2] == ("Deployment", "web")
     assert not slept, "with a watch there is no polling sleep"
+    # read once before the watch; the Ready object the watch delivered is not read again
+    assert fake.reads == [("Deployment", "web")]
 
 
 def test_a_daemonset_just_created_is_not_ready_before_its_controller_reports(cluster, kube):

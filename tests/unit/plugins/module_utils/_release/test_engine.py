@@ -70,6 +70,26 @@ def test_helm_skips_its_openapi_download_only_on_a_server_that_validates_fields(
     assert helm.server_validates_fields is skips
 
 
+def test_a_namespace_is_read_once_per_run_however_many_components_install_into_it(fakes):
+    class CountingCluster(fakes.FakeCluster):
+        namespace_reads = 0
+
+        def get(self, api_version, kind, name, namespace=None):
+            if kind == "Namespace" and name == "apps":
+                CountingCluster.namespace_reads += 1
+            return super(CountingCluster, self).get(api_version, kind, name, namespace)
+
+    cluster = CountingCluster()
+    helm = fakes.FakeHelm(cluster, make_charts(fakes))
+    recipe = {"components": [comp("x"), comp("y", ["x"]), comp("z", ["y"])]}
+    result = engine(cluster, helm, recipe).run()
+    assert "failed_message" not in result, result.get("failed_message")
+    assert [c["phase"] for c in result["components"]] == ["Ready"] * 3
+    assert cluster.get("v1", "Namespace", "apps") is not None
+    assert CountingCluster.namespace_reads == 2, "one read at the first gate (created then), the check above"
+    assert result["actions"].count("create namespace apps") == 1
+
+
 def test_check_mode_is_the_plan_and_mutates_nothing(example):
     cluster, helm, recipe = example
     result = engine(cluster, helm, recipe, check_mode=True).run()
