@@ -515,6 +515,9 @@ def summarise(runs, nominal):
     cluster = statistics.median(r[tool]["critical_path_cluster_s"] for r in runs for tool in TOOLS)
     for tool in TOOLS:
         tools[tool]["wall_over_cluster_critical_path"] = round(medians[tool] / cluster, 3)
+        # the cluster's path in this tool's own runs: on one machine a tool's own CPU slows the control plane beside it
+        own = statistics.median(r[tool]["critical_path_cluster_s"] for r in runs)
+        tools[tool]["wall_over_own_runs_cluster_critical_path"] = round(medians[tool] / own, 3)
     return {
         "critical_path_measured_s": _stats([r["gated_release_engine"]["critical_path_measured_s"] for r in runs]),
         # the cluster's own chain (Deployment written -> available), over every tool's runs

@@ -47,6 +47,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
+VERSION_CACHE_FILE = "helm-versions.json"
 # Kubernetes 1.27 made server-side field validation GA and always on: from there helm's client-side "OpenAPI
 # validation" (kubectl's ParamVerifyingSchema) only downloads the OpenAPI v3 document of each object's group-version to
 # confirm the server validates fields itself, and then validates nothing on the client (see HelmRunner).
@@ -56,7 +57,6 @@ SERVER_FIELD_VALIDATION_SINCE = (1, 27)
 def server_validates_fields(server_version):
     """Whether an API server of ``(major, minor)`` ``server_version`` (None: unknown) validates fields itself."""
     return server_version is not None and tuple(server_version) >= SERVER_FIELD_VALIDATION_SINCE
-VERSION_CACHE_FILE = "helm-versions.json"
 
 
 def _norm(url):
