@@ -63,6 +63,9 @@ def comparable(obj):
     return result
 
 
+_UNREAD = object()  # KubeClient.server_version not read yet (None is an answer: unparsable)
+
+
 def version_tuple(doc):
     """``(major, minor)`` of a ``/version`` answer (``{"major": "1", "minor": "27+"}``); None when it has no numbers."""
     try:
@@ -80,7 +83,7 @@ class KubeClient(object):
         self.retries = retries
         self._resources = {}
         self._lock = threading.Lock()
-        self._server_version = None  # (version or None,) once read
+        self._server_version = _UNREAD
 
     # -- transport -------------------------------------------------------
     RETRY_STATUS = (0, 429, 500, 502, 503, 504)
@@ -191,12 +194,12 @@ class KubeClient(object):
     def server_version(self):
         """The API server's ``(major, minor)`` (``GET /version``; a provider's ``27+`` counts as 27), read once per client;
         None when it cannot be read or parsed."""
-        if self._server_version is None:
+        if self._server_version is _UNREAD:
             try:
-                self._server_version = (version_tuple(self.get_path("/version")),)
+                self._server_version = version_tuple(self.get_path("/version"))
             except ClusterError:
-                return None
-        return self._server_version[0]
+                return None  # not kept: read again next time
+        return self._server_version
 
     def server_time(self):
         """The API server's clock, epoch seconds (the ``Date`` header of ``GET /version``, whole seconds).
