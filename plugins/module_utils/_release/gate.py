@@ -52,8 +52,11 @@ MAX_SCANNED_BYTES = 64 * 1024 * 1024
 # The post-renderer: reads helm's manifests, asks the gate, writes them back unchanged on "go".
 # Runs with the interpreter of this module (shebang), standard library only, isolated (-I: no PYTHON* variables, no
 # user site, so nothing in helm's environment can load code into it) and without site (-S: a quicker start).
+# It uses the C module _socket, not socket: socket's enum classes cost 15 ms of CPU per start (measured: 28 -> 12 ms per
+# post-renderer, one per early helm).
 POST_RENDERER = r'''
-import os, socket, sys
+import sys
+from _socket import AF_UNIX, SOCK_STREAM, socket
 
 def main(argv):
     # helm 4 passes the plugin's arguments after its own, helm 3 only ours: the last two are ours
@@ -61,7 +64,7 @@ def main(argv):
     manifests = sys.stdin.buffer.read()
     answer = b""
     try:
-        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn = socket(AF_UNIX, SOCK_STREAM)
         conn.connect(path)
         conn.sendall(token.encode("ascii") + b"\n")
         while not answer.endswith(b"\n"):
