@@ -53,10 +53,12 @@ MAX_SCANNED_BYTES = 64 * 1024 * 1024
 # Runs with the interpreter of this module (shebang), standard library only, isolated (-I: no PYTHON* variables, no
 # user site, so nothing in helm's environment can load code into it) and without site (-S: a quicker start).
 # It uses the C module _socket, not socket: socket's enum classes cost 15 ms of CPU per start (measured: 28 -> 12 ms per
-# post-renderer, one per early helm).
+# post-renderer, one per early helm). Once the manifests are written it leaves without the interpreter's finalisation
+# (posix._exit, posix is built in), which helm waits for after its gate opened: gate open -> exit 3.8 -> 1.0 ms.
 POST_RENDERER = r'''
 import sys
 from _socket import AF_UNIX, SOCK_STREAM, socket
+from posix import _exit
 
 def main(argv):
     # helm 4 passes the plugin's arguments after its own, helm 3 only ours: the last two are ours
@@ -79,7 +81,8 @@ def main(argv):
         sys.stderr.write("aicr.runtime gate closed: %s\n" % reason)
         return 3
     sys.stdout.buffer.write(manifests)
-    return 0
+    sys.stdout.buffer.flush()
+    _exit(0)
 
 sys.exit(main(sys.argv))
 '''
