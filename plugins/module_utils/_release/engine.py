@@ -125,6 +125,8 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self.inventory = Inventory(cluster, options.stack, options.lease_namespace)
         self.leftovers = []
         self._namespaces_present = set()  # namespaces this run saw or created (Deploy._ensure_namespace)
+        self._namespaces_lock = threading.Lock()
+        self._namespace_locks = {}  # namespace -> the lock its one read holds (Deploy._namespace_present)
         self._rendered = {}
         self._render_futures = {}
         self._render_pool = None

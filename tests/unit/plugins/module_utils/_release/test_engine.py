@@ -90,6 +90,32 @@ def test_a_namespace_is_read_once_per_run_however_many_components_install_into_i
     assert result["actions"].count("create namespace apps") == 1
 
 
+def test_components_reaching_their_gates_together_read_their_namespace_once(fakes):
+    """Four independent components of one namespace open their gates at once: one reads it, three wait for its answer.
+    The first read holds on until a second one arrives (or 0.5 s pass), so concurrent reads cannot miss each other."""
+    second_read = threading.Event()
+
+    class CountingCluster(fakes.FakeCluster):
+        namespace_reads = 0
+
+        def get(self, api_version, kind, name, namespace=None):
+            if kind == "Namespace" and name == "apps":
+                CountingCluster.namespace_reads += 1
+                if CountingCluster.namespace_reads == 1:
+                    second_read.wait(0.5)
+                else:
+                    second_read.set()
+            return super(CountingCluster, self).get(api_version, kind, name, namespace)
+
+    cluster = CountingCluster()
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}})
+    helm = fakes.FakeHelm(cluster, make_charts(fakes))
+    result = engine(cluster, helm, {"components": [comp(name) for name in ("a", "b", "c", "d")]}, concurrency=4).run()
+    assert "failed_message" not in result, result.get("failed_message")
+    assert CountingCluster.namespace_reads == 1
+    assert not second_read.is_set()
+
+
 def test_check_mode_is_the_plan_and_mutates_nothing(example):
     cluster, helm, recipe = example
     result = engine(cluster, helm, recipe, check_mode=True).run()
