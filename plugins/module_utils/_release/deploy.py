@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeutil, validation
@@ -85,9 +84,7 @@ class Deploy(object):
         components of a level reach their gates together: one of them reads, the others wait for its answer."""
         if namespace in self._namespaces_present:
             return True
-        with self._namespaces_lock:
-            lock = self._namespace_locks.setdefault(namespace, threading.Lock())
-        with lock:
+        with self._namespace_locks(namespace):
             if namespace not in self._namespaces_present and self.cluster.get("v1", "Namespace", namespace) is not None:
                 self._namespaces_present.add(namespace)
         return namespace in self._namespaces_present

@@ -39,6 +39,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.component imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
@@ -125,8 +126,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self.inventory = Inventory(cluster, options.stack, options.lease_namespace)
         self.leftovers = []
         self._namespaces_present = set()  # namespaces this run saw or created (Deploy._ensure_namespace)
-        self._namespaces_lock = threading.Lock()
-        self._namespace_locks = {}  # namespace -> the lock its one read holds (Deploy._namespace_present)
+        self._namespace_locks = KeyedLocks()  # the one read of a namespace (Deploy._namespace_present)
         self._rendered = {}
         self._render_futures = {}
         self._render_pool = None

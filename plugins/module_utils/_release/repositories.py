@@ -32,6 +32,7 @@ import re
 import threading
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 
 FIELD = "repository_credentials"
 KEYS = ("url", "username", "password", "ca_file", "cert_file", "key_file", "insecure_skip_tls_verify", "plain_http")
@@ -209,7 +210,7 @@ class Repositories(object):
         self.directory = directory
         self._lock = threading.Lock()
         self._written = False
-        self._updated = {}
+        self._index_locks = KeyedLocks()
         self.indexed = set()
         self.warnings = ["repository_credentials: TLS verification is off for %s (insecure_skip_tls_verify)" % c.url
                          for c in self.credentials if c.insecure]
@@ -297,8 +298,7 @@ class Repositories(object):
 
     def index_lock(self, name):
         """The lock under which repository ``name``'s index is fetched, once per run (``indexed`` holds the names done)."""
-        with self._lock:
-            return self._updated.setdefault(name, threading.Lock())
+        return self._index_locks(name)
 
     def redact(self, text):
         """``text`` with every password of these credentials replaced."""
