@@ -130,6 +130,9 @@ def wait_until_busy(rollout):
     wait_for(lambda: kube.rest.get("/api/v1/namespaces/%s/secrets" % kube.namespace, labelSelector="owner=helm,name=slow,status=deployed")["items"],
              "slow deployed")
     wait_for(lambda: [p for p in helm_children_of_this_test(rollout.helm) if "upgrade" in processes().get(p, (0, []))[1]], "hooks' helm upgrade")
+    # slow's Secret says deployed a moment before its helm prints its answer and exits: only then is slow done
+    wait_for(lambda: not [p for p in helm_children_of_this_test(rollout.helm) if processes().get(p, (0, []))[1][1:3] == ["upgrade", "slow"]],
+             "slow's helm upgrade to exit")
     modules = wait_for(lambda: [pid for pid, argv in descendants(rollout.proc.pid).items()
                                 if any("AnsiballZ_gated_release" in a for a in argv) and alive(pid)], "the module's process")
     # the deepest one is the module itself (a wrapper shell may start it)

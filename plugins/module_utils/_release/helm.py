@@ -297,9 +297,13 @@ def _alive(proc):
 
 
 def stop_children(grace=STOP_GRACE):
-    """SIGTERM every live helm child, SIGKILL those still running after ``grace``; returns what each was doing."""
+    """SIGTERM every live helm child, SIGKILL those still running after ``grace``; returns what each was doing.
+
+    A child that already exited but whose worker has not collected it yet is not listed: it was not stopped (its worker
+    reports it done, or failed, as it ends).
+    """
     with _children_lock:
-        live = list(_children.items())
+        live = [(proc, what) for proc, what in _children.items() if _alive(proc)]
     for proc, _what in live:
         try:
             proc.terminate()

@@ -124,6 +124,21 @@ def test_a_helm_child_started_from_a_worker_thread_is_stopped(tmp_path):
     assert helm._children == {}  # pylint: disable=protected-access
 
 
+def test_a_helm_child_that_exited_before_sigterm_is_not_reported_stopped(tmp_path):
+    """Between a helm child's exit and its worker collecting it, SIGTERM stops only what still runs: the finished child
+    is its worker's to report (done), never "stopped" as well."""
+    finished = helm._start_child(["/bin/sh", "-c", "exit 0"], dict(os.environ), "helm upgrade --install slow")  # pylint: disable=protected-access
+    running = helm._start_child(["/bin/sh", "-c", "exec sleep 600"], dict(os.environ), "helm upgrade --install hooks")  # pylint: disable=protected-access
+    try:
+        wait_for(lambda: not helm._alive(finished), "the first child's exit")  # pylint: disable=protected-access
+        assert helm.stop_children(grace=10) == ["helm upgrade --install hooks"]
+        assert finished.returncode is None, "the exited child is left to its worker to collect"
+    finally:
+        for proc in (finished, running):
+            helm._collect_child(proc, 30)  # pylint: disable=protected-access
+    assert running.returncode == -signal.SIGTERM and finished.returncode == 0
+
+
 def test_call_engine_fails_in_one_line_saying_what_was_done_and_stopped():
     module = FakeModule()
 
