@@ -473,6 +473,11 @@ live_status:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimports
+
+# Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
+zipimports.install()
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import require_libraries
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric

@@ -579,6 +579,11 @@ live_status:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimports
+
+# Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
+zipimports.install()
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import DEFAULT_SENSITIVE_VALUES
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC

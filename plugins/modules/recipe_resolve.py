@@ -294,6 +294,11 @@ relaxed_dimensions:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimports
+
+# Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
+zipimports.install()
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC, resolve_from_options
 
