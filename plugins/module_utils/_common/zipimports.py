@@ -45,9 +45,9 @@ PRUNE_AFTER_SECONDS = 30 * 24 * 3600
 
 
 def interpreter_tag():
-    """The directory of this interpreter's entries: its implementation, version and bytecode magic (the same source
-    compiles to different code on another Python)."""
-    return "%s-%d%d-%s" % (sys.implementation.name, sys.version_info[0], sys.version_info[1], MAGIC_NUMBER.hex())
+    """The directory of this interpreter's entries: its implementation, version, bytecode magic and optimisation level
+    (the same source compiles to different code on another Python, or under ``-O``)."""
+    return "%s-%d%d-%s-opt%d" % (sys.implementation.name, sys.version_info[0], sys.version_info[1], MAGIC_NUMBER.hex(), sys.flags.optimize)
 
 
 def bytecode_dir(cache_dir=None):

@@ -167,6 +167,19 @@ def test_entries_not_written_for_a_month_are_pruned_when_a_new_one_is_written(tm
     assert len(entries(cache)) == 4
 
 
+def test_code_compiled_under_another_optimisation_level_is_not_shared(tmp_path):
+    cache = tmp_path / "cache"
+    probe(tmp_path, payload(tmp_path / "one.zip"), cache)
+    script = tmp_path / "probe.py"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "AICR_RUNTIME_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-I", "-S", "-O", str(script), str(tmp_path / "one.zip")], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(demo_compiles(json.loads(done.stdout))) == 3, "compiled again for -O"
+    tag = zipimports.interpreter_tag()
+    assert sorted(p.name for p in (cache / "bytecode").iterdir()) == sorted([tag, tag.replace("-opt0", "-opt1")])
+
+
 def test_outside_a_zip_archive_nothing_is_installed():
     before = list(sys.meta_path)
     assert zipimports.install() is None
