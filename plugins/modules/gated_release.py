@@ -308,6 +308,8 @@ options:
       - It must be a directory only this user can write (created C(0700) when missing); a given one (or
         C($AICR_RUNTIME_CACHE_DIR)) that is group- or world-writable, a symlink or another user's is refused, the
         built-in default in that state is not used.
+      - The compiled code of the collection's own modules is kept under the default directory, never under this one,
+        since a module's imports run before its options are read.
     type: path
   snapshot:
     description:

@@ -94,6 +94,8 @@ options:
     description:
       - Directory for the parsed-catalog cache and for unpacked catalog archives.
       - Defaults to C($AICR_RUNTIME_CACHE_DIR), else C($XDG_CACHE_HOME/aicr-runtime), else C(~/.cache/aicr-runtime).
+      - The compiled code of the collection's own modules is kept under the default directory, never under this one,
+        since a module's imports run before its options are read.
     type: path
   use_cache:
     description:

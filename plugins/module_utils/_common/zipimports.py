@@ -33,7 +33,6 @@ import os
 import sys
 import tempfile
 import time
-import zipfile
 import zipimport
 from importlib.util import MAGIC_NUMBER, spec_from_loader
 
@@ -50,10 +49,12 @@ def interpreter_tag():
     return "%s-%d%d-%s-opt%d" % (sys.implementation.name, sys.version_info[0], sys.version_info[1], MAGIC_NUMBER.hex(), sys.flags.optimize)
 
 
-def bytecode_dir(cache_dir=None):
-    """``<cache dir>/bytecode/<interpreter tag>`` when it and the directories above it that this module creates are
-    private to this user (created 0700 when missing), else None: no cache, each source still compiled once."""
-    base = cache_dir or jsoncache.default_cache_dir()
+def bytecode_dir():
+    """``<default cache dir>/bytecode/<interpreter tag>`` when it and the directories above it that this module creates
+    are private to this user (created 0700 when missing), else None: no cache, each source still compiled once.
+
+    The default cache directory, not a module's ``cache_dir`` option: the imports run before the options are read."""
+    base = jsoncache.default_cache_dir()
     for path in (base, os.path.join(base, "bytecode"), os.path.join(base, "bytecode", interpreter_tag())):
         if jsoncache.private_dir_problem(path) is not None:
             return None
@@ -61,32 +62,34 @@ def bytecode_dir(cache_dir=None):
 
 
 class CodeCache:
-    """Code objects in files named by the digest of their source, in a directory private to this user."""
+    """Code objects in files named by the digest of their source (:meth:`key`), in a directory private to this user."""
 
     def __init__(self, directory):
         self.directory = directory
         self._pruned = False
 
-    def _path(self, source):
-        return os.path.join(self.directory, hashlib.sha256(source).hexdigest())
+    @staticmethod
+    def key(source):
+        """The name of the entry for ``source`` (bytes)."""
+        return hashlib.sha256(source).hexdigest()
 
-    def load(self, source):
-        """The code compiled from ``source`` earlier, or None."""
+    def load(self, key):
+        """The code stored under ``key`` earlier, or None."""
         try:
-            with open(self._path(source), "rb") as handle:
+            with open(os.path.join(self.directory, key), "rb") as handle:
                 code = marshal.loads(handle.read())
         except (OSError, EOFError, ValueError, TypeError):
             return None
         return code if hasattr(code, "co_code") else None
 
-    def store(self, source, code):
-        """Keep ``code`` for ``source`` (written to a temporary file, then renamed: a reader never sees half of it)."""
+    def store(self, key, code):
+        """Keep ``code`` under ``key`` (written to a temporary file, then renamed: a reader never sees half of it)."""
         staging = None
         try:
             handle, staging = tempfile.mkstemp(dir=self.directory, prefix=".code-")
             with os.fdopen(handle, "wb") as out:
                 out.write(marshal.dumps(code))
-            os.replace(staging, self._path(source))
+            os.replace(staging, os.path.join(self.directory, key))
         except (OSError, ValueError):
             if staging is not None:
                 try:
@@ -119,18 +122,19 @@ class CodeCache:
 class CompileOnceLoader:
     """Runs one module of the archive from its source, compiled once (or its cached code)."""
 
-    def __init__(self, fullname, source, origin, is_package, cache):
-        self.name, self.source, self.origin, self._is_package, self.cache = fullname, source, origin, is_package, cache
+    def __init__(self, source, origin, is_package, cache):
+        self.source, self.origin, self._is_package, self.cache = source, origin, is_package, cache
 
     def create_module(self, spec):  # pylint: disable=unused-argument
         return None  # Python's default module object
 
     def get_code(self, fullname):  # pylint: disable=unused-argument
-        code = self.cache.load(self.source) if self.cache else None
+        key = self.cache.key(self.source) if self.cache else None
+        code = self.cache.load(key) if key else None
         if code is None:
             code = compile(self.source, self.origin, "exec", dont_inherit=True)
-            if self.cache:
-                self.cache.store(self.source, code)
+            if key:
+                self.cache.store(key, code)
         elif code.co_filename != self.origin:
             code = _with_filename(code, self.origin)
         return code
@@ -159,26 +163,28 @@ class CompileOnceFinder:
     def __init__(self, archive, cache):
         self.archive = archive
         self.cache = cache
-        with zipfile.ZipFile(archive) as payload:
-            self.members = frozenset(payload.namelist())
+        # the archive is on sys.path already, so zipimport has read its directory once: this reader shares it
         self._reader = zipimport.zipimporter(archive)
+
+    def _member(self, base):
+        """``(source, member, is_package)`` of the package or module ``base`` (a path in the archive), or None."""
+        for member, is_package in ((base + "/__init__.py", True), (base + ".py", False)):
+            try:
+                return self._reader.get_data(member), member, is_package
+            except OSError:
+                continue  # not in the archive
+        return None
 
     def find_spec(self, fullname, path=None, target=None):  # pylint: disable=unused-argument
         if not fullname.startswith(COLLECTION_PREFIX):
             return None
         base = fullname.replace(".", "/")
-        if base + "/__init__.py" in self.members:
-            member, is_package = base + "/__init__.py", True
-        elif base + ".py" in self.members:
-            member, is_package = base + ".py", False
-        else:
+        found = self._member(base)
+        if found is None:
             return None  # not in the payload: Python's other finders say what is missing
-        try:
-            source = self._reader.get_data(member)
-        except OSError:
-            return None
+        source, member, is_package = found
         origin = os.path.join(self.archive, member)
-        spec = spec_from_loader(fullname, CompileOnceLoader(fullname, source, origin, is_package, self.cache), origin=origin,
+        spec = spec_from_loader(fullname, CompileOnceLoader(source, origin, is_package, self.cache), origin=origin,
                                 is_package=is_package)
         spec.has_location = True  # __file__ is the member's path in the archive, as zipimport sets it
         if is_package:
@@ -186,7 +192,7 @@ class CompileOnceFinder:
         return spec
 
 
-def install(cache_dir=None):
+def install():
     """Put a :class:`CompileOnceFinder` for the archive this module was imported from first on ``sys.meta_path``; the
     finder, or None outside a zip archive. Once per archive (a second call returns the first finder)."""
     loader = globals().get("__loader__")
@@ -195,10 +201,10 @@ def install(cache_dir=None):
     for finder in sys.meta_path:
         if isinstance(finder, CompileOnceFinder) and finder.archive == loader.archive:
             return finder
-    directory = bytecode_dir(cache_dir)
+    directory = bytecode_dir()
     try:
         finder = CompileOnceFinder(loader.archive, CodeCache(directory) if directory else None)
-    except (OSError, zipfile.BadZipFile):
+    except zipimport.ZipImportError:
         return None  # Python's zipimport goes on importing as before
     sys.meta_path.insert(0, finder)
     return finder
