@@ -37,8 +37,14 @@ def live_snapshot(cluster):
     """The cluster's facts as a Snapshot, read through the API (``cluster_facts``' reading: version and nodes)."""
     from ansible_collections.aicr.runtime.plugins.module_utils._recipe import facts  # pylint: disable=import-outside-toplevel
 
-    version = cluster.get_path("/version") or {}
-    snap, _chosen, _conflicts = facts.build_snapshot(version, cluster.list("v1", "Node"))
+    try:
+        version = cluster.get_path("/version") or {}
+        snap, _chosen, _conflicts = facts.build_snapshot(version, cluster.list("v1", "Node"))
+    except AicrError as exc:
+        # say why the nodes were read: a 403 here is the identity lacking get/list on nodes, which only this mode needs
+        details = dict(exc.details, field="preflight", value="live")
+        raise AicrError("preflight: live: the cluster's facts could not be read (this mode needs get/list on nodes; give a "
+                        "snapshot or use preflight: never otherwise): %s" % exc.msg, **details)
     return snap
 
 

@@ -3,6 +3,7 @@
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._release import preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
 from recipe_helpers import snapshot
@@ -64,6 +65,22 @@ def test_live_mode_reads_the_cluster_as_cluster_facts_does(fakes):
     result = preflight.run("live", recipe(CONSTRAINTS[:1]), None, cluster)
     assert result["source"] == "cluster" and result["constraints"][0]["actual"] == "v1.31.0" and not result["passed"]
     assert "on the cluster's facts" in preflight.failure_message(result)
+
+
+def test_live_mode_says_why_it_read_the_nodes_when_the_identity_may_not(fakes):
+    class Forbidden(fakes.FakeCluster):
+        def get_path(self, path):
+            return {"gitVersion": "v1.31.0"}
+
+        def list(self, *args, **kwargs):
+            raise ClusterError('GET /api/v1/nodes returned 403: nodes is forbidden: User "u" cannot list resource "nodes"', status=403)
+
+    with pytest.raises(AicrError) as raised:
+        preflight.run("live", recipe(CONSTRAINTS[:1]), None, Forbidden())
+    assert raised.value.msg == ("preflight: live: the cluster's facts could not be read (this mode needs get/list on nodes; give a snapshot "
+                                "or use preflight: never otherwise): GET /api/v1/nodes returned 403: nodes is forbidden: User \"u\" cannot "
+                                "list resource \"nodes\"")
+    assert raised.value.details == {"status": 403, "field": "preflight", "value": "live"}
 
 
 def params(snap, **extra):
