@@ -10,7 +10,9 @@
   assert on: passing on healthy ones, failing on vacuously ready ones (scaled to 0, scheduled nowhere), gating dependents;
 * the readiness pre-flight: a snapshot failing the recipe's constraints stops the run before any change (no mutating
   request in the audit log, no Lease), listing each constraint with expected and actual, in check mode too; the
-  ClusterStack's PreflightPassed condition says which.
+  ClusterStack's PreflightPassed condition says which. With ``preflight: live`` the facts are read from the cluster (its
+  version, its nodes): a server older than the recipe asks stops the run the same way; an identity that may not list
+  nodes is refused, naming the permission, before any change.
 """
 
 import datetime
@@ -159,6 +161,51 @@ def test_the_preflight_refuses_a_snapshot_that_fails_the_constraints(run_playboo
         cond = conditions(status)["PreflightPassed"]
         assert (cond["status"], cond["reason"]) == ("False", "ConstraintsNotMet")
         assert cond["message"] == "GPU.smi.driver-version expected >= 550.0, got 535.104.05; K8s.server.version expected >= 1.30, got v1.29.3"
+
+
+def test_the_live_preflight_reads_the_cluster_and_refuses_a_too_old_server_before_any_change(run_playbook, kube, catalog, example_repo,
+                                                                                             stack):
+    server = kube.get("/version")["gitVersion"]  # e.g. v1.37.2
+    minor = int(server.lstrip("v").split(".")[1])
+    # the test's own copy of the example catalog: the kind overlay asks for the next minor version of the lab's server
+    overlay = catalog / "overlays" / "kind.yaml"
+    overlay.write_text(overlay.read_text().replace('value: ">= 1.30"', 'value: ">= 1.%d"' % (minor + 1)))
+    mark = kube.audit_mark()
+    run = run_playbook("release_gates.yml", extravars=params(kube, catalog, example_repo, preflight="live", status_stack=stack))
+    assert run.rc != 0
+    res = run.result("Roll out")
+    assert res["msg"] == ("preflight: 1 of 2 constraint(s) not met on the cluster's facts; nothing was changed: "
+                          "K8s.server.version expected >= 1.%d, got %s" % (minor + 1, server)), res["msg"]
+    pre = res["preflight"]
+    assert (pre["source"], pre["passed"], pre["failed"]) == ("cluster", False, ["K8s.server.version"])
+    # nvidia-smi's driver version is a reading of AICR's agent, not of node labels: skipped with a note, as AICR does
+    by_name = dict((c["name"], c) for c in pre["constraints"])
+    assert (pre["skipped"], by_name["GPU.smi.driver-version"]["outcome"]) == (["GPU.smi.driver-version"], "skipped"), by_name
+    assert res["components"] == []
+    # the facts were read (the nodes listed), and the one write is the stack's status; no Lease, no release
+    assert kube.audit(since=mark, verb="list", resource="nodes", user=kube.user(IDENTITY)), "the nodes were not listed"
+    writes = audit_mutations(kube, mark, IDENTITY)
+    assert [(e["verb"], e["resource"]) for e in writes] == [("update", "clusterstacks")], writes
+    names = kubectl(kube, "get", "leases,configmaps,secrets", "-n", kube.namespace, "-o", "name").split()
+    assert [n for n in names if "aicr-runtime" in n or "sh.helm" in n] == [], names
+    cond = conditions(stack_status(kube, stack))["PreflightPassed"]
+    assert (cond["status"], cond["reason"]) == ("False", "ConstraintsNotMet"), cond
+
+
+def test_the_live_preflight_needs_to_list_nodes_and_says_so_before_any_change(run_playbook, kube, catalog, example_repo):
+    mark = kube.audit_mark()
+    # the release identity installs charts but may not read nodes (meta/rbac/release.yaml)
+    run = run_playbook("release_gates.yml", extravars=params(kube, catalog, example_repo, preflight="live",
+                                                             kubeconfig=kube.kubeconfig_for("release")))
+    assert run.rc != 0
+    res = run.result("Roll out")
+    assert res["msg"].startswith(
+        "preflight: live: the cluster's facts could not be read (this mode needs get/list on nodes; give a snapshot or use preflight: never "
+        'otherwise): cluster: GET /api/v1/nodes returned 403: nodes is forbidden: User "%s" cannot list resource "nodes"' % kube.user("release")
+    ), res["msg"]
+    assert (res["field"], res["value"], res["status"]) == ("preflight", "live", 403)
+    assert "Traceback" not in run.stdout
+    assert audit_mutations(kube, mark, "release") == []
 
 
 def stack_status_or_empty(kube, name):
