@@ -160,13 +160,16 @@ options:
     type: bool
     default: false
   poll_interval:
-    description: Seconds between reads while waiting.
+    description:
+      - Seconds between reads while waiting, and between polls of a Redfish task monitor that gives no C(Retry-After).
     type: float
     default: 2
   settle_timeout:
     description:
       - After an ambiguous outcome, seconds to keep re-reading the machine for the change to show before deciding it did not
         happen. Defaults to twice O(timeout).
+      - Also the longest wait for a Redfish action the service runs as a task (C(202 Accepted) and a task monitor); a task
+        still running then fails the target without re-sending the action.
     type: float
   max_workers:
     description: Machines handled at the same time.

@@ -28,7 +28,7 @@ def sim(tmp_path_factory):
 
 @pytest.fixture
 def fabric(sim):
-    sim.control.reset()
+    sim.control.reset(rf_tasks=False)  # reset() keeps the options it was last given
     state = sim.control.state()
     base = dict(sim.credentials, provider="fti_fm", endpoint=sim.endpoint, tenant_id=state["tenant_id"], cluster_id=state["cluster_id"],
                 ca_path=sim.ca_path, timeout=5, poll_interval=0.05, settle_timeout=2, force_detach=True)
@@ -100,13 +100,21 @@ def test_tls_verification_is_on_by_default(run_playbook, sim, fabric):
     assert relaxed["changed"] is True
 
 
-@pytest.mark.parametrize("provider", ["fti_cm", "redfish"])
+@pytest.mark.parametrize("provider", ["fti_cm", "redfish", "redfish_tasks"])
 def test_other_providers_converge(run_playbook, sim, fabric, provider):
     base, machines = fabric
+    tasks = provider == "redfish_tasks"
+    if tasks:
+        # the Redfish service answers its actions 202 with a task monitor that is done at the third read
+        sim.control.configure(rf_tasks=2)
+        provider = "redfish"
     options = dict(base, provider=provider, machine_id=machines[1], model="H100", count=2)
+    sim.control.clear_requests()
     first = _run(run_playbook, options)
     assert first["changed"] is True and len(first["attached"]) == 2, dump(first)
     assert [d["status"] for d in first["devices"]] == ["ok", "ok"]
+    monitors = sim.control.requests(op="task")
+    assert [e["status"] for e in monitors] == ([202, 202, 204] * 2 if tasks else []), monitors
     sim.control.clear_requests()
     again = _run(run_playbook, options)
     assert again["changed"] is False and sim.control.requests(mutating=True) == []

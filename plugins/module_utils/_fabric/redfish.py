@@ -18,7 +18,15 @@ Checked against the DMTF schemas (ResourceBlock v1_4, ComputerSystem, ServiceRoo
 - ``$expand=.`` is sent for the block collection only when the service root says it supports it
   (``ProtocolFeaturesSupported.ExpandQuery.NoLinks``): a service answers an unsupported ``$`` query parameter 501;
 - ``CompositionState`` ``Unavailable`` (v1_2) is a failed block; the error body's ``@Message.ExtendedInfo`` messages are
-  part of the error text (``transport``).
+  part of the error text (``transport``);
+- an action answered ``202 Accepted`` runs as a task (the specification's asynchronous operations): its task monitor
+  (``Location``, else the Task's ``TaskMonitor``) is polled - after ``Retry-After`` seconds when given, else
+  ``task_poll_interval`` - until it answers something other than 202, within ``task_timeout``. Its final answer is the
+  action's: an error status is the action's refusal (definitive); a Task in ``TaskState`` Exception, Killed or Cancelled
+  (or ``TaskStatus`` Critical) is a failure naming its ``Messages``; a monitor that is gone (404/410) leaves the outcome to
+  the re-read of the system. A task still running at the deadline, or a monitor answering 5xx, 401/403/408/429 or not
+  at all, is an unknown outcome that is never re-sent. A monitor on another host than the endpoint is not followed: the credentials
+  go to the endpoint only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,17 +34,28 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import threading
+import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     FabricBackend, Device, READY, PENDING, FAILED, REMOVING, OK, WARNING, CRITICAL, UNKNOWN,
 )
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import FabricHTTPError
+
+try:
+    from urllib.parse import urlsplit
+except ImportError:  # Python 2 (the sanity test's compile check only)
+    from urlparse import urlsplit  # type: ignore
 
 ROOT = "/redfish/v1"
 HEALTH = {"OK": OK, "Warning": WARNING, "Critical": CRITICAL}
 STATES = {"Composed": READY, "ComposedAndAvailable": READY, "Composing": PENDING, "Failed": FAILED, "Unavailable": FAILED, "Unused": REMOVING}
 ADD_ACTION = "#ComputerSystem.AddResourceBlock"
 REMOVE_ACTION = "#ComputerSystem.RemoveResourceBlock"
+TASK_FAILED_STATES = ("Exception", "Killed", "Cancelled")
+# a monitor answering these says nothing about the action (not allowed to read it, try later)
+MONITOR_UNREADABLE = (401, 403, 408, 429)
+MAX_RETRY_AFTER = 30.0  # a Retry-After longer than this is not waited in one piece (the deadline still holds)
 
 
 def _odata(obj, key, where):
@@ -50,8 +69,12 @@ class RedfishBackend(FabricBackend):
     name = "redfish"
     asynchronous = True
 
-    def __init__(self, transport):
+    def __init__(self, transport, task_timeout=60.0, task_poll_interval=1.0, clock=time.monotonic, sleep=time.sleep):
         super(RedfishBackend, self).__init__(transport)
+        self.task_timeout = float(task_timeout)
+        self.task_poll_interval = float(task_poll_interval)
+        self.clock = clock
+        self.sleep = sleep
         self._lock = threading.Lock()
         self._links = None
         self._claimed = set()
@@ -214,10 +237,91 @@ class RedfishBackend(FabricBackend):
             raise AicrError("machine %s: no free resource block of type %s model %s in the composition pool"
                             % (machine_id, dtype, model or "(any)"), machine=machine_id, type=dtype, model=model)
         target = self._action_target(machine_id, ADD_ACTION)
-        self.transport.request("POST", target, json_body={"ResourceBlock": {"@odata.id": choice}},
-                               what="compose block %s into system %s" % (choice.rsplit("/", 1)[-1], machine_id))
+        what = "compose block %s into system %s" % (choice.rsplit("/", 1)[-1], machine_id)
+        self._finish(self.transport.request("POST", target, json_body={"ResourceBlock": {"@odata.id": choice}}, what=what), what)
 
     def detach(self, machine_id, device, devices):
         target = self._action_target(machine_id, REMOVE_ACTION)
-        self.transport.request("POST", target, json_body={"ResourceBlock": {"@odata.id": device.ref}},
-                               what="remove block %s from system %s" % (device.res_uuid, machine_id))
+        what = "remove block %s from system %s" % (device.res_uuid, machine_id)
+        self._finish(self.transport.request("POST", target, json_body={"ResourceBlock": {"@odata.id": device.ref}}, what=what), what)
+
+    # --- asynchronous actions (202 Accepted and a task monitor) ---------------------------
+
+    def _finish(self, response, what):
+        """Follow an action answered 202 to its end (see the module docstring); return when it completed."""
+        if response.status != 202:
+            return
+        body = _json_or_none(response)
+        monitor = response.header("Location") or (body.get("TaskMonitor") if isinstance(body, dict) else None)
+        if not monitor:
+            return  # accepted without a monitor: the re-read of the system settles it
+        path = self._monitor_path(monitor, what)
+        deadline = self.clock() + self.task_timeout
+        answer = response
+        while True:
+            _raise_if_task_failed(answer, what)
+            if answer is not response and answer.status != 202:
+                return
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                raise AicrError("%s: the fabric's task is still running after %.0fs (task monitor %s); it may yet complete - re-run to "
+                                "converge (nothing re-sent)" % (what, self.task_timeout, path), task_monitor=path)
+            self.sleep(min(_retry_after(answer, self.task_poll_interval), remaining))
+            try:
+                answer = self.transport.request("GET", path, what="%s: task monitor" % what)
+            except FabricHTTPError as exc:
+                if exc.status in (404, 410):
+                    return  # the monitor is gone once its answer was given: the re-read of the system says what happened
+                if exc.status is not None and exc.status < 500 and exc.status not in MONITOR_UNREADABLE:
+                    raise  # the action's own refusal, as the monitor reports it: definitive
+                raise AicrError("%s; the fabric's task may or may not complete - re-run to converge (nothing re-sent)" % exc.msg,
+                                task_monitor=path, status=exc.status)
+            except AicrError as exc:
+                raise AicrError("%s; the fabric's task may or may not complete - re-run to converge (nothing re-sent)" % exc.msg,
+                                task_monitor=path)
+
+    def _monitor_path(self, monitor, what):
+        """The monitor's path on the endpoint; a monitor on another host is refused (the credentials stay with the endpoint)."""
+        where = urlsplit(monitor)
+        base = urlsplit(self.transport.base_url)
+        if where.scheme or where.netloc:
+            if (where.scheme.lower(), where.netloc.lower()) != (base.scheme.lower(), base.netloc.lower()):
+                raise AicrError("%s: the fabric named a task monitor on another host (%s://%s), not the endpoint %s; not followed (the "
+                                "credentials go to the endpoint only) - re-run to converge (nothing re-sent)"
+                                % (what, where.scheme, where.netloc, self.transport.base_url), task_monitor=monitor)
+        path = where.path + ("?" + where.query if where.query else "")
+        prefix = base.path.rstrip("/")
+        if prefix and path.startswith(prefix + "/"):
+            path = path[len(prefix):]  # the transport puts the endpoint's own path in front
+        return path
+
+
+def _json_or_none(response):
+    try:
+        return response.json("task")
+    except AicrError:
+        return None
+
+
+def _retry_after(response, default):
+    """Seconds from a Retry-After header in seconds (an HTTP date, or none: ``default``), at most MAX_RETRY_AFTER."""
+    value = response.header("Retry-After")
+    try:
+        seconds = float(value) if value is not None else default
+    except ValueError:
+        seconds = default
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _raise_if_task_failed(response, what):
+    """A Task resource in the answer that says the task failed: FabricHTTPError with its messages."""
+    task = _json_or_none(response)
+    if not isinstance(task, dict) or "TaskState" not in task:
+        return
+    state, status = task.get("TaskState"), task.get("TaskStatus")
+    if state not in TASK_FAILED_STATES and status != "Critical":
+        return
+    messages = [m.get("Message") or m.get("MessageId") for m in task.get("Messages") or [] if isinstance(m, dict)]
+    text = "; ".join(m for m in messages if m) or "no message"
+    raise FabricHTTPError("%s: the fabric's task ended %s (TaskStatus %s): %s" % (what, state, status, text), status=response.status,
+                          task_state=state)

@@ -74,15 +74,17 @@ def run(params, check_mode=False, secret=None):
     for key in CREDENTIAL_KEYS:
         if params[key]:
             credentials[key] = params[key]
+    settle = params["settle_timeout"] if params["settle_timeout"] is not None else 2 * params["timeout"]
+    # a Redfish action that runs as a task has settled when its task monitor says so: the same budget
     backend = build_backend(params["provider"], params["endpoint"], credentials, tenant_id=params["tenant_id"], cluster_id=params["cluster_id"],
                             ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"],
-                            allow_http=params["allow_http"], trust_env=params["trust_env"])
+                            allow_http=params["allow_http"], trust_env=params["trust_env"], task_timeout=settle,
+                            task_poll_interval=params["poll_interval"])
     records, ledger = None, None
     if params.get("stack") or params.get("orphans"):
         records = DeviceRecords(client, params["stack_namespace"], stack=params.get("stack"), dry_run=check_mode)
     if params.get("orphans"):
         ledger = OrphanLedger(client, params["stack_namespace"], dry_run=check_mode)
-    settle = params["settle_timeout"] if params["settle_timeout"] is not None else 2 * params["timeout"]
     live, live_warning = None, None
     if params["status_stack"] and not check_mode:
         live, live_warning = live_status(client, params["status_stack"], params["status_backend"], params["status_namespace"],

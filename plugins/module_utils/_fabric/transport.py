@@ -157,10 +157,18 @@ def system_ca_bundle():
 
 
 class Response:
-    def __init__(self, status, text, content_type):
+    def __init__(self, status, text, content_type, headers=None):
         self.status = status
         self.text = text
         self.content_type = content_type
+        self.headers = headers or {}  # requests' headers are case-insensitive; see header()
+
+    def header(self, name):
+        """The value of response header ``name`` (any case), or None."""
+        for key, value in self.headers.items():
+            if key.lower() == name.lower():
+                return value
+        return None
 
     def json(self, what):
         """The parsed JSON body; AicrError naming ``what`` when it is not JSON."""
@@ -296,7 +304,7 @@ class Transport:
                     self._sleep(self.retry_backoff * attempt)
                     continue
                 raise AicrError("%s: %s (after %d attempts)" % (what, kind, attempt), field="endpoint", endpoint=self.base_url)
-            response = Response(raw.status_code, raw.text, raw.headers.get("Content-Type", ""))
+            response = Response(raw.status_code, raw.text, raw.headers.get("Content-Type", ""), headers=raw.headers)
             if response.status == 401 and authenticate and not refreshed and token is not None:
                 self.auth.invalidate(token)
                 refreshed = True

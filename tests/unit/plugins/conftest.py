@@ -202,7 +202,7 @@ def fabric_sim(tmp_path_factory):
 
 @pytest.fixture
 def fab(fabric_sim):  # pylint: disable=redefined-outer-name
-    fabric_sim.control.reset(machines=4, pool=DEFAULT_POOL, cm_polls=1, latency=0.0, read_latency=0.0, token_ttl=3600)
+    fabric_sim.control.reset(machines=4, pool=DEFAULT_POOL, cm_polls=1, latency=0.0, read_latency=0.0, token_ttl=3600, rf_tasks=False)
     return Fabric(fabric_sim)
 
 

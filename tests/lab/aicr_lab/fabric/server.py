@@ -16,7 +16,11 @@ many matching requests through first). Actions:
   ``res_uuid`` or the newest device), ``pool_exhausted`` (attach: 409, free pool: empty), ``pool_size`` (the free
   pool answer counts at most ``value`` devices),
 - ``partial_attach`` (the device is bound but broken: FM op status 2 + HTTP 500, CM ADD_FAILED,
-  Redfish block Failed + 500), ``op_status`` (the attached device gets ``value`` as res_op_status).
+  Redfish block Failed + 500), ``op_status`` (the attached device gets ``value`` as res_op_status),
+- Redfish with the option ``rf_tasks`` (a number of polls): actions answer 202 with a task monitor (``Location``,
+  ``Retry-After: 0``) that answers 202 that many times, then the action's own answer (the change applied then; 404 after
+  it was delivered); ``task_exception`` makes the monitor end with a Task in ``TaskState`` Exception (200) and
+  ``task_error`` with the action's error (``status``, default 400), nothing applied.
 """
 
 import base64
@@ -54,6 +58,7 @@ ROUTES = [
     # the actions' segment is the one the system advertises (option ``rf_actions``, default ``Actions``); any other is a 404
     ("POST", r"^" + RF + r"/Systems/(?P<machine>[^/]+)/(?P<actions>[A-Za-z]+)/ComputerSystem\.AddResourceBlock$", "rf.attach", "attach"),
     ("POST", r"^" + RF + r"/Systems/(?P<machine>[^/]+)/(?P<actions>[A-Za-z]+)/ComputerSystem\.RemoveResourceBlock$", "rf.detach", "detach"),
+    ("GET", r"^" + RF + r"/TaskService/TaskMonitors/(?P<task>[^/]+)$", "rf.task", "task"),
 ]
 COMPILED = [(method, re.compile(pattern), name, op) for method, pattern, name, op in ROUTES]
 
@@ -97,6 +102,8 @@ class Simulator:
         self.revoked_before = 0
         self.tokens_issued = 0
         self.key = b"aicr-fabric-simulator-signing-key"
+        self.tasks = {}  # Redfish task monitors (option rf_tasks): id -> {polls, outcome, apply, delivered, ...}
+        self._task_id = 0
 
     # --- control ----------------------------------------------------------------
 
@@ -106,7 +113,17 @@ class Simulator:
             self.log = []
             self.tokens_issued = 0
             self.revoked_before = self._jti
+            self.tasks = {}
         self.fabric.reset(**options)
+
+    def new_task(self, apply, polls, outcome, rule):
+        with self.lock:
+            self._task_id += 1
+            task_id = str(self._task_id)
+            self.tasks[task_id] = {"polls": polls, "outcome": outcome, "apply": apply, "delivered": False,
+                                   "status": int(rule.get("status", 400)) if rule else 400,
+                                   "message": (rule or {}).get("message") or "resource block composition failed"}
+        return task_id
 
     def add_fault(self, rule):
         rule = dict(rule)
@@ -338,7 +355,9 @@ class Handler(BaseHTTPRequestHandler):
                 entry["status"] = 401
                 return self._send(401, {"error": "invalid_token", "error_description": reason})
         try:
-            status, payload = getattr(self, "_" + name.replace(".", "_"))(params, query, body, rule)
+            answer = getattr(self, "_" + name.replace(".", "_"))(params, query, body, rule)
+            status, payload = answer[0], answer[1]
+            extra_headers = answer[2] if len(answer) > 2 else None
         except ApiError as exc:
             status, payload = exc.status, None
             entry["status"] = status
@@ -350,7 +369,7 @@ class Handler(BaseHTTPRequestHandler):
             entry["status"] = int(rule.get("status", 500))
             return self._error(entry["status"], rule.get("body", "fti"), rule.get("message", "simulated failure after commit"))
         entry["status"] = status
-        return self._send(status, payload)
+        return self._send(status, payload, headers=extra_headers)
 
     def _authenticate(self, route):
         header = self.headers.get("Authorization", "")
@@ -738,19 +757,64 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(409, "resource block %s is already composed" % device["block_id"], "Base.1.8.ResourceInUse")
         op_status = rule.get("value", "") if rule and rule["action"] == "op_status" else None
         phase = "add_failed" if rule and rule["action"] == "partial_attach" else "attached"
-        fabric.attach(machine, device["type"], block_id=device["block_id"], phase=phase, op_status="2001" if phase == "add_failed" else op_status)
-        if phase == "add_failed":
-            raise ApiError(500, "resource block %s failed to compose" % device["block_id"], "Base.1.8.GeneralError")
-        return 204, None
+
+        def apply():
+            fabric.attach(machine, device["type"], block_id=device["block_id"], phase=phase, op_status="2001" if phase == "add_failed" else op_status)
+            if phase == "add_failed":
+                raise ApiError(500, "resource block %s failed to compose" % device["block_id"], "Base.1.8.GeneralError")
+            return 204, None
+
+        return self._rf_maybe_task(apply, rule)
 
     def _rf_detach(self, params, query, body, rule):
         self._rf_advertised_action(params)
         fabric = self.sim.fabric
         machine = self._rf_system_obj(params)
         device = self._rf_block_ref(body)
-        if fabric.detach(machine, device["res_uuid"]) is None:
-            raise ApiError(409, "resource block %s is not composed into system %s" % (device["block_id"], machine["uuid"]), "Base.1.8.ActionNotSupported")
-        return 204, None
+
+        def apply():
+            if fabric.detach(machine, device["res_uuid"]) is None:
+                raise ApiError(409, "resource block %s is not composed into system %s" % (device["block_id"], machine["uuid"]),
+                               "Base.1.8.ActionNotSupported")
+            return 204, None
+
+        return self._rf_maybe_task(apply, rule)
+
+    def _rf_maybe_task(self, apply, rule):
+        """The action now (option ``rf_tasks`` unset), or 202 with a task monitor that applies it after ``rf_tasks`` polls
+        (DMTF Redfish specification, asynchronous operations: ``Location`` names the task monitor)."""
+        polls = self.sim.fabric.options.get("rf_tasks")
+        if polls is None or polls is False:
+            return apply()
+        outcome = rule["action"] if rule and rule["action"] in ("task_exception", "task_error") else "completed"
+        task_id = self.sim.new_task(apply, int(polls), outcome, rule)
+        return 202, self._rf_task_obj(task_id, "Running"), {"Location": RF + "/TaskService/TaskMonitors/" + task_id, "Retry-After": "0"}
+
+    @staticmethod
+    def _rf_task_obj(task_id, state, messages=None):
+        return {"@odata.id": RF + "/TaskService/Tasks/" + task_id, "@odata.type": "#Task.v1_7_0.Task", "Id": task_id, "Name": "composition task",
+                "TaskState": state, "TaskStatus": "Critical" if state == "Exception" else "OK", "Messages": messages or [],
+                "TaskMonitor": RF + "/TaskService/TaskMonitors/" + task_id}
+
+    def _rf_task(self, params, query, body, rule):
+        sim = self.sim
+        with sim.lock:
+            task = sim.tasks.get(params["task"])
+            if task is None or task["delivered"]:
+                task = None
+            elif task["polls"] > 0:
+                task["polls"] -= 1
+                return 202, self._rf_task_obj(params["task"], "Running"), {"Retry-After": "0"}
+            else:
+                task["delivered"] = True  # the operation's answer is given once; the monitor is gone afterwards
+        if task is None:
+            raise ApiError(404, "task monitor %s not found" % params["task"], "Base.1.8.ResourceMissingAtURI")
+        if task["outcome"] == "task_exception":
+            return 200, self._rf_task_obj(params["task"], "Exception", [{"MessageId": "Base.1.8.GeneralError", "Message": task["message"],
+                                                                         "Severity": "Critical"}])
+        if task["outcome"] == "task_error":
+            raise ApiError(task["status"], task["message"], "Composition.1.1.ResourceBlockInUse")
+        return task["apply"]()
 
     # --- control API ------------------------------------------------------------------------------
 
@@ -782,7 +846,7 @@ class Handler(BaseHTTPRequestHandler):
                     sim.tokens_issued = 0
                 return self._send(200, {"ok": True})
             if parts == ["config"] and method == "POST":
-                sim.fabric.options.update({k: v for k, v in body.items() if k in ("latency", "read_latency", "token_ttl", "cm_polls")})
+                sim.fabric.options.update({k: v for k, v in body.items() if k in ("latency", "read_latency", "token_ttl", "cm_polls", "rf_tasks")})
                 return self._send(200, {"ok": True})
             if parts == ["tokens", "expire"] and method == "POST":
                 sim.expire_tokens()

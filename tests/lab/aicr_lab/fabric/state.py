@@ -34,6 +34,7 @@ DEFAULTS = {
     "latency": 0.0,
     "read_latency": 0.0,
     "local_gpus": 0,
+    "rf_tasks": False,  # Redfish actions answered at once; a number: 202 and a task monitor done after that many polls
 }
 
 

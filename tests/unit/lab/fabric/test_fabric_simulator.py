@@ -27,7 +27,7 @@ def sim(tmp_path_factory):
 
 @pytest.fixture
 def api(sim):
-    sim.control.reset(machines=2, cm_polls=2, token_ttl=600)
+    sim.control.reset(machines=2, cm_polls=2, token_ttl=600, rf_tasks=False)
     return Client(sim)
 
 
@@ -241,6 +241,25 @@ def test_redfish_composition(api):
                              timeout=5).json()
     assert system["Links"]["ResourceBlocks"] == [{"@odata.id": gpu["@odata.id"]}]
     assert api.session.get(api.sim.url + "/redfish/v1", auth=("admin", "bad"), verify=api.sim.ca_path, timeout=5).status_code == 401
+
+
+def test_redfish_actions_as_tasks(api):
+    """Option rf_tasks: 202 with a task monitor that answers 202 that many times, then the action's answer, then 404."""
+    api.sim.control.configure(rf_tasks=1)
+    rf = dict(auth=("admin", "s3cret-password"), verify=api.sim.ca_path, timeout=5)
+    blocks = api.session.get(api.sim.url + "/redfish/v1/CompositionService/ResourceBlocks", params={"$expand": "."}, **rf).json()
+    gpu = [b for b in blocks["Members"] if b["ResourceBlockType"] == ["Processor"]][0]
+    target = "/redfish/v1/Systems/%s/Actions/ComputerSystem.AddResourceBlock" % api.machines[0]
+    answer = api.session.post(api.sim.url + target, json={"ResourceBlock": {"@odata.id": gpu["@odata.id"]}}, **rf)
+    assert answer.status_code == 202 and answer.headers["Retry-After"] == "0" and answer.json()["TaskState"] == "Running"
+    monitor = api.sim.url + answer.headers["Location"]
+    system = api.sim.url + "/redfish/v1/Systems/%s" % api.machines[0]
+    assert api.session.get(monitor, **rf).status_code == 202
+    assert api.session.get(system, **rf).json()["Links"]["ResourceBlocks"] == []  # not applied while the task runs
+    assert api.session.get(monitor, **rf).status_code == 204
+    assert api.session.get(system, **rf).json()["Links"]["ResourceBlocks"] == [{"@odata.id": gpu["@odata.id"]}]
+    assert api.session.get(monitor, **rf).status_code == 404  # its answer was given once
+    assert api.session.get(monitor, auth=("admin", "bad"), verify=api.sim.ca_path, timeout=5).status_code == 401
 
 
 @pytest.mark.parametrize("body, check", [
