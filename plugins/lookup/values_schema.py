@@ -20,6 +20,9 @@ description:
     or a values file (a term ending in C(.yaml)/C(.yml) that is a file, not a chart directory).
   - Returns one element - the output (the schema, the CRD, the list of violations or the list of findings), or
     with O(result=all) the whole result dictionary.
+  - A chart from a private repository or registry is pulled with O(repository_credentials), as the module does.
+extends_documentation_fragment:
+  - aicr.runtime.repository_credentials
 options:
   _terms:
     description: Sources; at most one chart, any number of values files (merged in order).
@@ -137,6 +140,13 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: lookup('aicr.runtime.values_schema', 'charts/gpu-operator', output='validate', values=site_values) | length == 0
 
+- name: The schema of a chart in a private repository (credentials from a vault-encrypted variable)
+  ansible.builtin.set_fact:
+    agent_schema: >-
+      {{ lookup('aicr.runtime.values_schema', 'example-agent', repository='https://charts.example.com/private',
+                chart_version='1.2.0', repository_credentials=[{'url': 'https://charts.example.com/private',
+                                                               'username': 'ci', 'password': vault_charts_password}]) }}
+
 - name: The CRD of a values file alone
   ansible.builtin.debug:
     msg: "{{ lookup('aicr.runtime.values_schema', 'files/values.yaml', output='crd', name='demo') }}"
@@ -160,7 +170,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
 _PASSED = ("output", "chart_version", "repository", "helm_binary", "plain_http", "values", "set", "schema", "draft", "name", "group", "kind", "plural",
            "domain", "api_version", "scope", "versions", "preserve_unknown_fields", "old_crd", "new_crd", "severities", "compat_profile",
-           "k8s_schema_version", "fail_on_error", "kubeconfig", "context")
+           "k8s_schema_version", "fail_on_error", "kubeconfig", "context", "repository_credentials")
 
 
 def split_terms(terms):

@@ -1,4 +1,5 @@
-"""Issue 15, item 5: chart repository credentials and CA (``repository_credentials``), through ansible-playbook.
+"""Issue 15, item 5: chart repository credentials and CA (``repository_credentials``), through ansible-playbook (the
+modules, and the values_schema lookup on the controller).
 
 The lab serves the example charts the way a private production repository does:
 
@@ -267,14 +268,15 @@ def test_lab_repository_rejects_what_it_should():
         shutil.rmtree(str(root), ignore_errors=True)
 
 
-def schema_with(run_playbook, tmp_path, helm, credentials, verbosity="1", **params):
-    """values_schema through ansible-playbook with ``credentials`` and a recording helm; (run, helm log, TMPDIR)."""
+def schema_with(run_playbook, tmp_path, helm, credentials, verbosity="1", playbook="values_schema_credentials.yml", **params):
+    """values_schema (the module, or the lookup with ``playbook``) through ansible-playbook with ``credentials`` and a
+    recording helm; (run, helm log, TMPDIR)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     wrapper, log = recording_helm(tmp_path / "helm", helm)
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir(exist_ok=True)
     params.update(credentials=credentials, helm_binary=str(wrapper))
-    run = run_playbook("values_schema_credentials.yml", extravars=params,
+    run = run_playbook(playbook, extravars=params,
                        envvars={"ANSIBLE_VERBOSITY": verbosity, "TMPDIR": str(tmpdir), "ANSIBLE_REMOTE_TMP": str(tmpdir / "ansible"),
                                 "ANSIBLE_LOCAL_TEMP": str(tmpdir / "ansible-local")})
     return run, log, tmpdir
@@ -314,6 +316,42 @@ def test_values_schema_wrong_password_is_one_line_naming_the_repository(run_play
     assert run.rc != 0
     res = run.result("Generate")
     assert "\n" not in res["msg"] and private.repo.url in res["msg"] and "repository_credentials" in res["msg"], res["msg"]
+    assert wrong not in run.stdout and all(wrong not in c for c in calls(log))
+    assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)
+
+
+LOOKUP_PLAYBOOK = "values_schema_lookup_credentials.yml"
+
+
+def test_values_schema_lookup_pulls_from_the_private_repository_and_registry(run_playbook, tmp_path, private):
+    """The lookup (on the controller) takes the same repository_credentials as the module: a private repositories.yaml
+    and registry config, nothing on helm's argv, no password in the output at -vvv."""
+    helm = "helm4"
+    registry = private.registry(helm)
+    credentials = [private.repo_entry(), private.registry_entry(helm)]
+    https, log, tmpdir = schema_with(run_playbook, tmp_path / "https", helm, credentials, verbosity="3", playbook=LOOKUP_PLAYBOOK,
+                                     chart="example-agent", repository=private.repo.url, chart_version=private.version)
+    assert https.rc == 0, https.stdout[-4000:]
+    schema = https.result("Generate")["ansible_facts"]["generated"]
+    assert schema["type"] == "object" and schema["properties"], schema
+    pulls = [c.split("\n") for c in calls(log) if c.startswith("pull\n")]
+    assert len(pulls) == 1 and pulls[0][1].startswith("aicr-") and "--repo" not in pulls[0], pulls
+    assert_no_secret_anywhere(private, https, log, tmpdir, tmp_path)
+    oci, log, tmpdir = schema_with(run_playbook, tmp_path / "oci", helm, credentials, verbosity="3", playbook=LOOKUP_PLAYBOOK,
+                                   chart=registry.url + "/private/example-agent", chart_version=private.version)
+    assert oci.rc == 0, oci.stdout[-4000:]
+    assert oci.result("Generate")["ansible_facts"]["generated"]["properties"]
+    assert all("--password" not in call.split("\nPATH=")[0] for call in calls(log))
+    assert_no_secret_anywhere(private, oci, log, tmpdir, tmp_path)
+
+
+def test_values_schema_lookup_without_the_credentials_is_refused_in_one_line(run_playbook, tmp_path, private):
+    wrong = "wrong-" + secrets.token_hex(8)
+    run, log, tmpdir = schema_with(run_playbook, tmp_path, "helm4", [private.repo_entry(password=wrong)], playbook=LOOKUP_PLAYBOOK,
+                                   chart="example-agent", repository=private.repo.url, chart_version=private.version)
+    assert run.rc != 0
+    msg = run.result("Generate")["msg"]
+    assert private.repo.url in msg and "repository_credentials" in msg, msg
     assert wrong not in run.stdout and all(wrong not in c for c in calls(log))
     assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)
 
