@@ -10,6 +10,7 @@ from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.aicr.runtime.plugins.doc_fragments import repository_credentials as repository_credentials_fragment
 from ansible_collections.aicr.runtime.plugins.lookup import values_schema as values_schema_lookup
 from ansible_collections.aicr.runtime.plugins.modules import values_schema
 
@@ -81,9 +82,12 @@ def test_kubeconfig_secrets_alone_are_no_log(capsys, chart):
 
 @pytest.fixture
 def lookup():
-    """The plugin with its documented options registered, as the plugin loader would do."""
+    """The plugin with its documented options registered, as the plugin loader would do (its doc fragments merged)."""
     name = "aicr.runtime.values_schema"
-    C.config.initialize_plugin_configuration_definitions("lookup", name, yaml.safe_load(values_schema_lookup.DOCUMENTATION)["options"])
+    doc = yaml.safe_load(values_schema_lookup.DOCUMENTATION)
+    assert doc["extends_documentation_fragment"] == ["aicr.runtime.repository_credentials"]
+    options = dict(yaml.safe_load(repository_credentials_fragment.ModuleDocFragment.DOCUMENTATION)["options"], **doc["options"])
+    C.config.initialize_plugin_configuration_definitions("lookup", name, options)
     plugin = values_schema_lookup.LookupModule(loader=None, templar=None)
     plugin._load_name = name  # pylint: disable=protected-access
     return plugin
