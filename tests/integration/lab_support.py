@@ -5,6 +5,7 @@ import ...`` gets whichever was imported first.
 """
 
 import json
+import os
 import re
 import shutil
 import time
@@ -135,3 +136,51 @@ class FabricNodes:
             sim.stop()
         for name in self.names:
             self.kube.rest.delete("/api/v1/nodes/%s" % name)
+
+
+# --- processes (the SIGTERM tests find the module's process among ansible-playbook's descendants) -----------------
+
+def processes():
+    """{pid: (ppid, argv)} of every process (from /proc)."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+        except (OSError, IndexError, ValueError):
+            continue
+        table[int(entry)] = (ppid, argv)
+    return table
+
+
+def descendants(root):
+    table = processes()
+    found, frontier = {}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, (ppid, argv) in table.items():
+            if ppid == parent and pid not in found:
+                found[pid] = argv
+                frontier.append(pid)
+    return found
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def module_process(root, module):
+    """The pid of the running module ``module`` (``AnsiballZ_<module>``) under ``root``, or None: the deepest such
+    process (a wrapper shell may start it)."""
+    found = [pid for pid, argv in descendants(root).items() if any("AnsiballZ_" + module in a for a in argv) and alive(pid)]
+    table = processes()
+    deepest = [pid for pid in found if not any(table.get(other, (None,))[0] == pid for other in found)]
+    return deepest[0] if deepest else None

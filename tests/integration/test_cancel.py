@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from lab_support import alive, descendants, processes
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
 COLLECTIONS = REPO / ".build" / "collections"
@@ -26,43 +28,6 @@ IDENTITY = "release"
 SLOW = "600s"
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
-
-
-def processes():
-    """{pid: (ppid, argv)} of every process (from /proc)."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as handle:
-                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
-            with open("/proc/%s/cmdline" % entry, "rb") as handle:
-                argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
-        except (OSError, IndexError, ValueError):
-            continue
-        table[int(entry)] = (ppid, argv)
-    return table
-
-
-def descendants(root):
-    table = processes()
-    found, frontier = {}, [root]
-    while frontier:
-        parent = frontier.pop()
-        for pid, (ppid, argv) in table.items():
-            if ppid == parent and pid not in found:
-                found[pid] = argv
-                frontier.append(pid)
-    return found
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def wait_for(condition, what, timeout=120.0):

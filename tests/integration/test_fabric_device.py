@@ -4,15 +4,23 @@ aicr-runtime:fabric and aicr-runtime:stack ClusterRoles), on fake nodes of the t
 simulator's machines; the simulator patches their nvidia.com/gpu capacity as a device plugin would."""
 
 import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from aicr_lab.fabric.pytest_fixture import start_simulator
 from aicr_lab.fabric.state import DEFAULT_POOL
 
-from lab_support import grant_secret_read, wait_for_default_service_account
+from lab_support import alive, grant_secret_read, module_process, wait_for_default_service_account, wait_until
 
 TASK = "Converge fabric devices"
+REPO = Path(__file__).resolve().parents[2]
+BIN = REPO / ".venv" / "bin"
+PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "fabric_device.yml"
 
 
 def dump(obj):
@@ -120,6 +128,43 @@ def test_other_providers_converge(run_playbook, sim, fabric, provider):
     assert again["changed"] is False and sim.control.requests(mutating=True) == []
     down = _run(run_playbook, dict(options, count=0))
     assert len(down["detached"]) == 2 and sim.control.devices(machines[1]) == []
+
+
+def test_sigterm_starts_no_attach_after_it_and_says_what_was_done(sim, fabric, installed_collection, tmp_path):
+    """AWX's cancel: SIGTERM to the module while it attaches three devices (each attach takes the fabric 2 s). The attach
+    in flight is finished, no other is started, and the task fails saying which were done."""
+    base, machines = fabric
+    sim.control.configure(latency=2.0)
+    sim.control.clear_requests()
+    (tmp_path / "vars.json").write_text(json.dumps({"fabric": dict(base, machine_id=machines[2], model="A100", count=3)}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(installed_collection.parents[2]), ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1",
+               ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"), ANSIBLE_REMOTE_TMP=str(tmp_path / "ansible"))
+    output = tmp_path / "output.txt"
+    with output.open("wb") as out:
+        proc = subprocess.Popen([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-e", "@%s" % (tmp_path / "vars.json"),
+                                 str(PLAYBOOK)], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        wait_until(lambda: sim.control.requests(op="attach") or proc.poll() is not None, 120, "the first attach to reach the fabric")
+        assert proc.poll() is None, output.read_text()[-3000:]
+        module = wait_until(lambda: module_process(proc.pid, "fabric_device"), 60, "the module's process")
+        os.kill(module, signal.SIGTERM)
+        assert proc.wait(timeout=120) == 2
+        assert not alive(module)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        sim.control.configure(latency=0.0)
+    text = output.read_text()
+    attaches = sim.control.requests(op="attach")
+    on_fabric = [d["res_uuid"] for d in sim.control.devices(machines[2])]
+    # the attach in flight when the signal came was finished (the next one may have been in flight too on a slow machine);
+    # none was started after it, and each one the fabric did is named in the message
+    assert 1 <= len(attaches) < 3 and len(on_fabric) == len(attaches), (attaches, on_fabric)
+    assert "fabric_device: cancelled (SIGTERM) - done before: attach of a gpu A100 to machine %s sent" % machines[2] in text, text[-3000:]
+    for res_uuid in on_fabric:
+        assert "%s attached to machine %s" % (res_uuid, machines[2]) in text
+    assert "not done: everything not listed as done (nothing else was started)" in text and "Traceback" not in text
 
 
 def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):

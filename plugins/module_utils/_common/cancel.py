@@ -103,14 +103,17 @@ def cleaned(text):
             _cleanup.append(text)
 
 
-def message(name, stopped=()):
-    """``<name>: cancelled (SIGTERM); done before: ...; stopped: ...; cleaned up: ...; not done: ...`` in one line."""
+def message(name, stopped=(), temporary=True):
+    """``<name>: cancelled (SIGTERM); done before: ...; stopped: ...; cleaned up: ...; not done: ...`` in one line
+    (``temporary``: the engine had temporary files, removed on the way out)."""
     with _lock:
         done, cleanup = list(_notes), list(_cleanup)
     parts = ["%s: cancelled (SIGTERM)" % name, "done before: %s" % ("; ".join(done) if done else "no change")]
     if stopped:
         parts.append("stopped: %s" % "; ".join(stopped))
-    parts.append("cleaned up: %s" % "; ".join(cleanup + ["temporary files removed"]))
+    cleanup += ["temporary files removed"] if temporary else []
+    if cleanup:
+        parts.append("cleaned up: %s" % "; ".join(cleanup))
     parts.append("not done: everything not listed as done (nothing else was started)")
     return " - ".join(parts)
 

@@ -49,6 +49,12 @@ def hide(module, secrets):
         values.update(s for s in secrets if s)
 
 
+def cancelled_result(name, exc, temporary=True):
+    """The failed task's result for a run cancelled by SIGTERM (``exc``: the :class:`~._common.cancel.Cancelled`)."""
+    stopped = cancel.stopped() or list(exc.details.get("stopped") or [])
+    return dict(msg=cancel.message(name, stopped, temporary=temporary), cancelled=True, stopped=stopped, done=cancel.notes())
+
+
 def call_engine(module, name, engine, requires=(), secrets=()):
     """``engine()``'s result; the task fails in one line when a library is missing or the engine raises.
 
@@ -66,8 +72,7 @@ def call_engine(module, name, engine, requires=(), secrets=()):
         with cancel.sigterm_cancels():
             return engine()
     except cancel.Cancelled as exc:
-        stopped = cancel.stopped() or list(exc.details.get("stopped") or [])
-        module.fail_json(msg=cancel.message(name, stopped), cancelled=True, stopped=stopped, done=cancel.notes())
+        module.fail_json(**cancelled_result(name, exc))
     except AicrError as exc:
         module.fail_json(**exc.to_result())
     except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user

@@ -36,6 +36,7 @@ __metaclass__ = type
 import threading
 import time
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     FabricBackend, Device, READY, PENDING, FAILED, REMOVING, OK, WARNING, CRITICAL, UNKNOWN,
@@ -266,6 +267,7 @@ class RedfishBackend(FabricBackend):
             if remaining <= 0:
                 raise AicrError("%s: the fabric's task is still running after %.0fs (task monitor %s); it may yet complete - re-run to "
                                 "converge (nothing re-sent)" % (what, self.task_timeout, path), task_monitor=path)
+            cancel.check()  # SIGTERM: stop following the task (it goes on on the fabric; the next run re-reads the system)
             self.sleep(min(_retry_after(answer, self.task_poll_interval), remaining))
             try:
                 answer = self.transport.request("GET", path, what="%s: task monitor" % what)

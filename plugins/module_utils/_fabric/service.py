@@ -32,6 +32,9 @@ Rules (see docs/modules/fabric_device.md):
   (``records.resolve_intents``); detached devices are forgotten. Other stacks' devices are never touched.
 - ``orphans`` (``report``/``detach``, ``orphans.py``): after the targets, the devices on the cluster's machines that
   no stack records are listed and, with ``detach``, detached once ``orphan_grace`` has passed since first seen.
+- SIGTERM (``_common.cancel``): no attach or detach starts after it - each machine thread stops at its next step
+  (before a mutation, or in a wait) - and the one in flight is finished; what was done is noted for the message. The
+  machines' work always runs in worker threads (one machine too), so the signal never interrupts a request.
 - ``on_transition(record)``, when given, is called after every attach and detach that took effect (never in
   check mode) with the device result tagged with ``machine``, ``node`` and ``event`` (``attached`` or
   ``detached``), from the machine threads; calls are serialised and an exception from the callback becomes a
@@ -46,6 +49,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     READY, PENDING, REMOVING, FAILED, OK, WARNING, CRITICAL, UNKNOWN,
@@ -124,13 +128,10 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         return self._result(runs, warnings, sweep)
 
     def _each(self, runs, work):
-        workers = min(self.max_workers, len(runs))
-        if workers <= 1:
-            for run in runs:
-                work(run)
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(work, runs))
+        # in worker threads even for one machine: SIGTERM's Cancelled is raised in the main thread, which only waits here,
+        # and never in the middle of a request; the workers stop at their next cancel.check
+        with ThreadPoolExecutor(max_workers=max(1, min(self.max_workers, len(runs)))) as pool:
+            list(pool.map(work, runs))
 
     def _transition(self, run, event, device):
         """Tell ``on_transition`` that ``device`` was attached or detached (serialised; a failing callback is a warning)."""
@@ -402,6 +403,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         while not done(devices):
             if self.clock() >= deadline:
                 raise AicrError("%s after %.0fs (wait_timeout)" % (what, self.wait_timeout), machine=run.machine_id)
+            cancel.check()
             self.sleep(self.poll_interval)
             devices = self.backend.read_machine(run.machine_id)
         return devices
@@ -417,6 +419,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             once = isinstance(error, FabricHTTPError) or (isinstance(error, AmbiguousOutcome) and error.kind == "response")
             if once or self.clock() >= deadline:
                 return None, devices
+            cancel.check()
             self.sleep(self.poll_interval)
 
     # --- attach -------------------------------------------------------------------------
@@ -429,6 +432,8 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             fresh = [d for d in current if d.res_uuid not in known and d.matches(target.type, target.model)]
             return fresh[0] if fresh else None
 
+        what = "attach of a %s%s to machine %s" % (target.type, " " + target.model if target.model else "", run.machine_id)
+        cancel.check(what)
         intent = None
         if self.records is not None:
             intent = self.records.intend(run.machine_id, run.node, target.type, target.model, self.backend.pool_key(run.machine_id),
@@ -438,8 +443,10 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         while True:
             attempts += 1
             error = None
+            cancel.check(what)
             try:
                 self.backend.attach(run.machine_id, target.type, target.model, devices)
+                cancel.note(what + " sent")
             except (AmbiguousOutcome, FabricHTTPError) as exc:
                 error = exc
             device, devices = self._reread(run, new_device, error, self.settle_timeout)
@@ -478,6 +485,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
                             device=device.to_result())
         self._action(run, "attach", target, device, adopted=adopted)
         run.attached.append(run.tag(device.to_result()))
+        cancel.note("%s %s attached to machine %s" % (device.model or target.type, device.res_uuid, run.machine_id))
         self._transition(run, "attached", device)
         run.warnings.extend(device.warnings)
         return devices
@@ -542,6 +550,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         while True:
             attempts += 1
             error = None
+            cancel.check("detach of %s from machine %s" % (device.res_uuid, run.machine_id))
             try:
                 self.backend.detach(run.machine_id, device, devices)
             except (AmbiguousOutcome, FabricHTTPError) as exc:
@@ -571,8 +580,10 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             # attached by this run and detached again: neither "attached" nor "detached" (the machine is as before)
             run.attached = [a for a in run.attached if a.get("res_uuid") != device.res_uuid]
             run.rolled_back.append(run.tag(device.to_result()))
+            cancel.note("%s detached again from machine %s (rolled back)" % (device.res_uuid, run.machine_id))
         else:
             run.detached.append(run.tag(device.to_result()))
+            cancel.note("%s detached from machine %s" % (device.res_uuid, run.machine_id))
         if self.records is not None:
             self._forget(run, device)
         if notify:  # an orphan was no stack's: its detach is no transition of the status stack
