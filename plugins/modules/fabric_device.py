@@ -481,9 +481,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 # Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
 zipimports.install()
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
-from ansible_collections.aicr.runtime.plugins.module_utils._common.module import cancelled_result, require_libraries
+from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
@@ -550,17 +548,11 @@ def main():
         required_by={"adopt": "stack"},
         required_one_of=[("node", "machine_id", "machines", "orphans")],
     )
-    require_libraries(module, ["requests", "kubernetes"] if fabric.needs_kubernetes(module.params, module.check_mode) else ["requests"])
     # SIGTERM (AWX's cancel): no attach or detach is started after it; the one in flight is finished, and the task fails
     # listing what was done (the machine threads stop at their next step, see _fabric/service.py)
-    cancel.reset()
-    try:
-        with cancel.sigterm_cancels():
-            result = fabric.run(module.params, check_mode=module.check_mode, secret=module.no_log_values.add)
-    except cancel.Cancelled as exc:
-        module.fail_json(**cancelled_result("fabric_device", exc, temporary=False))
-    except AicrError as exc:
-        module.fail_json(**surface_warnings(module, exc.to_result()))
+    result = call_engine(module, "fabric_device", lambda: fabric.run(module.params, check_mode=module.check_mode, secret=module.no_log_values.add),
+                         requires=["requests", "kubernetes"] if fabric.needs_kubernetes(module.params, module.check_mode) else ["requests"],
+                         temporary=False, on_failure=lambda failed: surface_warnings(module, failed))
     module.exit_json(**surface_warnings(module, result))
 
 

@@ -49,13 +49,7 @@ def hide(module, secrets):
         values.update(s for s in secrets if s)
 
 
-def cancelled_result(name, exc, temporary=True):
-    """The failed task's result for a run cancelled by SIGTERM (``exc``: the :class:`~._common.cancel.Cancelled`)."""
-    stopped = cancel.stopped() or list(exc.details.get("stopped") or [])
-    return dict(msg=cancel.message(name, stopped, temporary=temporary), cancelled=True, stopped=stopped, done=cancel.notes())
-
-
-def call_engine(module, name, engine, requires=(), secrets=()):
+def call_engine(module, name, engine, requires=(), secrets=(), temporary=True, on_failure=None):
     """``engine()``'s result; the task fails in one line when a library is missing or the engine raises.
 
     Before the engine runs, ``secrets`` and the secrets of a ``kubeconfig`` given as a dict (its tokens, passwords and
@@ -63,8 +57,10 @@ def call_engine(module, name, engine, requires=(), secrets=()):
 
     SIGTERM while the engine runs (AWX's cancel) raises ``_common.cancel.Cancelled`` in this thread: the engine's cleanup
     runs as for an error (helm children stopped, temp files removed, the Lease released) and the task fails with
-    ``<name>: cancelled (SIGTERM), done before: ..., not done: ...`` (``cancelled: true``).
+    ``<name>: cancelled (SIGTERM), done before: ..., not done: ...`` (``cancelled: true``; ``temporary``: the engine has
+    temporary files, removed on the way out). ``on_failure(result)``, when given, shapes a failed task's result dict.
     """
+    on_failure = on_failure or (lambda result: result)
     hide(module, secrets)
     require_libraries(module, requires)
     cancel.reset()
@@ -72,9 +68,11 @@ def call_engine(module, name, engine, requires=(), secrets=()):
         with cancel.sigterm_cancels():
             return engine()
     except cancel.Cancelled as exc:
-        module.fail_json(**cancelled_result(name, exc))
+        stopped = cancel.stopped() or list(exc.details.get("stopped") or [])
+        module.fail_json(**on_failure(dict(msg=cancel.message(name, stopped, temporary=temporary), cancelled=True, stopped=stopped,
+                                           done=cancel.notes())))
     except AicrError as exc:
-        module.fail_json(**exc.to_result())
+        module.fail_json(**on_failure(exc.to_result()))
     except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user
         module.fail_json(msg="%s: unexpected %s: %s" % (name, exc.__class__.__name__, first_line(exc)), exception=traceback.format_exc())
     return None  # pragma: no cover - fail_json exits

@@ -18,9 +18,10 @@ PROVIDERS = ("fti_fm", "fti_cm", "redfish")
 
 
 def build_backend(provider, endpoint, credentials, tenant_id=None, cluster_id=None, ca_path=None, validate_certs=True, timeout=30.0,
-                  read_retries=2, token_leeway=30, allow_http=False, trust_env=False, task_timeout=None, task_poll_interval=1.0):
-    """A ready backend. ``credentials``: username, password, client_id, client_secret, realm. ``task_timeout`` (default twice
-    ``timeout``) and ``task_poll_interval`` bound a Redfish action that runs as a task (202 and a task monitor)."""
+                  read_retries=2, token_leeway=30, allow_http=False, trust_env=False, task_timeout=60.0, task_poll_interval=1.0):
+    """A ready backend. ``credentials``: username, password, client_id, client_secret, realm. ``task_timeout`` and
+    ``task_poll_interval`` bound a Redfish action that runs as a task (202 and a task monitor); fabric_device gives its
+    settle timeout (``_fabric/run.py``)."""
     if provider not in PROVIDERS:
         raise AicrError("provider: %r is not one of %s" % (provider, ", ".join(PROVIDERS)), field="provider")
     credentials = credentials or {}
@@ -30,8 +31,7 @@ def build_backend(provider, endpoint, credentials, tenant_id=None, cluster_id=No
         if not credentials.get("username") or not credentials.get("password"):
             raise AicrError("credentials: username and password are required for provider redfish", field="username")
         transport.auth = BasicAuth(credentials["username"], credentials["password"])
-        return RedfishBackend(transport, task_timeout=2 * float(timeout) if task_timeout is None else task_timeout,
-                              task_poll_interval=task_poll_interval)
+        return RedfishBackend(transport, task_timeout=task_timeout, task_poll_interval=task_poll_interval)
     fetch = password_grant_fetcher(transport, credentials.get("realm"), credentials.get("client_id"), credentials.get("client_secret"),
                                    credentials.get("username"), credentials.get("password"))
     tokens = TokenCache(fetch, source="realm %s" % credentials.get("realm"), leeway=token_leeway)

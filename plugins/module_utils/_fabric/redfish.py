@@ -252,15 +252,15 @@ class RedfishBackend(FabricBackend):
         """Follow an action answered 202 to its end (see the module docstring); return when it completed."""
         if response.status != 202:
             return
-        body = _json_or_none(response)
-        monitor = response.header("Location") or (body.get("TaskMonitor") if isinstance(body, dict) else None)
+        task = _json_or_none(response)
+        monitor = response.header("Location") or (task.get("TaskMonitor") if isinstance(task, dict) else None)
         if not monitor:
             return  # accepted without a monitor: the re-read of the system settles it
         path = self._monitor_path(monitor, what)
         deadline = self.clock() + self.task_timeout
         answer = response
         while True:
-            _raise_if_task_failed(answer, what)
+            _raise_if_task_failed(task, answer.status, what)
             if answer is not response and answer.status != 202:
                 return
             remaining = deadline - self.clock()
@@ -271,6 +271,7 @@ class RedfishBackend(FabricBackend):
             self.sleep(min(_retry_after(answer, self.task_poll_interval), remaining))
             try:
                 answer = self.transport.request("GET", path, what="%s: task monitor" % what)
+                task = _json_or_none(answer)
             except FabricHTTPError as exc:
                 if exc.status in (404, 410):
                     return  # the monitor is gone once its answer was given: the re-read of the system says what happened
@@ -315,9 +316,8 @@ def _retry_after(response, default):
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-def _raise_if_task_failed(response, what):
-    """A Task resource in the answer that says the task failed: FabricHTTPError with its messages."""
-    task = _json_or_none(response)
+def _raise_if_task_failed(task, status_code, what):
+    """``task`` (an answer's JSON body) a Task resource that says the task failed: FabricHTTPError with its messages."""
     if not isinstance(task, dict) or "TaskState" not in task:
         return
     state, status = task.get("TaskState"), task.get("TaskStatus")
@@ -325,5 +325,5 @@ def _raise_if_task_failed(response, what):
         return
     messages = [m.get("Message") or m.get("MessageId") for m in task.get("Messages") or [] if isinstance(m, dict)]
     text = "; ".join(m for m in messages if m) or "no message"
-    raise FabricHTTPError("%s: the fabric's task ended %s (TaskStatus %s): %s" % (what, state, status, text), status=response.status,
+    raise FabricHTTPError("%s: the fabric's task ended %s (TaskStatus %s): %s" % (what, state, status, text), status=status_code,
                           task_state=state)
