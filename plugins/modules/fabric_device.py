@@ -431,6 +431,21 @@ fabric_warnings:
   returned: always
   type: list
   elements: str
+cancelled:
+  description: The run was stopped by SIGTERM (AWX's cancel); C(msg) says what was done before.
+  returned: when cancelled
+  type: bool
+  sample: true
+stopped:
+  description: Child processes the cancel stopped (the collection's common cancel result; empty, fabric_device starts none).
+  returned: when cancelled
+  type: list
+  elements: str
+done:
+  description: What a cancelled run did before it stopped (attaches sent, devices attached or detached), in order.
+  returned: when cancelled
+  type: list
+  elements: str
 token_requests:
   description: Access tokens requested during the run (normally 1 for FTI providers, 0 for Redfish).
   returned: always
