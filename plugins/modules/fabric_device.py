@@ -189,7 +189,13 @@ options:
         stack recorded; devices of other stacks, and devices no stack recorded, are left alone. A recorded device the machine
         does not list is marked missing and still counts on that run; it leaves the records when the next run misses it too.
       - Without it, every device of O(type)/O(model) on the machine counts, as before.
-      - Needs Kubernetes access (O(kubeconfig)) with C(get), C(list), C(create) and C(patch) on ConfigMaps there.
+      - One run at a time changes a stack's devices. A run that is about to change something (a record, an attach, a
+        detach) takes the stack's fabric Lease C(aicr-fabric-<stack>) in O(stack_namespace) first and starts again under it
+        from the reads, so two runs of one stack never attach the same deficit twice; while another run holds it the task
+        fails, naming that run and when it last renewed the Lease. A run that changes nothing takes no Lease. The
+        Lease of a killed run is taken over once 60 seconds have passed since its last renewal, by the API server's clock.
+      - Needs Kubernetes access (O(kubeconfig)) with C(get), C(list), C(create) and C(patch) on ConfigMaps there, and
+        (to change anything) the Role C(aicr-runtime:lease) bound there (C(meta/rbac/aicr-system.yaml)).
     type: str
   adopt:
     description:
@@ -467,6 +473,13 @@ records:
   returned: when O(stack) is set
   type: dict
   sample: {stack: gpu, namespace: aicr-system, writes: 4, adopted: []}
+lease:
+  description:
+    - With O(stack) - the stack's fabric Lease (C(namespace/name)) the run held while it changed something; null when it
+      changed nothing (no Lease was taken).
+  returned: when O(stack) is set, not in check mode
+  type: str
+  sample: aicr-system/aicr-fabric-gpu
 orphans:
   description:
     - With O(orphans) - C(mode), C(grace), C(machines) (swept), C(ledger_writes) and C(devices), each with the fields of

@@ -130,19 +130,25 @@ def test_other_providers_converge(run_playbook, sim, fabric, provider):
     assert len(down["detached"]) == 2 and sim.control.devices(machines[1]) == []
 
 
-def test_sigterm_starts_no_attach_after_it_and_says_what_was_done(sim, fabric, installed_collection, tmp_path):
-    """AWX's cancel: SIGTERM to the module while it attaches three devices (each attach takes the fabric 2 s). The attach
-    in flight is finished, no other is started, and the task fails saying which were done."""
-    base, machines = fabric
-    sim.control.configure(latency=2.0)
-    sim.control.clear_requests()
-    (tmp_path / "vars.json").write_text(json.dumps({"fabric": dict(base, machine_id=machines[2], model="A100", count=3)}))
+def _background_playbook(installed_collection, tmp_path, options):
+    """``fabric_device.yml`` with ``options`` started in the background, as AWX starts a job: (process, output file)."""
+    (tmp_path / "vars.json").write_text(json.dumps({"fabric": options}))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(installed_collection.parents[2]), ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1",
                ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"), ANSIBLE_REMOTE_TMP=str(tmp_path / "ansible"))
     output = tmp_path / "output.txt"
     with output.open("wb") as out:
         proc = subprocess.Popen([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", "-e", "@%s" % (tmp_path / "vars.json"),
                                  str(PLAYBOOK)], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    return proc, output
+
+
+def test_sigterm_starts_no_attach_after_it_and_says_what_was_done(sim, fabric, installed_collection, tmp_path):
+    """AWX's cancel: SIGTERM to the module while it attaches three devices (each attach takes the fabric 2 s). The attach
+    in flight is finished, no other is started, and the task fails saying which were done."""
+    base, machines = fabric
+    sim.control.configure(latency=2.0)
+    sim.control.clear_requests()
+    proc, output = _background_playbook(installed_collection, tmp_path, dict(base, machine_id=machines[2], model="A100", count=3))
     try:
         wait_until(lambda: sim.control.requests(op="attach") or proc.poll() is not None, 120, "the first attach to reach the fabric")
         assert proc.poll() is None, output.read_text()[-3000:]
@@ -427,6 +433,34 @@ def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
 def _records(kube, stack):
     obj = kube.get("/api/v1/namespaces/%s/configmaps/aicr-devices-%s" % (kube.namespace, stack))
     return json.loads(obj["data"]["records"]) if obj else None
+
+
+def test_two_runs_of_one_stack_at_once_the_second_fails_and_nothing_is_attached_twice(run_playbook, wired, installed_collection, tmp_path):
+    """Two AWX jobs of one stack at the same moment: the first holds the stack's fabric Lease while the fabric holds its
+    first attach (a ``hold`` fault, released by the test); the second fails naming it and changes nothing."""
+    kube, sim, nodes = wired
+    node0 = nodes.names[0]
+    options = _wired_options(sim, kube, node=node0, count=2, stack="solo", stack_namespace=kube.namespace)
+    sim.control.clear_requests()
+    sim.control.fault(op="attach", action="hold")
+    first, output = _background_playbook(installed_collection, tmp_path, options)
+    try:
+        wait_until(lambda: sim.control.requests(op="attach") or first.poll() is not None, 120, "the first run's attach to reach the fabric")
+        assert first.poll() is None, output.read_text()[-3000:]
+        second = _run(run_playbook, options, expect_failure=True)
+        sim.control.release()
+        assert first.wait(timeout=120) == 0, output.read_text()[-3000:]
+    finally:
+        sim.control.release()
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+    assert second["msg"].startswith("lease: stack solo is being converged on the fabric by "), dump(second)
+    # (the simulator's user name is "aicr": no_log masks it everywhere in the output, the Lease's name too)
+    assert "fabric_device of stack solo" in second["msg"] and second["lease"].endswith("-fabric-solo"), dump(second)
+    assert len(sim.control.requests(op="attach")) == 2, "only the run holding the Lease attached"
+    assert len(sim.control.devices(node0)) == 2 and len(_records(kube, "solo")) == 2
+    assert kube.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/aicr-fabric-solo" % kube.namespace) is None, "released"
 
 
 def test_two_stacks_on_one_node_each_prune_only_their_own_and_orphans_are_reported(run_playbook, wired):

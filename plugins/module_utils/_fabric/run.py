@@ -8,7 +8,8 @@
    kubeconfig's identity);
 3. credentials: the Secret's keys, then the options (the options win); every value is a secret;
 4. with ``stack`` (or ``orphans``) the stacks' device records (``records``; the orphan ledger, ``orphans``);
-5. the backend for ``provider`` (``factory``), live status to ``status_stack`` (devices), the service's run.
+5. the backend for ``provider`` (``factory``), live status to ``status_stack`` (devices), the service's run - with ``stack``,
+   changes only under the stack's fabric Lease (``exclusive``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import run_exclusive
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import CREDENTIAL_KEYS, KubernetesClusterView
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.orphans import OrphanLedger
@@ -80,24 +82,31 @@ def run(params, check_mode=False, secret=None):
                             ca_path=params["ca_path"], validate_certs=params["validate_certs"], timeout=params["timeout"],
                             allow_http=params["allow_http"], trust_env=params["trust_env"], task_timeout=settle,
                             task_poll_interval=params["poll_interval"])
-    records, ledger = None, None
-    if params.get("stack") or params.get("orphans"):
-        records = DeviceRecords(client, params["stack_namespace"], stack=params.get("stack"), dry_run=check_mode)
-    if params.get("orphans"):
-        ledger = OrphanLedger(client, params["stack_namespace"], dry_run=check_mode)
     live, live_warning = None, None
     if params["status_stack"] and not check_mode:
         live, live_warning = live_status(client, params["status_stack"], params["status_backend"], params["status_namespace"],
                                          interval=LIVE_STATUS_INTERVAL, devices=True)
 
-    def converge(on_transition):
+    def attempt(on_transition, gate=None):
+        records, ledger = None, None
+        if params.get("stack") or params.get("orphans"):
+            records = DeviceRecords(client, params["stack_namespace"], stack=params.get("stack"), dry_run=check_mode, gate=gate)
+        if params.get("orphans"):
+            ledger = OrphanLedger(client, params["stack_namespace"], dry_run=check_mode, gate=gate)
         service = FabricService(backend, cluster=cluster, check_mode=check_mode, force_detach=params["force_detach"],
                                 operator_coexistence=params["operator_coexistence"], wait=params["wait"], wait_timeout=params["wait_timeout"],
                                 verify_visible=params["verify_visible"], poll_interval=params["poll_interval"], settle_timeout=settle,
                                 max_workers=params["max_workers"], on_transition=on_transition, partial=params["partial"],
                                 records=records, orphans=params.get("orphans"), orphan_grace=params.get("orphan_grace", 600), ledger=ledger,
-                                adopt=params.get("adopt"))
+                                adopt=params.get("adopt"), gate=gate)
         return service.run(targets)
+
+    def converge(on_transition):
+        if not params.get("stack") or check_mode:
+            return attempt(on_transition)
+        # one run at a time changes a stack's devices; a run that changes nothing takes no Lease (exclusive.py)
+        return run_exclusive(client, params["stack"], params["stack_namespace"], lambda gate: attempt(on_transition, gate),
+                             message="aicr.runtime.fabric_device of stack %s" % params["stack"])
 
     try:
         return run_with_live_status(live, live_warning, converge)

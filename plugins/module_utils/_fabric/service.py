@@ -69,8 +69,9 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
     def __init__(self, backend, cluster=None, check_mode=False, force_detach=False, operator_coexistence="refuse", wait=True,
                  wait_timeout=300.0, verify_visible=False, poll_interval=2.0, settle_timeout=60.0, max_workers=8,
                  mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None, partial=False,
-                 records=None, orphans=None, orphan_grace=600.0, ledger=None, adopt=None):
+                 records=None, orphans=None, orphan_grace=600.0, ledger=None, adopt=None, gate=None):
         self.backend = backend
+        self.gate = gate  # called before each attach and detach (exclusive.StackGate: the stack's Lease)
         self.cluster = cluster
         self.check_mode = check_mode
         self.force_detach = force_detach
@@ -443,7 +444,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         while True:
             attempts += 1
             error = None
-            cancel.check(what)
+            self._before_change(what)
             try:
                 self.backend.attach(run.machine_id, target.type, target.model, devices)
                 cancel.note(what + " sent")
@@ -489,6 +490,12 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         self._transition(run, "attached", device)
         run.warnings.extend(device.warnings)
         return devices
+
+    def _before_change(self, what):
+        """Right before a request that changes the fabric: not after a SIGTERM, and with ``stack`` only under its Lease."""
+        cancel.check(what)
+        if self.gate is not None:
+            self.gate(what)
 
     def _undo(self, run, target, mine, error, nth, deficit):
         """All or nothing: attach ``nth`` of ``deficit`` failed; detach the devices this run attached on the machine (after the
@@ -550,7 +557,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         while True:
             attempts += 1
             error = None
-            cancel.check("detach of %s from machine %s" % (device.res_uuid, run.machine_id))
+            self._before_change("detach of %s from machine %s" % (device.res_uuid, run.machine_id))
             try:
                 self.backend.detach(run.machine_id, device, devices)
             except (AmbiguousOutcome, FabricHTTPError) as exc:

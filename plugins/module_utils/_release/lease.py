@@ -36,8 +36,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 
 
-def lease_name(stack):
-    return ("aicr-runtime-" + slug(stack))[:63].rstrip("-")
+def lease_name(stack, prefix="aicr-runtime-"):
+    return (prefix + slug(stack))[:63].rstrip("-")
 
 
 def default_identity():
@@ -60,18 +60,26 @@ def server_clock(cluster):
 
 
 class StackLease(object):
-    """Acquire/renew/release the Lease of one stack."""
+    """Acquire/renew/release the Lease of one stack.
 
-    def __init__(self, cluster, stack, namespace="default", duration=60, identity=None, message="", clock=None, monotonic=time.monotonic):
+    ``name`` (default :func:`lease_name`), ``field`` (the option naming ``namespace``) and ``activity`` (what the holder
+    is doing, in the message of a Lease held by another run) let another engine hold a Lease of its own for the stack:
+    fabric_device's is ``aicr-fabric-<stack>`` in ``stack_namespace``.
+    """
+
+    def __init__(self, cluster, stack, namespace="default", duration=60, identity=None, message="", clock=None, monotonic=time.monotonic,
+                 name=None, field="lease_namespace", activity="rolled out"):
         self.cluster = cluster
         self.stack = stack
         self.namespace = namespace
+        self.field = field
+        self.activity = activity
         self.duration = max(5, min(MAX_DURATION, int(duration)))
         self.identity = identity or default_identity()
         self.message = message
         self.clock = clock or server_clock(cluster)
         self.monotonic = monotonic
-        self.name = lease_name(stack)
+        self.name = name or lease_name(stack)
         self.taken_over = None
         self.lost = None  # why the Lease is no longer ours (None while it is)
         self.renewals = 0
@@ -124,8 +132,8 @@ class StackLease(object):
                 holder, message, stale, renewed = self._describe(existing)
                 if holder and holder != self.identity and not stale:
                     raise AicrError(
-                        "lease: stack %s is being rolled out by %s (%s), Lease %s/%s renewed %s; wait for it or retry after %ss"
-                        % (self.stack, holder, message or "no message", self.namespace, self.name,
+                        "lease: stack %s is being %s by %s (%s), Lease %s/%s renewed %s; wait for it or retry after %ss"
+                        % (self.stack, self.activity, holder, message or "no message", self.namespace, self.name,
                            renewed.strftime("%Y-%m-%dT%H:%M:%SZ") if renewed else "never", int((existing.get("spec") or {}).get("leaseDurationSeconds") or 0)),
                         holder=holder, holder_message=message, lease="%s/%s" % (self.namespace, self.name),
                     )
@@ -139,9 +147,9 @@ class StackLease(object):
                                 lease="%s/%s" % (self.namespace, self.name))
             if exc.status == 403:
                 # the shipped release ClusterRole grants no Leases: they are the namespaced Role's, bound where the Lease lives
-                raise AicrError("lease: this identity may not use Leases in namespace %s (lease_namespace); bind the Role aicr-runtime:lease there "
-                                "(meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml) - %s" % (self.namespace, exc.msg),
-                                lease="%s/%s" % (self.namespace, self.name), field="lease_namespace", status=403)
+                raise AicrError("lease: this identity may not use Leases in namespace %s (%s); bind the Role aicr-runtime:lease there "
+                                "(meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml) - %s" % (self.namespace, self.field, exc.msg),
+                                lease="%s/%s" % (self.namespace, self.name), field=self.field, status=403)
             raise
         self._renewed_at = self.monotonic()
         self._thread = threading.Thread(target=self._renew_loop, name="aicr-lease-renew")

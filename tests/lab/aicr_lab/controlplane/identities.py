@@ -39,10 +39,11 @@ IDENTITIES = {
     # a user with no role at all: what a denied call looks like
     "nobody": [],
 }
-# The identities that run gated_release: bound to the Role aicr-runtime:lease (meta/rbac/aicr-system.yaml) in the
-# lease namespace aicr-system (and, as a user with a custom lease_namespace does, in each test namespace: bind_lease_role)
+# The identities that run gated_release, or fabric_device with a stack: bound to the Role aicr-runtime:lease
+# (meta/rbac/aicr-system.yaml) in the lease namespace aicr-system (and, as a user with a custom lease_namespace or
+# stack_namespace does, in each test namespace: bind_lease_role)
 LEASE_NAMESPACE = "aicr-system"
-LEASE_IDENTITIES = ("release", "site", "reconciler")
+LEASE_IDENTITIES = ("release", "fabric", "site", "reconciler")
 
 
 def shipped_cluster_roles():

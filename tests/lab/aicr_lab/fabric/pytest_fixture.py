@@ -50,6 +50,10 @@ class SimulatorControl:
         """latency (mutations), read_latency, token_ttl, cm_polls."""
         return self._call("POST", "/config", options)
 
+    def release(self):
+        """Let the requests a ``hold`` fault holds go on."""
+        return self._call("POST", "/release")
+
     def expire_tokens(self):
         return self._call("POST", "/tokens/expire")
 

@@ -6,6 +6,8 @@ many matching requests through first). Actions:
 
 - ``latency`` (``delay`` seconds, then normal processing — longer than the client timeout makes an
   ambiguous outcome whose change still lands),
+- ``hold`` (the request waits until ``/_sim/release`` is posted, at most ``max`` seconds, default 120, then normal
+  processing: a test holds a run inside a request and acts meanwhile, on a condition instead of a delay),
 - ``error`` (``status`` with ``body`` fti | fti_dra | fti_raw | error_text | plain | html | empty | redfish, nothing
   applied; see ``Handler._error`` for the CoHDI client each JSON shape comes from),
 - ``commit_then_fail`` (change applied, then the error returned),
@@ -104,6 +106,7 @@ class Simulator:
         self.key = b"aicr-fabric-simulator-signing-key"
         self.tasks = {}  # Redfish task monitors (option rf_tasks): id -> {polls, outcome, apply, delivered, ...}
         self._task_id = 0
+        self.released = threading.Event()  # set by /_sim/release (and reset): requests held by a ``hold`` fault go on
 
     # --- control ----------------------------------------------------------------
 
@@ -114,6 +117,8 @@ class Simulator:
             self.tokens_issued = 0
             self.revoked_before = self._jti
             self.tasks = {}
+            self.released.set()  # nothing stays held across a reset
+            self.released = threading.Event()
         self.fabric.reset(**options)
 
     def new_task(self, apply, polls, outcome, rule):
@@ -338,6 +343,8 @@ class Handler(BaseHTTPRequestHandler):
             delay += float(rule.get("delay", 1.0))
         if delay:
             time.sleep(delay)
+        if rule and rule["action"] == "hold":
+            sim.released.wait(float(rule.get("max", 120)))
         if rule and rule["action"] == "error":
             entry["status"] = int(rule.get("status", 500))
             return self._error(entry["status"], rule.get("body", "fti"), rule.get("message", "simulated failure"))
@@ -847,6 +854,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(200, {"ok": True})
             if parts == ["config"] and method == "POST":
                 sim.fabric.options.update({k: v for k, v in body.items() if k in ("latency", "read_latency", "token_ttl", "cm_polls", "rf_tasks")})
+                return self._send(200, {"ok": True})
+            if parts == ["release"] and method == "POST":
+                sim.released.set()
                 return self._send(200, {"ok": True})
             if parts == ["tokens", "expire"] and method == "POST":
                 sim.expire_tokens()

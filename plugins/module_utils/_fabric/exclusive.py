@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""One run at a time changes a stack's devices: the stack's fabric Lease.
+
+Two runs of one stack at the same moment (two AWX jobs, a job and a person) would each read the same records and machines,
+each attach the deficit (twice the devices), and each resolve the other's open intents as a killed run's. So a run with
+``stack`` changes nothing without holding the ``coordination.k8s.io/v1`` Lease ``aicr-fabric-<stack>`` in
+``stack_namespace`` (the same Lease mechanics as gated_release's: :class:`~.._release.lease.StackLease`).
+
+A run that changes nothing never takes it (a converged re-run makes no mutating call): the run starts without the Lease,
+and its first change - a record write, an attach, a detach - raises :class:`LeaseNeeded` before anything is sent. The
+run then takes the Lease and starts again from the beginning, re-reading the records and the machines under it, so
+what it changes is decided on what it read while holding the Lease. A Lease another live run holds fails the task
+(``lease: stack … is being converged on the fabric by …``); one left by a killed run is taken over once its duration
+has passed by the API server's clock.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease, lease_name
+
+LEASE_PREFIX = "aicr-fabric-"
+LEASE_DURATION = 60  # seconds; renewed every third of it while the run lasts, so only a killed run's Lease ever expires
+
+
+class LeaseNeeded(BaseException):
+    """A change was about to be made without the Lease (nothing was sent). A ``BaseException``, as ``cancel.Cancelled``
+    is: the service's ``except Exception`` turns failures into a machine's error, and this is none - the run starts again."""
+
+
+class StackGate(object):
+    """Called before every change of a stack's run (``gate(what)``): raises :class:`LeaseNeeded` without the Lease, and
+    fails a run that lost it (``StackLease.check``)."""
+
+    def __init__(self):
+        self.lease = None
+
+    def __call__(self, what):
+        if self.lease is None:
+            raise LeaseNeeded(what)
+        self.lease.check()
+
+
+def fabric_lease_name(stack):
+    return lease_name(stack, prefix=LEASE_PREFIX)
+
+
+def run_exclusive(client, stack, namespace, attempt, message=""):
+    """``attempt(gate)`` once without the Lease; when it is about to change something, again under the stack's Lease.
+
+    Returns the result of the attempt that finished, with ``lease`` (``namespace/name`` of the Lease it held, None when
+    it changed nothing). Raises what ``attempt`` raises, and ``AicrError`` when the Lease is held by another run or
+    cannot be used (403).
+    """
+    gate = StackGate()
+    try:
+        result = attempt(gate)
+        result["lease"] = None
+        return result
+    except LeaseNeeded:
+        pass
+    lease = StackLease(client, stack, namespace=namespace, duration=LEASE_DURATION, message=message, name=fabric_lease_name(stack),
+                       field="stack_namespace", activity="converged on the fabric")
+    lease.acquire()
+    gate.lease = lease
+    try:
+        result = attempt(gate)
+    finally:
+        lease.release()
+    result["lease"] = "%s/%s" % (namespace, lease.name)
+    if lease.taken_over:
+        taken = lease.taken_over
+        result.setdefault("warnings", []).append("lease: took over Lease %s/%s of stack %s from %s (%s), which stopped renewing it; its "
+                                                 "devices were re-read under the Lease" % (namespace, lease.name, stack, taken["holder"],
+                                                                                           taken["message"] or "no message"))
+    if lease.lost:
+        # after the run's last change (a lost Lease stops the run before its next one): what it did stands, and is reported
+        result.setdefault("warnings", []).append("lease: %s; another run may have changed stack %s's devices since" % (lease.lost, stack))
+    return result

@@ -1,0 +1,133 @@
+"""One run at a time changes a stack's devices (``_fabric/exclusive.py``): the stack's fabric Lease.
+
+The fabric is the HTTPS simulator; the device records and the Lease live on the lab's real kube-apiserver, read and
+written as the least-privilege ``fabric`` identity (the shipped Role ``aicr-runtime:lease`` bound in the test's
+namespace, as a user binds it in ``stack_namespace``). A run is held inside its first attach by a records double that
+waits on an event (no sleeps), while a second run of the same stack starts.
+"""
+
+import threading
+
+import pytest
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import fabric_lease_name, run_exclusive
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
+WAIT = 30  # seconds a test waits for the other thread's step before it fails
+
+
+def a100(fab, count, machine=0):
+    return [Target(machine_id=fab.machines[machine], model="A100", count=count)]
+
+
+class HeldInsideAttach(DeviceRecords):
+    """Stops the run after its first intent is stored (under the Lease) until the test lets it go on."""
+
+    inside = None
+    go_on = None
+
+    def intend(self, *args, **kw):
+        intent = DeviceRecords.intend(self, *args, **kw)
+        if self.gate is not None and self.gate.lease is not None:
+            HeldInsideAttach.inside.set()
+            assert HeldInsideAttach.go_on.wait(WAIT), "the test never let the first run go on"
+        return intent
+
+
+@pytest.fixture
+def exclusive(fab, kube, client):
+    """``exclusive.run(stack, count, records_cls=DeviceRecords, namespace=None, identity="fabric")``: one fabric_device run
+    of ``stack`` as run.py makes it (records and service rebuilt per attempt, under run_exclusive)."""
+
+    class Exclusive:
+        namespace = kube.namespace
+
+        @staticmethod
+        def run(stack, count, records_cls=DeviceRecords, namespace=None, identity="fabric"):
+            as_identity = client(identity)
+            namespace = namespace or kube.namespace
+
+            def attempt(gate):
+                records = records_cls(as_identity, namespace, stack=stack, gate=gate)
+                return fab.service(records=records, gate=gate, max_workers=1).run(a100(fab, count))
+
+            return run_exclusive(as_identity, stack, namespace, attempt, message="test run of stack %s" % stack)
+
+        @staticmethod
+        def lease(stack, namespace=None):
+            return kube.get((LEASES % (namespace or kube.namespace)) + "/" + fabric_lease_name(stack))
+
+    return Exclusive
+
+
+def test_a_run_that_changes_something_holds_the_lease_and_a_converged_rerun_takes_none(fab, exclusive, kube):
+    fab.control.clear_requests()
+    mark = kube.audit_mark()
+    first = exclusive.run("alpha", 2)
+    assert first["changed"] is True and len(first["attached"]) == 2
+    writes = [(e["verb"], e["resource"]) for e in kube.audit(since=mark, mutating=True, user=kube.user("fabric"))]
+    assert writes[0] == ("create", "leases") and writes[-1] == ("delete", "leases"), "every record write under the Lease: %s" % writes
+    assert ("patch", "configmaps") in writes
+    assert first["lease"] == "%s/%s" % (exclusive.namespace, fabric_lease_name("alpha"))
+    assert len(fab.mutations("attach")) == 2, "the restart under the Lease attached the deficit once, not twice"
+    assert exclusive.lease("alpha") is None, "the Lease is released (deleted) at the end"
+
+    mark = kube.audit_mark()
+    fab.control.clear_requests()
+    again = exclusive.run("alpha", 2)
+    assert again["changed"] is False and again["lease"] is None
+    assert fab.mutations() == []
+    assert kube.audit(since=mark, mutating=True, user=kube.user("fabric")) == [], "a converged re-run makes no mutating call"
+
+
+def test_a_second_run_of_the_stack_while_the_first_holds_the_lease_fails_and_changes_nothing(fab, exclusive):
+    HeldInsideAttach.inside, HeldInsideAttach.go_on = threading.Event(), threading.Event()
+    outcome = {}
+
+    def first_run():
+        try:
+            outcome["result"] = exclusive.run("beta", 2, records_cls=HeldInsideAttach)
+        except AicrError as exc:  # reported below: the assertion names it
+            outcome["error"] = exc
+
+    fab.control.clear_requests()
+    worker = threading.Thread(target=first_run)
+    worker.start()
+    try:
+        assert HeldInsideAttach.inside.wait(WAIT), "the first run never reached its first attach"
+        with pytest.raises(AicrError) as refused:
+            exclusive.run("beta", 2)
+    finally:
+        HeldInsideAttach.go_on.set()
+        worker.join(WAIT)
+    assert refused.value.msg.startswith("lease: stack beta is being converged on the fabric by "), refused.value.msg
+    assert "test run of stack beta" in refused.value.msg and refused.value.details["lease"].endswith(fabric_lease_name("beta"))
+    assert "error" not in outcome, outcome.get("error")
+    assert len(outcome["result"]["attached"]) == 2
+    assert len(fab.mutations("attach")) == 2, "only the run holding the Lease attached"
+    assert len([d for d in fab.devices(0) if d["model"].lower() == "a100"]) == 2
+
+
+def test_the_lease_of_a_killed_run_is_taken_over_once_it_expired(fab, exclusive, kube):
+    kube.rest.create(LEASES % exclusive.namespace, {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": fabric_lease_name("gamma")},
+        "spec": {"holderIdentity": "killed@elsewhere/1-dead", "leaseDurationSeconds": 10,
+                 "renewTime": "2026-01-01T00:00:00.000000Z", "acquireTime": "2026-01-01T00:00:00.000000Z"}})
+    done = exclusive.run("gamma", 1)
+    assert len(done["attached"]) == 1
+    assert any("took over" in w and "killed@elsewhere/1-dead" in w for w in done["warnings"]), done["warnings"]
+    assert exclusive.lease("gamma") is None
+
+
+def test_without_the_lease_role_in_stack_namespace_the_run_stops_before_any_change(fab, exclusive, kube):
+    unbound = kube.create_namespace("fab-unbound", lease_role=False)
+    fab.control.clear_requests()
+    with pytest.raises(AicrError) as refused:
+        exclusive.run("delta", 1, namespace=unbound)
+    message = refused.value.msg
+    assert message.startswith("lease: this identity may not use Leases in namespace %s (stack_namespace); bind the Role aicr-runtime:lease" % unbound), message
+    assert refused.value.details["field"] == "stack_namespace" and refused.value.details["status"] == 403
+    assert fab.mutations() == [], "nothing was attached"
