@@ -194,8 +194,9 @@ options:
         from the reads, so two runs of one stack never attach the same deficit twice; while another run holds it the task
         fails, naming that run and when it last renewed the Lease. A run that changes nothing takes no Lease. The
         Lease of a killed run is taken over once 60 seconds have passed since its last renewal, by the API server's clock.
-      - Needs Kubernetes access (O(kubeconfig)) with C(get), C(list), C(create) and C(patch) on ConfigMaps there, and
-        (to change anything) the Role C(aicr-runtime:lease) bound there (C(meta/rbac/aicr-system.yaml)).
+      - Needs Kubernetes access (O(kubeconfig)) and the Role C(aicr-runtime:lease) (C(meta/rbac/aicr-system.yaml)) bound
+        to the identity in O(stack_namespace) - C(get), C(list), C(create) and C(patch) on ConfigMaps and the Lease there;
+        the ClusterRole C(aicr-runtime:fabric) grants no ConfigMaps.
     type: str
   adopt:
     description:
@@ -207,7 +208,8 @@ options:
     elements: str
   stack_namespace:
     description:
-      - The namespace of the device records of O(stack), and of the orphan ledger of O(orphans). It must exist.
+      - The namespace of the device records of O(stack), of its fabric Lease, and of the orphan ledger of O(orphans). It
+        must exist, with the Role C(aicr-runtime:lease) bound there to the identity.
     type: str
     default: aicr-system
   orphans:

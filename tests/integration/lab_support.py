@@ -4,6 +4,7 @@ A module of its own rather than conftest.py: several conftest.py files exist in 
 import ...`` gets whichever was imported first.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -40,6 +41,47 @@ def example_catalog(directory, namespace):
         if changed != text:
             path.write_text(changed)
     return target
+
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+LEASE_NAMESPACE = "aicr-system"
+
+
+@contextlib.contextmanager
+def bound_to_shipped_roles(kube, namespace, account, cluster_role):
+    """A ServiceAccount ``account`` in ``namespace`` bound to exactly one shipped ClusterRole (a ClusterRoleBinding) and
+    the shipped Role aicr-runtime:lease in aicr-system (a RoleBinding), as a user sets up an identity: yields its token.
+    ``namespace`` should have no lease Role of its own (``create_namespace(lease_role=False)``): a test namespace binds it
+    to its ServiceAccounts. The bindings are deleted afterwards."""
+    kube.require_lab("the lab CA")
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+    kube.rest.create("/api/v1/namespaces/%s/serviceaccounts" % namespace, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}})
+    binding = "aicr-lab:%s-%s" % (account, namespace)
+    kube.rest.create("%s/clusterrolebindings" % RBAC, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": binding},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role}, "subjects": [subject]})
+    kube.rest.create("%s/namespaces/%s/rolebindings" % (RBAC, LEASE_NAMESPACE), {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": binding},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "aicr-runtime:lease"}, "subjects": [subject]})
+    token = kube.rest.create("/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, account),
+                             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}})["status"]["token"]
+    try:
+        yield token
+    finally:
+        kube.rest.delete("%s/clusterrolebindings/%s" % (RBAC, binding))
+        kube.rest.delete("%s/namespaces/%s/rolebindings/%s" % (RBAC, LEASE_NAMESPACE, binding))
+
+
+def token_kubeconfig(kube, token, path):
+    """A kubeconfig file (0600) for the lab's API server with a bearer token; returns its path."""
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "token",
+              "clusters": [{"name": "lab", "cluster": {"server": kube.server, "certificate-authority": str(kube.ca_file)}}],
+              "users": [{"name": "token", "user": {"token": token}}],
+              "contexts": [{"name": "token", "context": {"cluster": "lab", "user": "token"}}]}
+    fd = os.open(str(path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(config, handle)
+    return str(path)
 
 
 def audit_mutations(kube, since, identity):

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from aicr_lab.controlplane.rest import ApiError, Rest
 from aicr_lab.fabric.pytest_fixture import start_simulator
 from aicr_lab.fabric.state import DEFAULT_POOL
 
-from lab_support import alive, grant_secret_read, module_process, wait_for_default_service_account, wait_until
+from lab_support import LEASE_NAMESPACE, alive, bound_to_shipped_roles, grant_secret_read, module_process, token_kubeconfig
+from lab_support import wait_for_default_service_account, wait_until
 
 TASK = "Converge fabric devices"
 REPO = Path(__file__).resolve().parents[2]
@@ -433,6 +435,57 @@ def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
 def _records(kube, stack):
     obj = kube.get("/api/v1/namespaces/%s/configmaps/aicr-devices-%s" % (kube.namespace, stack))
     return json.loads(obj["data"]["records"]) if obj else None
+
+
+def test_the_shipped_fabric_role_and_the_lease_role_alone_serve_a_stack_and_the_sweep(run_playbook, sim, fabric, kube, tmp_path):
+    """An identity bound to exactly aicr-runtime:fabric (cluster-wide: no ConfigMaps, no Leases) and the Role
+    aicr-runtime:lease in aicr-system, the default stack_namespace: a stack's attach (records, its fabric Lease), the
+    converged re-run, the prune and the orphan sweep all work there; a stack_namespace without the Role is refused with
+    what to bind, before any change."""
+    base, machines = fabric
+    stack = "rbac-%s" % kube.namespace[-6:]
+    unbound = kube.create_namespace("fab-unbound", lease_role=False)
+    records_path = "/api/v1/namespaces/%s/configmaps/aicr-devices-%s" % (LEASE_NAMESPACE, stack)
+    try:
+        with bound_to_shipped_roles(kube, unbound, "fabric-only", "aicr-runtime:fabric") as token:
+            options = dict(base, machine_id=machines[1], model="A100", kubeconfig=token_kubeconfig(kube, token, tmp_path / "fabric-only"), stack=stack)
+            # the bindings are new: wait until the authorizer has them (the records' list allowed in aicr-system)
+            as_identity = Rest(kube.server, kube.ca_file, token=token)
+            try:
+                wait_until(lambda: _allowed(lambda: as_identity.get("/api/v1/namespaces/%s/configmaps" % LEASE_NAMESPACE)), 30,
+                           "the new RoleBinding in aicr-system")
+                for elsewhere in ("kube-system", "default", unbound):  # no ConfigMap of the cluster outside stack_namespace
+                    assert not _allowed(lambda: as_identity.get("/api/v1/namespaces/%s/configmaps" % elsewhere)), elsewhere
+            finally:
+                as_identity.close()
+            attached = _run(run_playbook, dict(options, count=2))
+            assert len(attached["attached"]) == 2 and attached["lease"] == "%s/aicr-fabric-%s" % (LEASE_NAMESPACE, stack), dump(attached)
+            assert len(json.loads(kube.get(records_path)["data"]["records"])) == 2
+            sim.control.clear_requests()
+            again = _run(run_playbook, dict(options, count=2))
+            assert again["changed"] is False and again["lease"] is None and sim.control.requests(mutating=True) == [], dump(again)
+            pruned = _run(run_playbook, dict(options, count=0))
+            assert len(pruned["detached"]) == 2 and json.loads(kube.get(records_path)["data"]["records"]) == [], dump(pruned)
+            swept = _run(run_playbook, dict(options, count=0, orphans="report"))
+            assert swept["orphans"]["mode"] == "report", dump(swept)
+
+            refused = _run(run_playbook, dict(options, count=1, stack_namespace=unbound), expect_failure=True)
+            assert refused["msg"].startswith("stack_namespace: reading the device records in namespace %s failed: " % unbound), dump(refused)
+            assert refused["msg"].endswith("(bind the Role aicr-runtime:lease in namespace %s to this identity: meta/rbac/aicr-system.yaml)" % unbound)
+            assert sim.control.requests(op="attach") == [], "refused before any attach"
+    finally:
+        for leftover in (records_path, "/api/v1/namespaces/%s/configmaps/aicr-fabric-orphans" % LEASE_NAMESPACE):
+            if kube.get(leftover):
+                kube.rest.delete(leftover)
+
+
+def _allowed(request):
+    """True once ``request`` is not refused (403)."""
+    try:
+        request()
+    except ApiError as exc:
+        return exc.status != 403
+    return True
 
 
 def test_two_runs_of_one_stack_at_once_the_second_fails_and_nothing_is_attached_twice(run_playbook, wired, installed_collection, tmp_path):

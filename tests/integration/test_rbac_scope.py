@@ -21,13 +21,12 @@ import pytest
 
 from aicr_lab.controlplane.rest import ApiError, Rest
 
-from lab_support import example_catalog, wait_until
+from lab_support import bound_to_shipped_roles, example_catalog, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
 EXAMPLE_REPO = "https://charts.aicr.example/examples"
 LEASE_NS = "aicr-system"
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
 
 def _lease(namespace, name):
@@ -86,26 +85,12 @@ def release_only(kube, unbound_namespace):
     """A ServiceAccount bound to exactly the shipped roles of gated_release: ClusterRole aicr-runtime:release
     (ClusterRoleBinding) and Role aicr-runtime:lease in aicr-system (RoleBinding); no chart role, no stack role. It
     lives in the unbound namespace (a test namespace binds the lease Role to its own ServiceAccounts)."""
-    kube.require_lab("the lab CA")
-    account = "release-only"
-    subject = {"kind": "ServiceAccount", "name": account, "namespace": unbound_namespace}
-    kube.rest.create("/api/v1/namespaces/%s/serviceaccounts" % unbound_namespace, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}})
-    binding = "aicr-lab:release-only-%s" % kube.namespace
-    kube.rest.create("%s/clusterrolebindings" % RBAC, {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": binding},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aicr-runtime:release"}, "subjects": [subject]})
-    kube.rest.create("%s/namespaces/%s/rolebindings" % (RBAC, LEASE_NS), {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": binding},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "aicr-runtime:lease"}, "subjects": [subject]})
-    token = kube.rest.create("/api/v1/namespaces/%s/serviceaccounts/%s/token" % (unbound_namespace, account),
-                             {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 600}})["status"]["token"]
-    rest = Rest(kube.server, kube.ca_file, token=token)
-    try:
-        yield rest
-    finally:
-        rest.close()
-        kube.rest.delete("%s/clusterrolebindings/%s" % (RBAC, binding))
-        kube.rest.delete("%s/namespaces/%s/rolebindings/%s" % (RBAC, LEASE_NS, binding))
+    with bound_to_shipped_roles(kube, unbound_namespace, "release-only", "aicr-runtime:release") as token:
+        rest = Rest(kube.server, kube.ca_file, token=token)
+        try:
+            yield rest
+        finally:
+            rest.close()
 
 
 def test_the_shipped_release_roles_grant_configmaps_and_leases_in_aicr_system_only(kube, release_only, unbound_namespace):

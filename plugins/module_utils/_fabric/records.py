@@ -44,6 +44,13 @@ STACK_KEY = "stack"
 _NAME_UNSAFE = re.compile(r"[^a-z0-9.-]+")
 
 
+def namespace_role_hint(exc, namespace):
+    """What a 403 on the records, the ledger or the Lease in ``stack_namespace`` means: the Role is not bound there."""
+    if getattr(exc, "status", None) != 403:
+        return ""
+    return " (bind the Role aicr-runtime:lease in namespace %s to this identity: meta/rbac/aicr-system.yaml)" % namespace
+
+
 def records_name(stack):
     """The ConfigMap of ``stack``'s device records: ``aicr-devices-<stack>`` (a valid object name)."""
     return ("aicr-devices-" + _NAME_UNSAFE.sub("-", str(stack).lower()))[:253].rstrip("-.")
@@ -94,7 +101,8 @@ class DeviceRecords:
             try:
                 items = self.client.list("v1", "ConfigMap", namespace=self.namespace, label_selector=selector(RECORDS_COMPONENT))
             except ClusterError as exc:
-                raise AicrError("stack_namespace: reading the device records in namespace %s failed: %s" % (self.namespace, describe(exc)),
+                raise AicrError("stack_namespace: reading the device records in namespace %s failed: %s%s"
+                                % (self.namespace, describe(exc), namespace_role_hint(exc, self.namespace)),
                                 field="stack_namespace", status=getattr(exc, "status", None))
             for item in items:
                 data = item.get("data") or {}
@@ -154,8 +162,8 @@ class DeviceRecords:
         try:
             self.client.apply(body, field_manager=FIELD_MANAGER)
         except ClusterError as exc:
-            raise AicrError("stack: writing the device records of stack %s (ConfigMap %s/%s) failed: %s"
-                            % (self.stack, self.namespace, records_name(self.stack), describe(exc)),
+            raise AicrError("stack: writing the device records of stack %s (ConfigMap %s/%s) failed: %s%s"
+                            % (self.stack, self.namespace, records_name(self.stack), describe(exc), namespace_role_hint(exc, self.namespace)),
                             field="stack", status=getattr(exc, "status", None))
         self.writes += 1
 
