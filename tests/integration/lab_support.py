@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 from aicr_lab.controlplane.cluster import node_object
+from aicr_lab.controlplane.rest import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CATALOG = REPO_ROOT / "examples" / "catalog"
@@ -70,6 +71,15 @@ def bound_to_shipped_roles(kube, namespace, account, cluster_role):
     finally:
         kube.rest.delete("%s/clusterrolebindings/%s" % (RBAC, binding))
         kube.rest.delete("%s/namespaces/%s/rolebindings/%s" % (RBAC, LEASE_NAMESPACE, binding))
+
+
+def request_status(call):
+    """The HTTP status of one request to the lab's API server (the 200 family as 200): 403 when the identity is refused."""
+    try:
+        call()
+    except ApiError as exc:
+        return exc.status
+    return 200
 
 
 def token_kubeconfig(kube, token, path):

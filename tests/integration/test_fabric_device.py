@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from aicr_lab.controlplane.rest import ApiError, Rest
+from aicr_lab.controlplane.rest import Rest
 from aicr_lab.fabric.pytest_fixture import start_simulator
 from aicr_lab.fabric.state import DEFAULT_POOL
 
 from lab_support import LEASE_NAMESPACE, alive, bound_to_shipped_roles, grant_secret_read, module_process, token_kubeconfig
-from lab_support import wait_for_default_service_account, wait_until
+from lab_support import request_status, wait_for_default_service_account, wait_until
 
 TASK = "Converge fabric devices"
 REPO = Path(__file__).resolve().parents[2]
@@ -452,10 +452,10 @@ def test_the_shipped_fabric_role_and_the_lease_role_alone_serve_a_stack_and_the_
             # the bindings are new: wait until the authorizer has them (the records' list allowed in aicr-system)
             as_identity = Rest(kube.server, kube.ca_file, token=token)
             try:
-                wait_until(lambda: _allowed(lambda: as_identity.get("/api/v1/namespaces/%s/configmaps" % LEASE_NAMESPACE)), 30,
+                wait_until(lambda: request_status(lambda: as_identity.get("/api/v1/namespaces/%s/configmaps" % LEASE_NAMESPACE)) != 403, 30,
                            "the new RoleBinding in aicr-system")
                 for elsewhere in ("kube-system", "default", unbound):  # no ConfigMap of the cluster outside stack_namespace
-                    assert not _allowed(lambda: as_identity.get("/api/v1/namespaces/%s/configmaps" % elsewhere)), elsewhere
+                    assert request_status(lambda: as_identity.get("/api/v1/namespaces/%s/configmaps" % elsewhere)) == 403, elsewhere
             finally:
                 as_identity.close()
             attached = _run(run_playbook, dict(options, count=2))
@@ -479,15 +479,6 @@ def test_the_shipped_fabric_role_and_the_lease_role_alone_serve_a_stack_and_the_
                 kube.rest.delete(leftover)
 
 
-def _allowed(request):
-    """True once ``request`` is not refused (403)."""
-    try:
-        request()
-    except ApiError as exc:
-        return exc.status != 403
-    return True
-
-
 def test_two_runs_of_one_stack_at_once_the_second_fails_and_nothing_is_attached_twice(run_playbook, wired, installed_collection, tmp_path):
     """Two AWX jobs of one stack at the same moment: the first holds the stack's fabric Lease while the fabric holds its
     first attach (a ``hold`` fault, released by the test); the second fails naming it and changes nothing."""
@@ -496,6 +487,7 @@ def test_two_runs_of_one_stack_at_once_the_second_fails_and_nothing_is_attached_
     options = _wired_options(sim, kube, node=node0, count=2, stack="solo", stack_namespace=kube.namespace)
     sim.control.clear_requests()
     sim.control.fault(op="attach", action="hold")
+    mark = kube.audit_mark()
     first, output = _background_playbook(installed_collection, tmp_path, options)
     try:
         wait_until(lambda: sim.control.requests(op="attach") or first.poll() is not None, 120, "the first run's attach to reach the fabric")
@@ -514,6 +506,8 @@ def test_two_runs_of_one_stack_at_once_the_second_fails_and_nothing_is_attached_
     assert len(sim.control.requests(op="attach")) == 2, "only the run holding the Lease attached"
     assert len(sim.control.devices(node0)) == 2 and len(_records(kube, "solo")) == 2
     assert kube.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/aicr-fabric-solo" % kube.namespace) is None, "released"
+    writes = [(e["verb"], e["resource"]) for e in kube.audit(since=mark, mutating=True, user=kube.user(IDENTITY))]
+    assert writes[0] == ("create", "leases") and ("patch", "configmaps") in writes, "no record written before the Lease: %s" % writes
 
 
 def test_two_stacks_on_one_node_each_prune_only_their_own_and_orphans_are_reported(run_playbook, wired):

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from aicr_lab.controlplane.rest import ApiError, Rest
+from aicr_lab.controlplane.rest import Rest
 
-from lab_support import bound_to_shipped_roles, example_catalog, wait_until
+from lab_support import bound_to_shipped_roles, example_catalog, request_status, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
@@ -38,24 +38,15 @@ def _configmap(namespace, name):
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": {"inventory": "{}"}}
 
 
-def _status(call):
-    """The HTTP status of one request (200 family as 200)."""
-    try:
-        call()
-    except ApiError as exc:
-        return exc.status
-    return 200
-
-
 def _attempts(rest, kind, namespace, name):
     """get, create, update, delete of a Lease or ConfigMap ``name`` in ``namespace``: {verb: status}."""
     base = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % namespace if kind == "Lease" else "/api/v1/namespaces/%s/configmaps" % namespace
     body = _lease(namespace, name) if kind == "Lease" else _configmap(namespace, name)
     read = {}
-    out = {"create": _status(lambda: rest.create(base, body)), "get": _status(lambda: read.update(rest.get("%s/%s" % (base, name))))}
+    out = {"create": request_status(lambda: rest.create(base, body)), "get": request_status(lambda: read.update(rest.get("%s/%s" % (base, name))))}
     meta = dict(body["metadata"], labels={"x": "1"}, resourceVersion=(read.get("metadata") or {}).get("resourceVersion", "1"))
-    out["update"] = _status(lambda: rest.request("PUT", "%s/%s" % (base, name), body=dict(body, metadata=meta)))
-    out["delete"] = _status(lambda: rest.delete("%s/%s" % (base, name)))
+    out["update"] = request_status(lambda: rest.request("PUT", "%s/%s" % (base, name), body=dict(body, metadata=meta)))
+    out["delete"] = request_status(lambda: rest.delete("%s/%s" % (base, name)))
     return out
 
 
@@ -97,7 +88,7 @@ def test_the_shipped_release_roles_grant_configmaps_and_leases_in_aicr_system_on
     name = "rbac-scope-%s" % uuid.uuid4().hex[:6]
     everything = {"create": 200, "get": 200, "update": 200, "delete": 200}
     # the bindings are new: wait until the authorizer has them (allowed inside aicr-system) before asserting refusals
-    wait_until(lambda: _status(lambda: release_only.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (LEASE_NS, name))) == 404,
+    wait_until(lambda: request_status(lambda: release_only.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (LEASE_NS, name))) == 404,
                30, "the new RoleBinding in aicr-system")
     assert _attempts(release_only, "Lease", LEASE_NS, name) == everything
     # the inventory needs get, create, patch (server-side apply) and delete; update is not granted

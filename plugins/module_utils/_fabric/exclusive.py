@@ -9,7 +9,8 @@ each attach the deficit (twice the devices), and each resolve the other's open i
 ``stack_namespace`` (the same Lease mechanics as gated_release's: :class:`~.._release.lease.StackLease`).
 
 A run that changes nothing never takes it (a converged re-run makes no mutating call): the run starts without the Lease,
-and its first change - a record write, an attach, a detach - raises :class:`LeaseNeeded` before anything is sent. The
+and its first change - a write of its cluster client (:class:`GatedClient`: the device records, the orphan ledger), an
+attach, a detach (the service's gate) - raises :class:`LeaseNeeded` before anything is sent. The
 run then takes the Lease and starts again from the beginning, re-reading the records and the machines under it, so
 what it changes is decided on what it read while holding the Lease. A Lease another live run holds fails the task
 (``lease: stack … is being converged on the fabric by …``); one left by a killed run is taken over once its duration
@@ -37,11 +38,62 @@ class StackGate(object):
 
     def __init__(self):
         self.lease = None
+        self.needed = None  # the first change of an attempt without the Lease: the attempt is being restarted
 
     def __call__(self, what):
         if self.lease is None:
+            self.needed = what
             raise LeaseNeeded(what)
         self.lease.check()
+
+    def between_polls(self):
+        """Between two reads of a wait (devices settling): once another machine's worker of this attempt needs the Lease,
+        the attempt starts again under it, so this worker stops waiting now rather than at the end of its wait."""
+        if self.lease is None and self.needed is not None:
+            raise LeaseNeeded(self.needed)
+
+
+class GatedClient(object):
+    """The cluster client of one attempt: each write (``apply`` other than a dry run, ``create``, ``replace``,
+    ``delete``, a raw ``request`` other than a GET) passes the gate first, so no writer of the attempt - the device records,
+    the orphan ledger - changes the cluster without the Lease. Reads pass through unchanged."""
+
+    WRITES = ("apply", "create", "replace", "delete")
+    RAW = ("request", "request_once")
+
+    def __init__(self, client, gate):
+        self.client = client
+        self.gate = gate
+
+    def __getattr__(self, name):
+        attr = getattr(self.client, name)
+        if not callable(attr) or name not in self.WRITES + self.RAW:
+            return attr
+        gate = self.gate
+
+        def gated(*args, **kwargs):
+            what = _write_of(name, args, kwargs)
+            if what:
+                gate(what)
+            return attr(*args, **kwargs)
+        return gated
+
+
+def _write_of(name, args, kwargs):
+    """What a client call writes (``kind namespace/name``, or ``METHOD path``); None for a read or a dry run."""
+    if name in GatedClient.RAW:
+        method = str(args[0] if args else kwargs.get("method", "GET")).upper()
+        return None if method == "GET" else "%s %s" % (method, args[1] if len(args) > 1 else kwargs.get("path"))
+    if name == "apply" and kwargs.get("dry_run"):
+        return None
+    if name == "delete":
+        kind, obj_name = (args + (None, None, None))[1:3]
+        namespace = args[3] if len(args) > 3 else kwargs.get("namespace")
+    else:
+        obj = args[0] if args else kwargs.get("obj") or {}
+        meta = obj.get("metadata") or {}
+        kind, obj_name, namespace = obj.get("kind"), meta.get("name"), meta.get("namespace")
+    return "%s of %s %s" % (name, kind, "%s/%s" % (namespace, obj_name) if namespace else obj_name)
 
 
 def fabric_lease_name(stack):

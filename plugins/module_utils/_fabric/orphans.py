@@ -44,9 +44,8 @@ DEFAULT_GRACE = 600  # seconds, as CRO's missingDeviceGracePeriod
 class OrphanLedger:
     """First-seen times of orphans: ``{res_uuid: {first_seen, machine, type, model}}`` in one ConfigMap."""
 
-    def __init__(self, client, namespace, dry_run=False, gate=None):
+    def __init__(self, client, namespace, dry_run=False):
         self.client = client
-        self.gate = gate  # called before a write (exclusive.StackGate: the stack's Lease)
         self.namespace = namespace
         self.dry_run = dry_run
         self.entries = {}
@@ -79,8 +78,6 @@ class OrphanLedger:
                 "metadata": {"name": LEDGER_NAME, "namespace": self.namespace,
                              "labels": dict(managed_labels(), **{APP_COMPONENT_LABEL: LEDGER_COMPONENT})},
                 "data": {LEDGER_KEY: text}}
-        if self.gate is not None:
-            self.gate("the orphan ledger")
         try:
             self.client.apply(body, field_manager=FIELD_MANAGER)
         except ClusterError as exc:

@@ -75,9 +75,8 @@ class DeviceRecords:
     """The device records of the cluster as one run sees them: its own stack's (read and written) and every other
     stack's (read only). ``stack=None`` reads only (the orphan sweep of a run without ``stack``)."""
 
-    def __init__(self, client, namespace=DEFAULT_NAMESPACE, stack=None, run_id=None, dry_run=False, clock=None, gate=None):
+    def __init__(self, client, namespace=DEFAULT_NAMESPACE, stack=None, run_id=None, dry_run=False, clock=None):
         self.client = client
-        self.gate = gate  # called before each write (exclusive.StackGate: the stack's Lease)
         self.namespace = namespace or DEFAULT_NAMESPACE
         self.stack = stack
         self.run_id = run_id or uuid.uuid4().hex[:12]
@@ -157,8 +156,6 @@ class DeviceRecords:
                          "labels": dict(managed_labels(self.stack), **{APP_COMPONENT_LABEL: RECORDS_COMPONENT})},
             "data": {STACK_KEY: self.stack, RECORDS_KEY: json.dumps(self.mine, sort_keys=True)},
         }
-        if self.gate is not None:
-            self.gate("the device records of stack %s" % self.stack)
         try:
             self.client.apply(body, field_manager=FIELD_MANAGER)
         except ClusterError as exc:

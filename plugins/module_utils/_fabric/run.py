@@ -17,7 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import run_exclusive
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, run_exclusive
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import CREDENTIAL_KEYS, KubernetesClusterView
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.orphans import OrphanLedger
@@ -89,10 +89,11 @@ def run(params, check_mode=False, secret=None):
 
     def attempt(on_transition, gate=None):
         records, ledger = None, None
+        writer = GatedClient(client, gate) if gate is not None else client  # no record or ledger write without the Lease
         if params.get("stack") or params.get("orphans"):
-            records = DeviceRecords(client, params["stack_namespace"], stack=params.get("stack"), dry_run=check_mode, gate=gate)
+            records = DeviceRecords(writer, params["stack_namespace"], stack=params.get("stack"), dry_run=check_mode)
         if params.get("orphans"):
-            ledger = OrphanLedger(client, params["stack_namespace"], dry_run=check_mode, gate=gate)
+            ledger = OrphanLedger(writer, params["stack_namespace"], dry_run=check_mode)
         service = FabricService(backend, cluster=cluster, check_mode=check_mode, force_detach=params["force_detach"],
                                 operator_coexistence=params["operator_coexistence"], wait=params["wait"], wait_timeout=params["wait_timeout"],
                                 verify_visible=params["verify_visible"], poll_interval=params["poll_interval"], settle_timeout=settle,

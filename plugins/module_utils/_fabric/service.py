@@ -404,8 +404,9 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         while not done(devices):
             if self.clock() >= deadline:
                 raise AicrError("%s after %.0fs (wait_timeout)" % (what, self.wait_timeout), machine=run.machine_id)
-            cancel.check()
+            self._between_polls()
             self.sleep(self.poll_interval)
+            self._between_polls()
             devices = self.backend.read_machine(run.machine_id)
         return devices
 
@@ -420,7 +421,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             once = isinstance(error, FabricHTTPError) or (isinstance(error, AmbiguousOutcome) and error.kind == "response")
             if once or self.clock() >= deadline:
                 return None, devices
-            cancel.check()
+            self._between_polls()
             self.sleep(self.poll_interval)
 
     # --- attach -------------------------------------------------------------------------
@@ -490,6 +491,12 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         self._transition(run, "attached", device)
         run.warnings.extend(device.warnings)
         return devices
+
+    def _between_polls(self):
+        """Between two reads of a wait: not after a SIGTERM, nor once this attempt is being restarted under the Lease."""
+        cancel.check()
+        if self.gate is not None:
+            self.gate.between_polls()
 
     def _before_change(self, what):
         """Right before a request that changes the fabric: not after a SIGTERM, and with ``stack`` only under its Lease."""

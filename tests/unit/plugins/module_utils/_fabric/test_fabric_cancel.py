@@ -12,7 +12,7 @@ import time
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import fabric_lease_name, run_exclusive
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, fabric_lease_name, run_exclusive
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
@@ -105,7 +105,7 @@ def test_sigterm_under_the_stack_lease_stops_the_run_and_releases_the_lease(fab,
             sigterm_self()
 
     def attempt(gate):
-        records = DeviceRecords(as_fabric, kube.namespace, stack="cancelled", gate=gate)
+        records = DeviceRecords(GatedClient(as_fabric, gate), kube.namespace, stack="cancelled")
         service = fab.service("fti_fm", records=records, gate=gate, on_transition=on_transition)
         return service.run([Target(machine_id=fab.machines[0], model="A100", count=3)])
 

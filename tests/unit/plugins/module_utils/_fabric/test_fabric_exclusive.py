@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import fabric_lease_name, run_exclusive
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, fabric_lease_name, run_exclusive
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
@@ -31,7 +31,7 @@ class HeldInsideAttach(DeviceRecords):
 
     def intend(self, *args, **kw):
         intent = DeviceRecords.intend(self, *args, **kw)
-        if self.gate is not None and self.gate.lease is not None:
+        if self.client.gate.lease is not None:
             HeldInsideAttach.inside.set()
             assert HeldInsideAttach.go_on.wait(WAIT), "the test never let the first run go on"
         return intent
@@ -51,7 +51,7 @@ def exclusive(fab, kube, client):
             namespace = namespace or kube.namespace
 
             def attempt(gate):
-                records = records_cls(as_identity, namespace, stack=stack, gate=gate)
+                records = records_cls(GatedClient(as_identity, gate), namespace, stack=stack)
                 return fab.service(records=records, gate=gate, max_workers=1).run(a100(fab, count))
 
             return run_exclusive(as_identity, stack, namespace, attempt, message="test run of stack %s" % stack)

@@ -8,6 +8,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     FabricBackend, Device, CRITICAL, UNKNOWN, WARNING, FAILED, PENDING,
 )
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, LeaseNeeded, StackGate
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service import FabricService
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import AmbiguousOutcome
@@ -168,6 +169,52 @@ def test_pending_devices_count_when_not_waiting():
     backend.add("m0", phase=PENDING)
     result = service(backend, wait=False).run([Target(machine_id="m0", model="A100", count=1)])
     assert result["changed"] is False and backend.mutations() == []
+
+
+class SettlesAfterTheGateTrips(MemoryBackend):
+    """An asynchronous fabric whose machine ``m0`` keeps a pending device: its reads after the first (the waits) are held
+    until the gate has tripped, then counted."""
+
+    asynchronous = True
+
+    def __init__(self, machines):
+        super(SettlesAfterTheGateTrips, self).__init__(machines)
+        self.tripped = threading.Event()
+        self.m0_reads = 0
+        self.m0_reads_after_trip = 0
+
+    def read_machine(self, machine_id):
+        if machine_id == "m0":
+            self.m0_reads += 1
+            if self.m0_reads > 1:
+                assert self.tripped.wait(10), "the other machine's worker never reached its attach"
+                self.m0_reads_after_trip += 1
+        return super(SettlesAfterTheGateTrips, self).read_machine(machine_id)
+
+
+class TellingGate(StackGate):
+    backend = None
+
+    def __call__(self, what):
+        try:
+            StackGate.__call__(self, what)
+        finally:
+            self.backend.tripped.set()
+
+
+def test_a_worker_waiting_for_devices_to_settle_stops_once_another_worker_needs_the_lease():
+    """Attempt 1 of a stack's run (no Lease yet): m1's attach trips the gate while m0 waits for a pending device; m0 stops
+    at its next poll instead of waiting out wait_timeout before the attempt starts again under the Lease."""
+    gate = TellingGate()
+    backend = gate.backend = SettlesAfterTheGateTrips(["m0", "m1"])
+    backend.add("m0", phase=PENDING)
+    ticks = iter(range(10 ** 6))
+    with pytest.raises(LeaseNeeded):
+        service(backend, gate=gate, max_workers=2, wait_timeout=1000, poll_interval=1, clock=lambda: next(ticks)).run(
+            [Target(machine_id="m0", model="A100", count=1), Target(machine_id="m1", model="A100", count=1)])
+    assert gate.needed.startswith("attach of a gpu A100 to machine m1"), gate.needed
+    assert backend.m0_reads_after_trip <= 1, "m0 kept waiting for its devices after the attempt was to restart: %d reads" % backend.m0_reads_after_trip
+    assert backend.mutations() == []
 
 
 def test_other_models_and_types_are_left_alone():
@@ -469,3 +516,36 @@ def test_two_spellings_of_one_fabric_model_on_a_machine_are_refused():
         service(backend, force_detach=True).run([Target(machine_id="m0", model="A100", count=2), Target(machine_id="m0", model="a100", count=0)])
     assert "machine m0: models A100 and a100 name the same fabric model a100; give it once" in info.value.msg
     assert backend.mutations() == []
+
+
+class RecordingClient:
+    """A cluster client double: records each call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self.calls.append(name)
+
+
+def test_the_gated_client_passes_reads_and_dry_runs_and_gates_every_write():
+    gate = StackGate()
+    raw = RecordingClient()
+    gated = GatedClient(raw, gate)
+    configmap = {"kind": "ConfigMap", "metadata": {"name": "aicr-devices-a", "namespace": "aicr-system"}}
+    gated.get("v1", "ConfigMap", "aicr-devices-a", "aicr-system")
+    gated.list("v1", "ConfigMap", "aicr-system")
+    gated.apply(configmap, dry_run=True)
+    gated.request("GET", "/api/v1/namespaces")
+    assert raw.calls == ["get", "list", "apply", "request"]
+    writes = [lambda: gated.apply(configmap), lambda: gated.create(configmap), lambda: gated.replace(configmap),
+              lambda: gated.delete("v1", "ConfigMap", "aicr-devices-a", "aicr-system"),
+              lambda: gated.request("PATCH", "/api/v1/namespaces/aicr-system/configmaps/x"), lambda: gated.request_once("DELETE", "/x")]
+    for write in writes:
+        with pytest.raises(LeaseNeeded):
+            write()
+    assert raw.calls == ["get", "list", "apply", "request"], "no write reached the cluster without the Lease"
+    assert gate.needed == "DELETE /x"
+    with pytest.raises(LeaseNeeded) as needed:
+        gated.delete("v1", "ConfigMap", "aicr-devices-a", "aicr-system")
+    assert str(needed.value) == "delete of ConfigMap aicr-system/aicr-devices-a"
