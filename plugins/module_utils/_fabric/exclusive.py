@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease, lease_name
 
 LEASE_PREFIX = "aicr-fabric-"
@@ -105,7 +106,7 @@ def run_exclusive(client, stack, namespace, attempt, message=""):
 
     Returns the result of the attempt that finished, with ``lease`` (``namespace/name`` of the Lease it held, None when
     it changed nothing). Raises what ``attempt`` raises, and ``AicrError`` when the Lease is held by another run or
-    cannot be used (403).
+    cannot be used (403), or was lost by the end of the run (the error then carries the run's whole result).
     """
     gate = StackGate()
     try:
@@ -128,7 +129,8 @@ def run_exclusive(client, stack, namespace, attempt, message=""):
         result.setdefault("warnings", []).append("lease: took over Lease %s/%s of stack %s from %s (%s), which stopped renewing it; its "
                                                  "devices were re-read under the Lease" % (namespace, lease.name, stack, taken["holder"],
                                                                                            taken["message"] or "no message"))
-    if lease.lost:
-        # after the run's last change (a lost Lease stops the run before its next one): what it did stands, and is reported
-        result.setdefault("warnings", []).append("lease: %s; another run may have changed stack %s's devices since" % (lease.lost, stack))
+    lost = lease.lost_by_the_end()
+    if lost:
+        # after the run's last change (a lost Lease stops the run before its next one): the run fails, reporting what it did
+        raise AicrError(lost, **result)
     return result

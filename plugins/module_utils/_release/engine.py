@@ -175,7 +175,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         start = self.clock()
         try:
             self.inventory.load(self._action)
-            lease = None
+            lease, lost = None, None
             if self.opts.check_mode or self.opts.state == "absent":
                 self.survey()
                 mutation = self._mutation_planned()
@@ -205,14 +205,22 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                     self.survey(objects=self.opts.state == "absent")
                     self._prefetch_renders()
                     outcomes = self._execute(start)
-                    self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
+                    try:
+                        self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
+                    except AicrError:
+                        if lease.loss() is None:
+                            raise
+                        # another run may hold the stack now: its inventory is not overwritten; the run fails below, reporting
+                        # what it did (the stack's releases carry its label, so the next run finds them all the same)
+                        self._warn("stack %s: its inventory ConfigMap %s/%s was not updated: the Lease was lost"
+                                   % (self.opts.stack, self.inventory.namespace, self.inventory.name))
                 finally:
                     self._stop_early_starts()
                     self._stop_prefetch()
                     self.cluster = self.inventory.cluster = raw_cluster
                     self.helm = raw_helm
                     lease.release()
-                lease.check()  # a Lease lost after the last change still makes the run fail: another run may hold the stack
+                lost = lease.lost_by_the_end()  # the run fails, reporting what it did: another run may hold the stack
             elif not self.opts.check_mode:
                 outcomes = self._execute(start)
             else:
@@ -221,7 +229,10 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                     st.phase = PENDING
                 if self.opts.state == "present" and self.opts.validate_chart_schema:
                     self._check_chart_values()
-            return self._result(outcomes, lease)
+            result = self._result(outcomes, lease)
+            if lost:
+                result["failed_message"] = lost + (" | " + result["failed_message"] if result.get("failed_message") else "")
+            return result
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -205,14 +205,28 @@ class StackLease(object):
                 if self.monotonic() - self._renewed_at >= self.duration:
                     self._lose("Lease %s/%s could not be renewed for %ss (%s)" % (self.namespace, self.name, int(self.duration), str(exc)[:200]))
 
-    def check(self):
-        """Raise when this run no longer holds the Lease (lost, or not renewed within its duration): before every mutation."""
+    def loss(self):
+        """Why this run no longer holds the Lease (lost, or not renewed within its duration); None while it does."""
         reason = self.lost
         if reason is None and self._renewed_at is not None and self.monotonic() - self._renewed_at >= self.duration:
             reason = "Lease %s/%s was not renewed within %ss" % (self.namespace, self.name, int(self.duration))
+        return reason
+
+    def check(self):
+        """Raise when this run no longer holds the Lease (lost, or not renewed within its duration): before every mutation."""
+        reason = self.loss()
         if reason is not None:
             raise AicrError("lease: this run lost the Lease of stack %s: %s; it stopped before its next change (another run may now hold the stack)"
                             % (self.stack, reason), lease="%s/%s" % (self.namespace, self.name))
+
+    def lost_by_the_end(self):
+        """At the end of a run that held the Lease: why the run fails although its changes are done (another run may have
+        changed the stack meanwhile), or None. The caller reports the failure together with what the run did."""
+        reason = self.loss()
+        if reason is None:
+            return None
+        return ("lease: this run lost the Lease of stack %s after its last change: %s; another run may hold the stack and have "
+                "changed it since" % (self.stack, reason))
 
     def release(self):
         self._stop.set()

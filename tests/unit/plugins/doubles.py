@@ -41,6 +41,14 @@ STATIC_KINDS = ("ConfigMap", "Secret", "Service", "Namespace", "ServiceAccount",
                 "ResourceClaim")
 
 
+def wait_for(predicate, timeout, what):
+    """Wait until ``predicate()`` holds (another thread's step, a background renewal); fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
 class FakeClock:
     """Monotonic time that is real time plus a manual offset (so sleeps can be skipped)."""
 

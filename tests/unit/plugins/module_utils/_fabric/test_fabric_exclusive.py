@@ -11,9 +11,12 @@ import threading
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric import exclusive as exclusive_module
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, fabric_lease_name, run_exclusive
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
+
+from doubles import wait_for  # pylint: disable=import-error
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
 WAIT = 30  # seconds a test waits for the other thread's step before it fails
@@ -131,3 +134,31 @@ def test_without_the_lease_role_in_stack_namespace_the_run_stops_before_any_chan
     assert message.startswith("lease: this identity may not use Leases in namespace %s (stack_namespace); bind the Role aicr-runtime:lease" % unbound), message
     assert refused.value.details["field"] == "stack_namespace" and refused.value.details["status"] == 403
     assert fab.mutations() == [], "nothing was attached"
+
+
+class LeaseStolenAfterTheLastWrite(DeviceRecords):
+    """After the run's last record write (the attached device confirmed), another holder overwrites the stack's Lease;
+    returns once the run's renewal has found it."""
+
+    kube = None
+
+    def confirm(self, *args, **kw):
+        DeviceRecords.confirm(self, *args, **kw)
+        lease = self.client.gate.lease
+        live = LeaseStolenAfterTheLastWrite.kube.get((LEASES % self.namespace) + "/" + lease.name)
+        live["spec"]["holderIdentity"] = "thief@elsewhere/9-z"
+        LeaseStolenAfterTheLastWrite.kube.rest.request("PUT", (LEASES % self.namespace) + "/" + lease.name, body=live)
+        wait_for(lambda: lease.lost is not None, 10, "the renewal after the theft never ran")
+
+
+def test_a_lease_lost_after_the_last_change_fails_the_run_and_reports_what_it_did(fab, exclusive, kube, monkeypatch):
+    monkeypatch.setattr(exclusive_module, "LEASE_DURATION", 5)  # renewed every 1.7 s (the shortest duration StackLease takes)
+    LeaseStolenAfterTheLastWrite.kube = kube
+    with pytest.raises(AicrError) as lost:
+        exclusive.run("epsilon", 1, records_cls=LeaseStolenAfterTheLastWrite)
+    message, details = lost.value.msg, lost.value.details
+    assert message.startswith("lease: this run lost the Lease of stack epsilon after its last change: ") and "thief@elsewhere/9-z" in message, message
+    assert details["changed"] is True and len(details["attached"]) == 1 and len(fab.mutations("attach")) == 1, details
+    assert details["lease"] == "%s/%s" % (exclusive.namespace, fabric_lease_name("epsilon"))
+    live = exclusive.lease("epsilon")
+    assert live["spec"]["holderIdentity"] == "thief@elsewhere/9-z", "the other holder's Lease is left alone"

@@ -19,6 +19,8 @@ from aicr_lab.controlplane import stages
 
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
 
+from doubles import wait_for  # pylint: disable=import-error
+
 REPO = Path(__file__).resolve().parents[5]
 HELM = REPO / ".venv" / "bin" / "helm"
 CHARTS = REPO / "examples" / "charts"
@@ -29,13 +31,6 @@ def recipe(namespace):
     return {"recipe_name": "interrupted", "components": [
         {"name": "hooks", "type": "Helm", "chart": "example-hooks", "repository": "https://charts.example/interrupted",
          "version": "0.1.0", "namespace": namespace, "values": {"hook": {"activeDeadlineSeconds": 60}}, "dependencies": []}]}
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def pending_revision_age(kube, namespace):

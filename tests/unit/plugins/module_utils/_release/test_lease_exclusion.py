@@ -4,7 +4,6 @@ the server's clock, release deleting only its own Lease. Waits are on observed c
 
 import datetime
 import threading
-import time
 
 import pytest
 
@@ -15,14 +14,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.engine impor
 from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import Guarded, StackLease, default_identity, lease_name
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
+from doubles import wait_for  # pylint: disable=import-error
+
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def configmap(namespace, name):
@@ -157,10 +151,15 @@ def test_a_lease_stolen_mid_rollout_stops_the_rollout_before_its_next_change(fak
             wait_for(lambda: run.lease.lost is not None, 5, "the renewal after the theft never ran")
 
     run = GatedRelease(cluster, helm, build_plan(recipe), options, on_transition=steal)
-    with pytest.raises(AicrError) as err:
-        run.run()
-    assert "lost the Lease of stack stolen" in err.value.msg and "held by thief@elsewhere/9-z" in err.value.msg
+    result = run.run()
+    failed = result["failed_message"]
+    assert failed.startswith("lease: this run lost the Lease of stack stolen after its last change: ") and "held by thief@elsewhere/9-z" in failed, failed
     assert [u[1] for u in helm.upgrades()] == ["a"], "b was not installed after the Lease was lost"
+    # the failure reports what the run did: a rolled out, b stopped before its change
+    phases = dict((c["name"], (c["phase"], c["changed"])) for c in result["components"])
+    assert phases == {"a": ("Ready", True), "b": ("Failed", False)}, phases
+    assert result["changed"] is True and "stopped before its next change" in failed
+    assert any("inventory ConfigMap aicr-system/aicr-runtime-stolen-inventory was not updated: the Lease was lost" in w for w in result["warnings"]), result
 
 
 def test_release_deletes_its_lease_even_after_a_late_renewal_changed_it(kube):
