@@ -20,7 +20,7 @@ Checked against the DMTF schemas (ResourceBlock v1_4, ComputerSystem, ServiceRoo
 - ``CompositionState`` ``Unavailable`` (v1_2) is a failed block; the error body's ``@Message.ExtendedInfo`` messages are
   part of the error text (``transport``);
 - an action answered ``202 Accepted`` runs as a task (the specification's asynchronous operations): its task monitor
-  (``Location``, else the Task's ``TaskMonitor``) is polled - after ``Retry-After`` seconds when given, else
+  (``Location``, else the Task's ``TaskMonitor``) is polled - after ``Retry-After`` (seconds or an HTTP-date) when given, else
   ``task_poll_interval`` - until it answers something other than 202, within ``task_timeout``. Its final answer is the
   action's: an error status is the action's refusal (definitive); a Task in ``TaskState`` Exception, Killed or Cancelled
   (or ``TaskStatus`` Critical) is a failure naming its ``Messages``; a monitor that is gone (404/410) leaves the outcome to
@@ -33,8 +33,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import threading
 import time
+from email.utils import parsedate_to_datetime
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -307,13 +309,29 @@ def _json_or_none(response):
 
 
 def _retry_after(response, default):
-    """Seconds from a Retry-After header in seconds (an HTTP date, or none: ``default``), at most MAX_RETRY_AFTER."""
+    """Seconds from a Retry-After header (RFC 9110: delay-seconds or an HTTP-date), at most MAX_RETRY_AFTER; none or
+    unreadable: ``default``. An HTTP-date is counted from the answer's own ``Date`` - the fabric's clock, so a skew between
+    it and this host does not matter - and from this host's clock only when the answer has none."""
     value = response.header("Retry-After")
-    try:
-        seconds = float(value) if value is not None else default
-    except ValueError:
-        seconds = default
+    seconds = default
+    if value is not None:
+        try:
+            seconds = float(value)
+        except ValueError:
+            until = _seconds_until(value, response.header("Date"))
+            seconds = default if until is None else until
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _seconds_until(http_date, server_date):
+    """Seconds from ``server_date`` (an HTTP-date; None: now) to ``http_date``; None when either cannot be read."""
+    try:
+        moments = [parsedate_to_datetime(text) if text else datetime.datetime.now(datetime.timezone.utc) for text in (http_date, server_date)]
+    except (TypeError, ValueError, IndexError):
+        return None
+    # an HTTP-date is always GMT; a date without a zone (RFC 2822's -0000) is read as UTC too
+    when, now = [m if m.tzinfo is not None else m.replace(tzinfo=datetime.timezone.utc) for m in moments]
+    return (when - now).total_seconds()
 
 
 def _raise_if_task_failed(task, status_code, what):

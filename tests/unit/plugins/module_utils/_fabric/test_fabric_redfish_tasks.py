@@ -119,8 +119,8 @@ class ScriptedTransport:
         return answer
 
 
-def accepted(location=None, retry_after=None, body=None):
-    headers = {}
+def accepted(location=None, retry_after=None, body=None, date=None):
+    headers = {"Date": date} if date else {}
     if location:
         headers["Location"] = location
     if retry_after is not None:
@@ -158,6 +158,19 @@ def test_an_absolute_monitor_on_the_endpoint_is_followed_by_its_path_and_retry_a
     assert backend.transport.sent[1:] == [("GET", MONITORS + "3")] * 3
     # the action's Retry-After, the monitor's (capped), then no header: the poll interval
     assert sleeps == [2.0, MAX_RETRY_AFTER, 0.5]
+
+
+def test_a_retry_after_http_date_counts_from_the_fabrics_own_date():
+    """RFC 9110's other form: an HTTP-date, counted from the answer's ``Date`` (the fabric's clock: this host's may be
+    hours off); one without a Date from this host's clock (a past date: no wait); an unreadable one: the poll interval."""
+    sleeps = []
+    done = Response(204, "", "")
+    fabric_now = "Wed, 02 Dec 2026 23:00:00 GMT"
+    backend = scripted(accepted(MONITORS + "6", retry_after="Wed, 02 Dec 2026 23:00:07 GMT", date=fabric_now),
+                       [accepted(retry_after="Wed, 02 Dec 2026 22:59:00 GMT", date=fabric_now), accepted(retry_after="Thu, 01 Jan 1970 00:00:00 GMT"),
+                        accepted(retry_after="soon"), done], sleeps)
+    backend.detach("s1", Block(), [])
+    assert sleeps == [7.0, 0.0, 0.0, 0.5]
 
 
 def test_the_tasks_monitor_from_its_body_and_a_gone_monitor_leaves_the_outcome_to_the_reread():
