@@ -10,6 +10,8 @@ import threading
 
 import pytest
 
+from aicr_lab.controlplane.rest import ApiError
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric import exclusive as exclusive_module
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, fabric_lease_name, run_exclusive
@@ -145,9 +147,16 @@ class LeaseStolenAfterTheLastWrite(DeviceRecords):
     def confirm(self, *args, **kw):
         DeviceRecords.confirm(self, *args, **kw)
         lease = self.client.gate.lease
-        live = LeaseStolenAfterTheLastWrite.kube.get((LEASES % self.namespace) + "/" + lease.name)
-        live["spec"]["holderIdentity"] = "thief@elsewhere/9-z"
-        LeaseStolenAfterTheLastWrite.kube.rest.request("PUT", (LEASES % self.namespace) + "/" + lease.name, body=live)
+        path = (LEASES % self.namespace) + "/" + lease.name
+        for _attempt in range(5):  # a renewal of the run between the read and the write makes it a 409: read again
+            live = LeaseStolenAfterTheLastWrite.kube.get(path)
+            live["spec"]["holderIdentity"] = "thief@elsewhere/9-z"
+            try:
+                LeaseStolenAfterTheLastWrite.kube.rest.request("PUT", path, body=live)
+                break
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
         wait_for(lambda: lease.lost is not None, 10, "the renewal after the theft never ran")
 
 
