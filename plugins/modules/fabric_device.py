@@ -194,6 +194,8 @@ options:
         from the reads, so two runs of one stack never attach the same deficit twice; while another run holds it the task
         fails, naming that run and when it last renewed the Lease. A run that changes nothing takes no Lease. The
         Lease of a killed run is taken over once 60 seconds have passed since its last renewal, by the API server's clock.
+        A run that loses the Lease (a renewal refused, another run took it over) stops before its next change and fails,
+        reporting what it attached and detached.
       - Needs Kubernetes access (O(kubeconfig)) and the Role C(aicr-runtime:lease) (C(meta/rbac/aicr-system.yaml)) bound
         to the identity in O(stack_namespace) - C(get), C(list), C(create) and C(patch) on ConfigMaps and the Lease there;
         the ClusterRole C(aicr-runtime:fabric) grants no ConfigMaps.

@@ -287,7 +287,8 @@ options:
       - Seconds after which a Lease that was not renewed is considered stale and may be taken over, by the API server's
         clock; from 10 to 3600.
       - The Lease is renewed every third of this. A renewal the server refuses, a Lease another run took over, or
-        renewals failing for this long stop the run before its next change, with a message saying why.
+        renewals failing for this long stop the run before its next change; the task fails saying why, with what the run
+        did in RV(components) and RV(actions), and the stack's inventory is left as the other run may have written it.
     type: int
     default: 60
   holder_message:

@@ -8,7 +8,8 @@
 
 - marked the process cancelled (:func:`requested`; :func:`check` raises in any thread: the Lease-guarded cluster
   client and helm runner call it, so worker threads stop at their next cluster call),
-- run the registered hooks (:func:`on_cancel`: e.g. helm children terminated).
+- run the registered hooks (:func:`on_cancel`: e.g. helm children terminated),
+- cut short the blocking reads registered with :func:`interruptible` (a readiness watch: its worker wakes at once).
 
 The exception then unwinds the engine like any error: ``finally`` blocks remove temp files and helm homes and
 release the Lease (only this run's own). What was done before is recorded with :func:`note`, the cleanup with
@@ -24,8 +25,10 @@ import signal
 import threading
 
 _event = threading.Event()
-_lock = threading.Lock()
+# re-entrant: the signal handler runs in the main thread, which may hold it (note(), interruptible()) at that moment
+_lock = threading.RLock()
 _hooks = []
+_interrupters = {}  # the blocking reads in progress (interruptible): {token: interrupt}
 _notes = []
 _cleanup = []
 _raised = []
@@ -62,6 +65,32 @@ def on_cancel(hook):
             _hooks.append(hook)
 
 
+@contextlib.contextmanager
+def interruptible(interrupt):
+    """While inside, SIGTERM calls ``interrupt()`` (from the signal handler): a thread blocked in a long read - a watch -
+    wakes at once and stops at its next :func:`check`, rather than when the read would have ended. Raises
+    :class:`Cancelled` on entry when SIGTERM already arrived."""
+    token = object()
+    with _lock:
+        _interrupters[token] = interrupt
+    try:
+        check()
+        yield
+    finally:
+        with _lock:
+            _interrupters.pop(token, None)
+
+
+def _interrupt_reads():
+    with _lock:
+        interrupts = list(_interrupters.values())
+    for interrupt in interrupts:
+        try:
+            interrupt()
+        except Exception:  # pylint: disable=broad-except  # a read that ended meanwhile: nothing to cut short
+            pass
+
+
 def note(text):
     """Record something done (a release installed...), for the cancellation message."""
     with _lock:
@@ -90,6 +119,7 @@ def reset():
     """Forget everything (tests; a module process runs one engine call)."""
     _event.clear()
     with _lock:
+        _interrupters.clear()
         del _hooks[:]
         del _notes[:]
         del _cleanup[:]
@@ -120,6 +150,7 @@ def message(name, stopped=(), temporary=True):
 
 def _handler(signum, frame):  # pylint: disable=unused-argument
     _event.set()
+    _interrupt_reads()
     stopped = run_hooks()
     with _lock:
         if _raised:

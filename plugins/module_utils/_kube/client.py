@@ -28,6 +28,7 @@ import re
 import threading
 import time
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed, status_message, transport_error
 
@@ -37,6 +38,13 @@ except ImportError:  # pragma: no cover - Python 2 is not supported by the colle
     from urllib import quote, urlencode  # type: ignore
 
 USER_AGENT = "aicr-runtime/gated_release"
+
+try:
+    from urllib3.response import HTTPResponse as _StreamedResponse
+    # urllib3 2.3 added HTTPResponse.shutdown: another thread (SIGTERM's handler) can cut a watch short
+    WATCHES_INTERRUPTIBLE = hasattr(_StreamedResponse, "shutdown")
+except ImportError:  # pragma: no cover - the kubernetes client requires urllib3
+    WATCHES_INTERRUPTIBLE = False
 # Fields the server owns; never part of "did the object change?".
 _VOLATILE_META = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
 
@@ -76,6 +84,9 @@ def version_tuple(doc):
 
 class KubeClient(object):
     """REST access to one cluster through a ``kubernetes.client.ApiClient``."""
+
+    # a watch this client opens ends at once on SIGTERM (_common.cancel.interruptible); without, callers keep watches short
+    watches_interruptible = WATCHES_INTERRUPTIBLE
 
     def __init__(self, api_client, request_timeout=30, retries=4):
         self.api_client = api_client
@@ -309,21 +320,23 @@ class KubeClient(object):
                 "GET", url, headers=headers, timeout=timeout + 5, preload_content=False, retries=False)
             if response.status != 200:
                 return False
-            buffered = b""
-            # as the official client's watch does: with chunked transfer each chunk arrives as it is sent
-            for chunk in response.stream(None, decode_content=False):
-                buffered += chunk
-                while b"\n" in buffered:
-                    line, buffered = buffered.split(b"\n", 1)
-                    if not line.strip():
-                        continue
-                    event = json.loads(line.decode("utf-8"))
-                    if event.get("type") in ("DELETED", "ERROR"):
+            # SIGTERM shuts the stream down: the watch ends at once (True: the caller reads again, and stops there)
+            with cancel.interruptible(getattr(response, "shutdown", None) or (lambda: None)):
+                buffered = b""
+                # as the official client's watch does: with chunked transfer each chunk arrives as it is sent
+                for chunk in response.stream(None, decode_content=False):
+                    buffered += chunk
+                    while b"\n" in buffered:
+                        line, buffered = buffered.split(b"\n", 1)
+                        if not line.strip():
+                            continue
+                        event = json.loads(line.decode("utf-8"))
+                        if event.get("type") in ("DELETED", "ERROR"):
+                            return True
+                        if event.get("type") in ("ADDED", "MODIFIED") and done(event.get("object") or {}):
+                            return event.get("object") or True
+                    if time.monotonic() >= deadline:
                         return True
-                    if event.get("type") in ("ADDED", "MODIFIED") and done(event.get("object") or {}):
-                        return event.get("object") or True
-                if time.monotonic() >= deadline:
-                    return True
             return True
         except Exception:  # pylint: disable=broad-except  # any failure mid-watch: the caller reads the object again
             return response is not None and response.status == 200

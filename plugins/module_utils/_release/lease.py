@@ -270,15 +270,17 @@ class StackLease(object):
         return False
 
 
-CANCEL_WATCH_SECONDS = 2.0  # a readiness watch through Guarded lasts at most this long, so a cancelled run stops soon
+CANCEL_WATCH_SECONDS = 2.0  # a readiness watch through Guarded lasts at most this long when SIGTERM cannot cut it short
 
 
 class Guarded(object):
     """A cluster client or helm runner whose mutating calls first check that the run still holds its Lease.
 
     Every call also checks that the run was not cancelled (SIGTERM: ``_common.cancel``): a worker thread waiting for
-    readiness stops at its next read, and its watches are cut into slices of :data:`CANCEL_WATCH_SECONDS` (the wait
-    reads the object again after each: one GET more every two seconds per waiting component).
+    readiness stops at its next read. Its watch ends at once on SIGTERM where the client can cut it short
+    (``watches_interruptible``: urllib3 2.3 or later); with an older urllib3 its watches are cut into slices of
+    :data:`CANCEL_WATCH_SECONDS` instead (the wait reads the object again after each: one GET more every two seconds per
+    waiting component).
     """
 
     MUTATING = ("create", "replace", "delete", "upgrade", "finish_upgrade", "uninstall")
@@ -291,14 +293,14 @@ class Guarded(object):
         attr = getattr(self._target, name)
         if not callable(attr):
             return attr
-        lease = self._lease
+        lease, target = self._lease, self._target
         mutating = name in self.MUTATING or name == "apply"
 
         def guarded(*args, **kwargs):
             cancel.check("%s (%s)" % (name, "a change" if mutating else "a read"))
             if mutating and (name != "apply" or not kwargs.get("dry_run")):
                 lease.check()
-            if name == "watch_until" and len(args) >= 6:
+            if name == "watch_until" and len(args) >= 6 and not getattr(target, "watches_interruptible", False):
                 args = args[:5] + (min(float(args[5]), CANCEL_WATCH_SECONDS),) + args[6:]
             return attr(*args, **kwargs)
         return guarded

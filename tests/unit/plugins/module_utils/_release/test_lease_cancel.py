@@ -54,12 +54,19 @@ def test_before_cancel_reads_pass_and_mutations_check_the_lease():
     assert guarded.server == "https://h"  # plain attributes are not wrapped
 
 
-def test_watches_are_cut_into_short_slices():
+def test_watches_are_cut_into_short_slices_where_sigterm_cannot_end_them():
     client = Client()
     Guarded(client, Lease()).watch_until("v1", "Pod", "p", "ns", "1", 30.0, lambda obj: True)
     assert client.calls == [("watch", CANCEL_WATCH_SECONDS)]
     Guarded(client, Lease()).watch_until("v1", "Pod", "p", "ns", "1", 0.5, lambda obj: True)
     assert client.calls[-1] == ("watch", 0.5)
+
+
+def test_a_watch_sigterm_can_end_is_not_cut():
+    client = Client()
+    client.watches_interruptible = True
+    Guarded(client, Lease()).watch_until("v1", "Pod", "p", "ns", "1", 30.0, lambda obj: True)
+    assert client.calls == [("watch", 30.0)]
 
 
 def test_after_cancel_every_call_is_refused_reads_included():
