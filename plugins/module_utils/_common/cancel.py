@@ -9,7 +9,8 @@
 - marked the process cancelled (:func:`requested`; :func:`check` raises in any thread: the Lease-guarded cluster
   client and helm runner call it, so worker threads stop at their next cluster call),
 - run the registered hooks (:func:`on_cancel`: e.g. helm children terminated),
-- cut short the blocking reads registered with :func:`interruptible` (a readiness watch: its worker wakes at once).
+- cut short the blocking reads registered with :func:`interruptible` (a readiness watch: its worker wakes at once),
+  and the pauses between a wait's polls (:func:`pause`).
 
 The exception then unwinds the engine like any error: ``finally`` blocks remove temp files and helm homes and
 release the Lease (only this run's own). What was done before is recorded with :func:`note`, the cleanup with
@@ -56,6 +57,12 @@ def check(what=None):
     """Raise :class:`Cancelled` once SIGTERM arrived (``what``: what is not started)."""
     if _event.is_set():
         raise Cancelled("cancelled (SIGTERM)%s" % ((": " + what + " not started") if what else ""), cancelled=True)
+
+
+def pause(seconds):
+    """Sleep ``seconds`` - a wait's poll interval - or less: SIGTERM ends it at once (the caller's next :func:`check`
+    then stops it). The default ``sleep`` of the engines' waits."""
+    _event.wait(max(0.0, seconds))
 
 
 def on_cancel(hook):

@@ -72,7 +72,7 @@ class RedfishBackend(FabricBackend):
     name = "redfish"
     asynchronous = True
 
-    def __init__(self, transport, task_timeout=60.0, task_poll_interval=1.0, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, transport, task_timeout=60.0, task_poll_interval=1.0, clock=time.monotonic, sleep=cancel.pause):
         super(RedfishBackend, self).__init__(transport)
         self.task_timeout = float(task_timeout)
         self.task_poll_interval = float(task_poll_interval)

@@ -68,7 +68,7 @@ CRO_WARNING = ("the composable-resource-operator (cro.hpsys.ibm.ie.com) runs on 
 class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
     def __init__(self, backend, cluster=None, check_mode=False, force_detach=False, operator_coexistence="refuse", wait=True,
                  wait_timeout=300.0, verify_visible=False, poll_interval=2.0, settle_timeout=60.0, max_workers=8,
-                 mutation_retries=1, clock=time.monotonic, sleep=time.sleep, on_transition=None, partial=False,
+                 mutation_retries=1, clock=time.monotonic, sleep=cancel.pause, on_transition=None, partial=False,
                  records=None, orphans=None, orphan_grace=600.0, ledger=None, adopt=None, gate=None):
         self.backend = backend
         self.gate = gate  # called before each attach and detach (exclusive.StackGate: the stack's Lease)

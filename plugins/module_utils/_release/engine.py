@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import jsoncache
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING
@@ -109,7 +109,7 @@ class Options(object):
 class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
     """One run of gated_release against one cluster."""
 
-    def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=time.sleep, wall=time.time, on_transition=None, checks=None):
+    def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=cancel.pause, wall=time.time, on_transition=None, checks=None):
         self.cluster = cluster
         self.checks = checks or {}  # {component: assertions.Check}: run once the component is Ready (health.run_check)
         self.check_notes = {}  # {component: why it has no check}, for its health entry

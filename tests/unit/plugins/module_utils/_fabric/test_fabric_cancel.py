@@ -7,6 +7,7 @@ into ``Cancelled`` in the main thread, which only waits for the machine threads.
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -76,6 +77,26 @@ def test_sigterm_while_waiting_for_an_asynchronous_attach_stops_the_wait_and_sen
     run_cancellable(fab.service("fti_cm", backend=backend, wait_timeout=600), [Target(machine_id=fab.machines[0], model="A100", count=2)])
     assert len(fab.mutations("attach")) == 1 and len(reads) == 4
     assert cancel.notes() == ["attach of a gpu A100 to machine %s sent" % fab.machines[0]]
+
+
+def test_sigterm_ends_the_pause_between_two_polls_at_once(fab):
+    """A wait's pause between two polls (a minute here: poll_interval=60) ends on SIGTERM, and the run stops then, not
+    at its next poll (``cancel.pause``, the service's default sleep)."""
+    fab.control.configure(cm_polls=1000)  # the Cluster Manager keeps the device ADDING: the service waits for it
+    service = fab.service("fti_cm", wait_timeout=600, poll_interval=60)
+    pause = service.sleep
+    pauses = []
+
+    def pausing(seconds):
+        pauses.append(seconds)
+        threading.Thread(target=sigterm_self).start()  # SIGTERM arrives while this worker pauses
+        pause(seconds)
+
+    service.sleep = pausing
+    began = time.monotonic()
+    run_cancellable(service, [Target(machine_id=fab.machines[0], model="A100", count=1)])
+    assert pauses == [60.0] and len(fab.mutations("attach")) == 1
+    assert time.monotonic() - began < 50, "the minute's pause was not cut short by SIGTERM"
 
 
 def test_sigterm_before_a_detach_leaves_the_device_attached(fab):
