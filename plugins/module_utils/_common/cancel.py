@@ -9,8 +9,8 @@
 - marked the process cancelled (:func:`requested`; :func:`check` raises in any thread: the Lease-guarded cluster
   client and helm runner call it, so worker threads stop at their next cluster call),
 - run the registered hooks (:func:`on_cancel`: e.g. helm children terminated),
-- cut short the blocking reads registered with :func:`interruptible` (a readiness watch: its worker wakes at once),
-  and the pauses between a wait's polls (:func:`pause`).
+  among them the blocking reads in progress (:func:`interruptible`: a readiness watch, its worker wakes at once),
+- ended the pauses between a wait's polls (:func:`pause`).
 
 The exception then unwinds the engine like any error: ``finally`` blocks remove temp files and helm homes and
 release the Lease (only this run's own). What was done before is recorded with :func:`note`, the cleanup with
@@ -26,10 +26,9 @@ import signal
 import threading
 
 _event = threading.Event()
-# re-entrant: the signal handler runs in the main thread, which may hold it (note(), interruptible()) at that moment
+# re-entrant: the signal handler runs in the main thread, which may hold it (note(), on_cancel()) at that moment
 _lock = threading.RLock()
 _hooks = []
-_interrupters = {}  # the blocking reads in progress (interruptible): {token: interrupt}
 _notes = []
 _cleanup = []
 _raised = []
@@ -77,25 +76,18 @@ def interruptible(interrupt):
     """While inside, SIGTERM calls ``interrupt()`` (from the signal handler): a thread blocked in a long read - a watch -
     wakes at once and stops at its next :func:`check`, rather than when the read would have ended. Raises
     :class:`Cancelled` on entry when SIGTERM already arrived."""
-    token = object()
-    with _lock:
-        _interrupters[token] = interrupt
+    def hook():  # a hook of its own (not ``interrupt`` itself): two reads never share one
+        interrupt()
+        return []
+
+    on_cancel(hook)
     try:
         check()
         yield
     finally:
         with _lock:
-            _interrupters.pop(token, None)
-
-
-def _interrupt_reads():
-    with _lock:
-        interrupts = list(_interrupters.values())
-    for interrupt in interrupts:
-        try:
-            interrupt()
-        except Exception:  # pylint: disable=broad-except  # a read that ended meanwhile: nothing to cut short
-            pass
+            if hook in _hooks:
+                _hooks.remove(hook)
 
 
 def note(text):
@@ -126,7 +118,6 @@ def reset():
     """Forget everything (tests; a module process runs one engine call)."""
     _event.clear()
     with _lock:
-        _interrupters.clear()
         del _hooks[:]
         del _notes[:]
         del _cleanup[:]
@@ -157,7 +148,6 @@ def message(name, stopped=(), temporary=True):
 
 def _handler(signum, frame):  # pylint: disable=unused-argument
     _event.set()
-    _interrupt_reads()
     stopped = run_hooks()
     with _lock:
         if _raised:

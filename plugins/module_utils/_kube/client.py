@@ -321,7 +321,7 @@ class KubeClient(object):
             if response.status != 200:
                 return False
             # SIGTERM shuts the stream down: the watch ends at once (True: the caller reads again, and stops there)
-            with cancel.interruptible(getattr(response, "shutdown", None) or (lambda: None)):
+            with cancel.interruptible(response.shutdown if WATCHES_INTERRUPTIBLE else (lambda: None)):
                 buffered = b""
                 # as the official client's watch does: with chunked transfer each chunk arrives as it is sent
                 for chunk in response.stream(None, decode_content=False):

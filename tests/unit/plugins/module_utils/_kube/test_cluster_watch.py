@@ -76,7 +76,7 @@ def test_sigterm_ends_a_watch_at_once(cluster, kube):
             with cancel.sigterm_cancels():
                 worker.start()
                 deadline = time.monotonic() + 30
-                while not cancel._interrupters:  # pylint: disable=protected-access  # the watch's stream is open
+                while not cancel._hooks:  # pylint: disable=protected-access  # the watch's stream is open
                     assert time.monotonic() < deadline and worker.is_alive(), "the watch never opened: %s" % outcome
                     time.sleep(0.01)
                 os.kill(os.getpid(), signal.SIGTERM)
