@@ -23,6 +23,7 @@ options:
   status_namespace:
     description:
       - Namespace of the stack's ConfigMap when O(status_backend=configmap).
+      - The identity needs the ClusterRole C(aicr-runtime:stack-configmap) there, bound by a RoleBinding in this namespace only.
     type: str
     default: default
 """

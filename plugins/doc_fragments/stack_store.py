@@ -22,6 +22,7 @@ options:
   namespace:
     description:
       - Namespace of the ConfigMaps (O(backend=configmap)).
+      - The identity needs the ClusterRole C(aicr-runtime:stack-configmap) there, bound by a RoleBinding in this namespace only.
     type: str
     default: default
 """

@@ -99,6 +99,30 @@ def test_the_shipped_release_roles_grant_configmaps_and_leases_in_aicr_system_on
         assert _attempts(release_only, "ConfigMap", namespace, name) == refused, namespace
 
 
+def test_the_configmap_status_backend_is_granted_in_its_namespace_only(kube, unbound_namespace):
+    """aicr-runtime:stack grants no ConfigMaps; aicr-runtime:stack-configmap, bound by a RoleBinding in the test
+    namespace, lets the stack and fabric identities keep a stack's status ConfigMap there and nowhere else."""
+    kube.require_lab("the lab's identities")
+    name = "rbac-status-%s" % uuid.uuid4().hex[:6]
+    refused = {"create": 403, "get": 403, "update": 403, "delete": 403}
+    # the fabric identity also has the lease Role in a test namespace (its device records), which grants delete
+    in_its_namespace = {"stack": {"create": 200, "get": 200, "update": 200, "delete": 403},
+                        "fabric": {"create": 200, "get": 200, "update": 200, "delete": 200}}
+    path = "/api/v1/namespaces/%s/configmaps/%s" % (kube.namespace, name)
+    for identity, expected in in_its_namespace.items():
+        rest = Rest.from_kubeconfig(kube.kubeconfig_for(identity))
+        try:
+            # the namespace's RoleBindings are new: wait until the authorizer has them before asserting
+            wait_until(lambda client=rest: request_status(lambda: client.get(path)) == 404, 30, "the RoleBinding in %s" % kube.namespace)
+            assert _attempts(rest, "ConfigMap", kube.namespace, name) == expected, identity
+            if expected["delete"] == 403:
+                kube.rest.delete(path)  # what the identity could not delete
+            for namespace in (unbound_namespace, "default", "kube-system"):
+                assert _attempts(rest, "ConfigMap", namespace, name) == refused, (identity, namespace)
+        finally:
+            rest.close()
+
+
 @pytest.mark.helm
 @pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")
 def test_a_lease_namespace_without_the_lease_role_fails_in_one_line(run_playbook, kube, tmp_path, example_repo, unbound_namespace):

@@ -98,13 +98,15 @@ class Kube:
     def create_namespace(self, prefix="t", labels=None, lease_role=True):
         """A fresh namespace. ``lease_role``: usable as a custom ``lease_namespace`` (the tests give their own namespace):
         the shipped Role ``aicr-runtime:lease`` is bound there to the release identities and to the namespace's own
-        ServiceAccounts (the tests' service-account identities), as a user binds it in theirs."""
+        ServiceAccounts (the tests' service-account identities), as a user binds it in theirs; and as the namespace of
+        the ConfigMap status backend (the shipped ClusterRole ``aicr-runtime:stack-configmap``, bound there only)."""
         name = "%s-%s" % (prefix[:40].rstrip("-"), uuid.uuid4().hex[:6])
         self.rest.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                 "metadata": {"name": name, "labels": dict(labels or {}, **{"aicr-lab/test": "true"})}})
         self.namespaces.append(name)
         if lease_role and self.is_lab:
             identities.bind_lease_role(self.rest, name, service_accounts=True)
+            identities.bind_status_configmap_role(self.rest, name)
         return name
 
     def delete_namespaces(self):

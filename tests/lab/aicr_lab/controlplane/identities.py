@@ -44,6 +44,11 @@ IDENTITIES = {
 # stack_namespace does, in each test namespace: bind_lease_role)
 LEASE_NAMESPACE = "aicr-system"
 LEASE_IDENTITIES = ("release", "fabric", "site", "reconciler")
+# The identities that may keep a stack's status in a ConfigMap (status_backend / backend: configmap): bound to the
+# ClusterRole aicr-runtime:stack-configmap by a RoleBinding in each test namespace (bind_status_configmap_role), as a
+# user binds it in the namespace of that backend; never cluster-wide.
+STATUS_CONFIGMAP_ROLE = "aicr-runtime:stack-configmap"
+STATUS_CONFIGMAP_IDENTITIES = ("release", "fabric", "site", "stack", "reconciler")
 
 
 def shipped_cluster_roles():
@@ -76,6 +81,17 @@ def bind_lease_role(rest, namespace, identities=LEASE_IDENTITIES, service_accoun
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER_PREFIX + identity} for identity in identities]
         + ([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:%s" % namespace}] if service_accounts else []),
+    })
+
+
+def bind_status_configmap_role(rest, namespace, identities=STATUS_CONFIGMAP_IDENTITIES):
+    """A RoleBinding of the shipped ClusterRole aicr-runtime:stack-configmap to ``identities`` in ``namespace``: the
+    ConfigMap status backend may keep its stacks there, and nowhere else."""
+    rest.apply("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/%s" % (namespace, STATUS_CONFIGMAP_ROLE), {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": STATUS_CONFIGMAP_ROLE, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": STATUS_CONFIGMAP_ROLE},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER_PREFIX + identity} for identity in identities],
     })
 
 
