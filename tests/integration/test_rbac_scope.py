@@ -112,8 +112,6 @@ def test_the_configmap_status_backend_is_granted_in_its_namespace_only(kube, unb
     for identity, expected in in_its_namespace.items():
         rest = Rest.from_kubeconfig(kube.kubeconfig_for(identity))
         try:
-            # the namespace's RoleBindings are new: wait until the authorizer has them before asserting
-            wait_until(lambda client=rest: request_status(lambda: client.get(path)) == 404, 30, "the RoleBinding in %s" % kube.namespace)
             assert _attempts(rest, "ConfigMap", kube.namespace, name) == expected, identity
             if expected["delete"] == 403:
                 kube.rest.delete(path)  # what the identity could not delete

@@ -379,7 +379,8 @@ def _write_gates(client, params, result):
     from ansible_collections.aicr.runtime.plugins.module_utils._stack.store import make_store  # pylint: disable=import-outside-toplevel
 
     try:
-        writer = StatusWriter(make_store(client, params.get("status_backend") or "crd", params.get("status_namespace") or "default"),
+        writer = StatusWriter(make_store(client, params.get("status_backend") or "crd", params.get("status_namespace") or "default",
+                                         "status_namespace"),
                               params["status_stack"])
     except AicrError as exc:
         return "status_stack: %s" % exc.msg

@@ -142,7 +142,7 @@ def live_status(client, name, backend="crd", namespace="default", interval=0.5, 
 
     ``devices``: a hook for fabric_device transitions (``status.devices``, keyed by the device's fabric id)
     instead of gated_release component results (``status.components``)."""
-    writer = StatusWriter(make_store(client, backend, namespace), name)
+    writer = StatusWriter(make_store(client, backend, namespace, "status_namespace"), name)
     try:
         writer.store.read(name)
     except AicrError as exc:

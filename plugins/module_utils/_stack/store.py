@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import copy
 import json
 
@@ -79,9 +80,23 @@ class ConfigMapStore:
 
     backend = "configmap"
 
-    def __init__(self, client, namespace="default"):
+    def __init__(self, client, namespace="default", field="namespace"):
         self.client = client
         self.namespace = namespace
+        self.field = field  # the option that named the namespace, for the message of a refusal
+
+    @contextlib.contextmanager
+    def _granted(self):
+        """A 403 as one line that says which role to bind where: the ConfigMaps are aicr-runtime:stack-configmap's,
+        bound in this namespace only (the ClusterRoles of the collection grant none cluster-wide)."""
+        try:
+            yield
+        except ClusterError as exc:
+            if exc.status != 403:
+                raise
+            raise AicrError("%s: this identity may not keep stacks in ConfigMaps of namespace %s; bind the ClusterRole "
+                            "aicr-runtime:stack-configmap there with a RoleBinding (meta/rbac/stack-configmap.yaml) - %s"
+                            % (self.field, self.namespace, exc.msg), field=self.field, value=self.namespace, status=403)
 
     def path(self, name=None):
         path = "/api/v1/namespaces/%s/configmaps" % self.namespace
@@ -106,11 +121,13 @@ class ConfigMapStore:
                 "spec": spec, "status": status}
 
     def list(self):
-        items = self.client.request("GET", self.path(), query={"labelSelector": STACK_STORE_LABEL}).get("items") or []
+        with self._granted():
+            items = self.client.request("GET", self.path(), query={"labelSelector": STACK_STORE_LABEL}).get("items") or []
         return sorted((self.to_stack(cm) for cm in items), key=lambda o: o["metadata"]["name"])
 
     def read(self, name):
-        cm = self.client.get_path(self.path(name))
+        with self._granted():
+            cm = self.client.get_path(self.path(name))
         if cm is None:
             raise AicrError("name: stack %r has no ConfigMap %s%s in namespace %s; allowed: a stack whose spec was ensured"
                             % (name, CONFIGMAP_PREFIX, name, self.namespace), field="name", value=name)
@@ -132,12 +149,17 @@ class ConfigMapStore:
         meta = obj["metadata"]
         body = self._body(meta["name"], obj.get("spec") or {}, status, meta.get("generation") or 1, meta.get("resourceVersion"),
                           meta.get("annotations"))
-        return self.to_stack(self.client.request("PUT", self.path(meta["name"]), body=body))
+        with self._granted():
+            return self.to_stack(self.client.request("PUT", self.path(meta["name"]), body=body))
 
     def ensure_spec(self, name, spec, check_mode=False, retries=5):
         """Create the stack's ConfigMap or update its spec; the generation goes up when the spec changes.
 
         Returns (changed, stack before or None, stack after)."""
+        with self._granted():
+            return self._ensure_spec(name, spec, check_mode, retries)
+
+    def _ensure_spec(self, name, spec, check_mode, retries):
         for _attempt in range(retries + 1):
             cm = self.client.get_path(self.path(name))
             if cm is None:
@@ -168,9 +190,10 @@ class ConfigMapStore:
         raise AicrError("stack %s: spec update kept conflicting after %d retries; allowed: retry the run" % (name, retries), field="spec")
 
 
-def make_store(client, backend="crd", namespace="default"):
+def make_store(client, backend="crd", namespace="default", namespace_field="namespace"):
+    """The store of ``backend``; ``namespace_field`` is the option that named ``namespace`` (for its messages)."""
     if backend == "crd":
         return CrdStore(client)
     if backend == "configmap":
-        return ConfigMapStore(client, namespace)
+        return ConfigMapStore(client, namespace, namespace_field)
     raise AicrError("backend: %r is not allowed; allowed: crd, configmap" % backend, field="backend", value=backend)

@@ -16,6 +16,7 @@ tests that need it skip, saying why.
 """
 
 import os
+import time
 import uuid
 
 from aicr_lab.controlplane import identities
@@ -107,7 +108,22 @@ class Kube:
         if lease_role and self.is_lab:
             identities.bind_lease_role(self.rest, name, service_accounts=True)
             identities.bind_status_configmap_role(self.rest, name)
+            # the authorizer learns of new RoleBindings from a watch: a test's first request may not wait for it
+            self.wait_authorized("release", name, "coordination.k8s.io", "leases")
+            self.wait_authorized("stack", name, "", "configmaps")
         return name
+
+    def wait_authorized(self, identity, namespace, group, resource, verb="get", timeout=30):
+        """Until the API server's authorizer allows ``identity`` ``verb`` on ``resource`` in ``namespace`` (a
+        SubjectAccessReview: the same authorizer a request meets)."""
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                  "spec": {"user": identities.user_name(identity),
+                           "resourceAttributes": {"namespace": namespace, "verb": verb, "group": group, "resource": resource}}}
+        deadline = time.monotonic() + timeout
+        while not self.rest.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review).get("status", {}).get("allowed"):
+            if time.monotonic() > deadline:
+                raise AssertionError("%s is still not allowed to %s %s in %s after %ss" % (identity, verb, resource, namespace, timeout))
+            time.sleep(0.02)
 
     def delete_namespaces(self):
         """Delete the namespaces this handle created (the namespace controller finishes in the background)."""

@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from aicr_lab.controlplane import identities
 from aicr_lab.controlplane.rest import ApiError
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -128,7 +129,11 @@ def test_the_lease_of_a_killed_run_is_taken_over_once_it_expired(fab, exclusive,
 
 
 def test_without_the_lease_role_in_stack_namespace_the_run_stops_before_any_change(fab, exclusive, kube):
+    # ConfigMaps there (the status backend's role, bound by mistake instead of the lease Role): the device records are
+    # read, and the Lease is refused (without any role there the records' read is refused first: test_fabric_device.py)
     unbound = kube.create_namespace("fab-unbound", lease_role=False)
+    identities.bind_status_configmap_role(kube.rest, unbound, identities=("fabric",))
+    kube.wait_authorized("fabric", unbound, "", "configmaps", verb="list")
     fab.control.clear_requests()
     with pytest.raises(AicrError) as refused:
         exclusive.run("delta", 1, namespace=unbound)

@@ -126,3 +126,17 @@ def test_configmap_backend_generation_follows_the_spec(api, kube):
     assert [s["metadata"]["name"] for s in listed] == ["lab"] and listed[0]["spec"]["skipComponents"] == ["a"]
     cm = api.request("GET", cms.path("lab"))
     assert cm["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "aicr-runtime", "runtime.aicr.io/stack": "lab"}
+
+
+def test_configmap_backend_refused_names_the_role_to_bind_there(api, kube):
+    # the stack identity's ClusterRole grants no ConfigMaps: the backend's role is bound in the test namespace only
+    refused = "%s: this identity may not keep stacks in ConfigMaps of namespace default; bind the ClusterRole " \
+              "aicr-runtime:stack-configmap there with a RoleBinding \\(meta/rbac/stack-configmap.yaml\\) - .*403"
+    cms = store.make_store(api, "configmap", "default", "status_namespace")
+    for call in (cms.list, lambda: cms.read("lab"), lambda: cms.ensure_spec("lab", {"criteria": {}})):
+        with pytest.raises(AicrError, match=refused % "status_namespace") as caught:
+            call()
+        assert "\n" not in caught.value.msg and caught.value.details["status"] == 403
+    with pytest.raises(AicrError, match=refused % "namespace"):
+        store.ConfigMapStore(api, "default").list()
+    assert store.ConfigMapStore(api, kube.namespace).list() == [], "where it is bound"
