@@ -17,7 +17,6 @@ import json
 import os
 import ssl
 import shutil
-import socket
 import subprocess
 import tarfile
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from aicr_lab.charts.helm import find_binary, isolated_env, run_helm
+from aicr_lab.controlplane.processes import free_port
 
 REGISTRY_BINARY = "docker-registry"
 NONCE_HEADER = "X-Aicr-Registry"
@@ -44,12 +44,6 @@ def find_registry():
     if not os.access(found, os.X_OK):
         raise RegistryError("%s not found; run scripts/install-system-deps (apt-get install docker-registry)" % REGISTRY_BINARY)
     return found
-
-
-def free_port(host="127.0.0.1"):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def write_htpasswd(path, user, password):

@@ -198,8 +198,9 @@ class ControlPlane:  # pylint: disable=too-many-instance-attributes
         for name in ("etcd-client", "etcd-peer", "kube-apiserver"):
             self.ports[name] = processes.free_port()
         try:
-            self._start_etcd(binaries)
-            self._start_apiserver(binaries)
+            # etcd's data directory records its member's URLs: a start on other ports starts from an empty one
+            self._start_on_free_ports(self._start_etcd, ("etcd-client", "etcd-peer"), binaries, stale=self.dir / "etcd")
+            self._start_on_free_ports(self._start_apiserver, ("kube-apiserver",), binaries)
             self._start_controllers(binaries)
             self._create_nodes()
             self.kubeconfigs = identities.install(self)
@@ -276,6 +277,25 @@ class ControlPlane:  # pylint: disable=too-many-instance-attributes
         self.processes[name] = process
         self.pids[name] = process.pid
         return process
+
+    def _start_on_free_ports(self, start, port_names, binaries, stale=None, attempts=3):  # pylint: disable=too-many-arguments
+        """``start(binaries)``; when its server found a port taken (another server bound it between its pick and the
+        start: two labs starting at once), pick ``port_names`` again, remove ``stale`` and start again. Only at the
+        lab's first start: a restart keeps its ports, which the kubeconfigs name."""
+        for attempt in range(attempts):
+            try:
+                return start(binaries)
+            except processes.ProcessError as exc:
+                if "address already in use" not in str(exc) or attempt == attempts - 1:
+                    raise
+                if stale is not None:
+                    shutil.rmtree(str(stale), ignore_errors=True)
+                for name in port_names:
+                    self.ports[name] = processes.free_port()
+                if self._rest is not None:  # it names the old server address
+                    self._rest.close()
+                    self._rest = None
+        return None
 
     def _start_etcd(self, binaries):
         p = self.pki_dir

@@ -1,6 +1,7 @@
 """Child processes of the lab: started detached, logged to files, stopped for sure."""
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -11,10 +12,40 @@ class ProcessError(RuntimeError):
     """A process did not start, or did not become ready in time."""
 
 
-def free_port():
-    """A TCP port on 127.0.0.1 nobody listens on now (the kernel's pick)."""
+# SystemRandom: a seeded `random` (pytest-randomly seeds it alike in every process) would have two labs try the same ports
+_PORTS = random.SystemRandom()
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+LOWEST_PORT = 10000
+
+
+def _ephemeral_low():
+    """The first port of the kernel's ephemeral range (Linux's default when it cannot be read)."""
+    try:
+        with open(EPHEMERAL_RANGE_FILE, "r", encoding="ascii") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port on ``host`` nobody listens on now, below the kernel's ephemeral range.
+
+    Not the kernel's pick (a bind to port 0): that comes from the ephemeral range, whose ports the kernel also gives to
+    the local end of every outgoing connection, so any connection made before the lab's server binds it could take it
+    (seen: kube-apiserver's "bind: address already in use" on such a port). Below that range only another server can
+    take it, and the lab's starters pick again when one did (ControlPlane._start_on_free_ports)."""
+    low = _ephemeral_low()
+    if low - LOWEST_PORT >= 1000:
+        for _attempt in range(100):
+            port = _PORTS.randrange(LOWEST_PORT, low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 

@@ -2,6 +2,7 @@
 
 import http.client
 import json
+import socket
 import ssl
 import subprocess
 import threading
@@ -11,8 +12,9 @@ from datetime import datetime
 
 import pytest
 
-from aicr_lab.controlplane import build, stages
+from aicr_lab.controlplane import build, processes, stages
 from aicr_lab.controlplane.rest import ApiError, Rest
+from aicr_lab.kube import Kube
 
 
 def _deployment(name, namespace, annotations=None, replicas=1):
@@ -215,3 +217,34 @@ def test_kubectl_is_the_pinned_release_and_talks_to_the_lab(lab_kube):
     assert "node/node-0" in out
     client = json.loads(subprocess.run([kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True, check=True).stdout)
     assert client["clientVersion"]["gitVersion"] == build.kubernetes_version()
+
+
+def test_free_ports_are_below_the_ephemeral_range():
+    # the kernel gives ephemeral ports to outgoing connections: one picked there could be taken before the server binds it
+    low = processes._ephemeral_low()  # pylint: disable=protected-access
+    ports = [processes.free_port() for _attempt in range(50)]
+    assert all(processes.LOWEST_PORT <= port < low for port in ports), (low, ports)
+
+
+def test_a_port_taken_before_the_apiserver_binds_it_is_picked_again(tmp_path, monkeypatch):
+    """Two labs starting at once may pick the same port: the server that finds it taken starts again on another."""
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    real, picks = processes.free_port, []
+
+    def pick(host="127.0.0.1"):
+        picks.append(host)
+        return taken.getsockname()[1] if len(picks) == 3 else real(host)  # the third pick is kube-apiserver's
+
+    monkeypatch.setattr(processes, "free_port", pick)
+    try:
+        handle = Kube.start(tmp_path / "controlplane", nodes=[])
+        try:
+            assert handle.plane.ports["kube-apiserver"] != taken.getsockname()[1] and len(picks) >= 4
+            assert "address already in use" in handle.plane._log("kube-apiserver")  # pylint: disable=protected-access
+            assert handle.rest.request("GET", "/readyz", accept="text/plain") == "ok"
+        finally:
+            handle.stop()
+    finally:
+        taken.close()

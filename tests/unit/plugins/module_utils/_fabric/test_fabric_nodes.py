@@ -164,6 +164,7 @@ def test_operator_presence_and_secrets(kube, view):
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "fabric-credentials"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aicr-runtime:fabric-credentials"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": kube.user("fabric")}]})
+    kube.wait_authorized("fabric", ns, "", "secrets")  # the authorizer learns of the new RoleBinding from a watch
     assert view.read_secret(ns, "fti") == {"username": "u", "password": "p"}
     with pytest.raises(AicrError) as info:
         view.read_secret(ns, "missing")

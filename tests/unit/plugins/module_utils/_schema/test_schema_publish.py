@@ -277,9 +277,15 @@ def test_a_crd_being_deleted_is_waited_for_then_created_again(kube, domain, clie
         {"definition": crd, "wait_sleep": 0.05, "wait_timeout": 60}, cluster=publisher)))
     worker.start()
     assert seen_terminating.wait(30), "publication never read the terminating CRD"
-    item = admin.get_path(cr_path(crd, ns, "held"))
-    item["metadata"]["finalizers"] = []
-    admin.request("PUT", cr_path(crd, ns, "held"), body=item)  # the CR goes, then the CRD
+    for _attempt in range(10):  # the CRD's finalizer controller marks the CR deleted meanwhile: a 409, read it again
+        item = admin.get_path(cr_path(crd, ns, "held"))
+        item["metadata"]["finalizers"] = []
+        try:
+            admin.request("PUT", cr_path(crd, ns, "held"), body=item)  # the CR goes, then the CRD
+            break
+        except ClusterError as exc:
+            if exc.status != 409:
+                raise
     worker.join(90)
     result = outcome["result"]
     assert result["action"] == "create" and result["changed"] is True and result["established"] is True
