@@ -16,10 +16,9 @@ tests that need it skip, saying why.
 """
 
 import os
-import time
 import uuid
 
-from aicr_lab.controlplane import identities
+from aicr_lab.controlplane import identities, processes
 from aicr_lab.controlplane.audit import AuditLog
 from aicr_lab.controlplane.cluster import ControlPlane, default_nodes
 from aicr_lab.controlplane.rest import ApiError, Rest
@@ -119,11 +118,8 @@ class Kube:
         review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
                   "spec": {"user": identities.user_name(identity),
                            "resourceAttributes": {"namespace": namespace, "verb": verb, "group": group, "resource": resource}}}
-        deadline = time.monotonic() + timeout
-        while not self.rest.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review).get("status", {}).get("allowed"):
-            if time.monotonic() > deadline:
-                raise AssertionError("%s is still not allowed to %s %s in %s after %ss" % (identity, verb, resource, namespace, timeout))
-            time.sleep(0.02)
+        processes.wait_for(lambda: self.rest.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review).get("status", {}).get("allowed"),
+                           timeout, "the authorizer to allow %s to %s %s in %s" % (identity, verb, resource, namespace), interval=0.02)
 
     def delete_namespaces(self):
         """Delete the namespaces this handle created (the namespace controller finishes in the background)."""

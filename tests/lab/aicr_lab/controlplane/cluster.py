@@ -282,20 +282,20 @@ class ControlPlane:  # pylint: disable=too-many-instance-attributes
         """``start(binaries)``; when its server found a port taken (another server bound it between its pick and the
         start: two labs starting at once), pick ``port_names`` again, remove ``stale`` and start again. Only at the
         lab's first start: a restart keeps its ports, which the kubeconfigs name."""
-        for attempt in range(attempts):
+        for _attempt in range(attempts - 1):
             try:
                 return start(binaries)
             except processes.ProcessError as exc:
-                if "address already in use" not in str(exc) or attempt == attempts - 1:
+                if "address already in use" not in str(exc):
                     raise
-                if stale is not None:
-                    shutil.rmtree(str(stale), ignore_errors=True)
-                for name in port_names:
-                    self.ports[name] = processes.free_port()
-                if self._rest is not None:  # it names the old server address
-                    self._rest.close()
-                    self._rest = None
-        return None
+            if stale is not None:
+                shutil.rmtree(str(stale), ignore_errors=True)
+            for name in port_names:
+                self.ports[name] = processes.free_port()
+            if self._rest is not None:  # it names the old server address
+                self._rest.close()
+                self._rest = None
+        return start(binaries)
 
     def _start_etcd(self, binaries):
         p = self.pki_dir

@@ -73,26 +73,27 @@ def bind_lease_role(rest, namespace, identities=LEASE_IDENTITIES, service_accoun
     role = shipped_lease_role()
     role["metadata"]["namespace"] = namespace
     name = role["metadata"]["name"]
-    base = "/apis/rbac.authorization.k8s.io/v1/namespaces/%s" % namespace
-    rest.apply("%s/roles/%s" % (base, name), role)
-    rest.apply("%s/rolebindings/%s" % (base, name), {
+    rest.apply("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles/%s" % (namespace, name), role)
+    groups = ["system:serviceaccounts:%s" % namespace] if service_accounts else []
+    _bind_in_namespace(rest, namespace, "Role", name, identities, groups)
+
+
+def _bind_in_namespace(rest, namespace, kind, role, identities, groups=()):  # pylint: disable=too-many-arguments
+    """A RoleBinding named after ``role`` (a ``kind``: Role or ClusterRole) in ``namespace``, to the lab users
+    ``identities`` and to ``groups``."""
+    rest.apply("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/%s" % (namespace, role), {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "metadata": {"name": role, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER_PREFIX + identity} for identity in identities]
-        + ([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:%s" % namespace}] if service_accounts else []),
+        + [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group} for group in groups],
     })
 
 
 def bind_status_configmap_role(rest, namespace, identities=STATUS_CONFIGMAP_IDENTITIES):
     """A RoleBinding of the shipped ClusterRole aicr-runtime:stack-configmap to ``identities`` in ``namespace``: the
     ConfigMap status backend may keep its stacks there, and nowhere else."""
-    rest.apply("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/%s" % (namespace, STATUS_CONFIGMAP_ROLE), {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": STATUS_CONFIGMAP_ROLE, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": STATUS_CONFIGMAP_ROLE},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER_PREFIX + identity} for identity in identities],
-    })
+    _bind_in_namespace(rest, namespace, "ClusterRole", STATUS_CONFIGMAP_ROLE, identities)
 
 
 def install(plane):
