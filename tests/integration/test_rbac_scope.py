@@ -9,11 +9,13 @@ Against the lab's real API server (RBAC on):
 * an identity bound to exactly the shipped roles (``aicr-runtime:release`` cluster-wide, the lease Role in
   ``aicr-system``; no chart role) is refused ConfigMaps and Leases outside ``aicr-system`` and may use both inside;
 * gated_release with a ``lease_namespace`` where the Role is not bound fails in one line naming what was refused, and
-  writes nothing.
+  writes nothing;
+* ``aicr-runtime:stack`` reads ClusterStacks and writes their status only: their spec is their owner's.
 """
 
 import json
 import re
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -27,6 +29,10 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
 EXAMPLE_REPO = "https://charts.aicr.example/examples"
 LEASE_NS = "aicr-system"
+STACK_CRD_FILE = REPO / "roles" / "stack_reconcile" / "files" / "clusterstack-crd.yml"
+STACK_CRD = "clusterstacks.runtime.aicr.io"
+STACKS = "/apis/runtime.aicr.io/v1alpha1/clusterstacks"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 def _lease(namespace, name):
@@ -119,6 +125,59 @@ def test_the_configmap_status_backend_is_granted_in_its_namespace_only(kube, unb
                 assert _attempts(rest, "ConfigMap", namespace, name) == refused, (identity, namespace)
         finally:
             rest.close()
+
+
+def _admin_kubectl(kube, *args, stdin=None):
+    return subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig] + list(args), input=stdin, capture_output=True, text=True,
+                          check=False, timeout=60)
+
+
+@pytest.fixture
+def owned_stack(kube):
+    """A ClusterStack created by the lab's admin, as its owner would (the CRD as this tree ships it); deleted afterwards."""
+    assert _admin_kubectl(kube, "apply", "--server-side", "--force-conflicts", "-f", str(STACK_CRD_FILE)).returncode == 0
+    assert _admin_kubectl(kube, "wait", "--for=condition=Established", "--timeout=60s", "crd/" + STACK_CRD).returncode == 0
+    name = "rbac-stack-%s" % uuid.uuid4().hex[:6]
+    doc = {"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": name},
+           "spec": {"criteria": {"service": "kind", "accelerator": "h100", "intent": "training"}, "catalog": {"source": "/nowhere"}}}
+    # an Established CRD can still be a moment from serving its resource: the create is retried until it is accepted
+    wait_until(lambda: _admin_kubectl(kube, "create", "-f", "-", stdin=json.dumps(doc)).returncode == 0, 60, "the ClusterStack to be created")
+    yield doc
+    kube.rest.delete("%s/%s" % (STACKS, name))
+
+
+def test_the_stack_role_reads_clusterstacks_and_writes_their_status_only(kube, owned_stack):
+    """The identities that run the roles keep a stack's status; what the stack asks for (spec), and whether it exists,
+    stay its owner's. Every verb the shipped role does not grant is refused by the lab's RBAC authorizer."""
+    kube.require_lab("the lab's identities")
+    name = owned_stack["metadata"]["name"]
+    path = "%s/%s" % (STACKS, name)
+    rest = Rest.from_kubeconfig(kube.kubeconfig_for("stack"))
+    try:
+        live = rest.get(path)
+        edited = dict(live, spec=dict(live["spec"], suspend=True))
+        other = dict(owned_stack, metadata={"name": name + "-other"})
+        merge = "application/merge-patch+json"
+        attempts = {
+            "get": request_status(lambda: rest.get(path)),
+            "list": request_status(lambda: rest.get(STACKS)),
+            "create": request_status(lambda: rest.create(STACKS, other)),
+            "update spec": request_status(lambda: rest.request("PUT", path, body=edited)),
+            "patch spec": request_status(lambda: rest.request("PATCH", path, body={"spec": {"suspend": True}}, content_type=merge)),
+            "delete": request_status(lambda: rest.delete(path)),
+            "patch status": request_status(lambda: rest.request("PATCH", path + "/status", body={"status": {"phase": "Ready"}},
+                                                                content_type=merge)),
+            "update status": request_status(lambda: rest.request("PUT", path + "/status", body=dict(live, status={"phase": "Pending"}))),
+            "get its CRD": request_status(lambda: rest.get("%s/%s" % (CRDS, STACK_CRD))),
+            "get another CRD": request_status(lambda: rest.get("%s/%s" % (CRDS, "widgets.example.com"))),
+            "list CRDs": request_status(lambda: rest.get(CRDS)),
+        }
+        assert attempts == {"get": 200, "list": 200, "create": 403, "update spec": 403, "patch spec": 403, "delete": 403,
+                            "patch status": 403, "update status": 200, "get its CRD": 200, "get another CRD": 403, "list CRDs": 403}
+        after = kube.get(path)
+        assert after["spec"] == owned_stack["spec"] and after["status"] == {"phase": "Pending"}, after
+    finally:
+        rest.close()
 
 
 @pytest.mark.helm

@@ -26,10 +26,10 @@ def test_decisions_and_catalog_selection(capsys, kube, stacks, tmp_path):
     for version in ("1.0.0", "1.1.0"):
         (releases / ("catalog-%s.tar.gz" % version)).write_bytes(b"x")
 
-    fresh = stacks.create(api, "fresh", {"catalog": {"source": str(releases)}})
-    paused = stacks.create(api, "paused", {"catalog": {"source": str(releases)}, "suspend": True})
-    done = stacks.create(api, "done", {"catalog": {"source": str(releases)}, "autoUpdate": False})
-    badpin = stacks.create(api, "badpin", {"catalog": {"source": str(releases), "version": "9.0.0"}})
+    fresh = stacks.create("fresh", {"catalog": {"source": str(releases)}})
+    paused = stacks.create("paused", {"catalog": {"source": str(releases)}, "suspend": True})
+    done = stacks.create("done", {"catalog": {"source": str(releases)}, "autoUpdate": False})
+    badpin = stacks.create("badpin", {"catalog": {"source": str(releases), "version": "9.0.0"}})
     ours = [badpin, done, fresh, paused]
     writer = status.StatusWriter(store.CrdStore(api), done)
     writer.apply({"phase": "Ready", "observed_generation": 1, "recipe": {"name": "r", "catalogVersion": "1.0.0"},
@@ -53,8 +53,7 @@ def test_decisions_and_catalog_selection(capsys, kube, stacks, tmp_path):
     code, out = run(capsys, {"kubeconfig": kubeconfig, "names": [done], "_ansible_check_mode": True})
     assert code == 0 and [s["name"] for s in out["stacks"]] == [done]
 
-    current = api.request("GET", store.stack_path(done))
-    api.request("PUT", store.stack_path(done), body=dict(current, spec=dict(current["spec"], autoUpdate=True)))
+    stacks.edit_spec(done, {"catalog": {"source": str(releases)}, "autoUpdate": True})  # its owner turns auto-update on
     code, out = run(capsys, {"kubeconfig": kubeconfig, "names": [done]})
     assert out["stacks"][0]["reason"] == "generation 2 != observedGeneration 1"
     assert out["stacks"][0]["catalog"]["upgrade"] is True and out["stacks"][0]["catalog"]["version"] == "1.1.0"

@@ -190,7 +190,7 @@ def test_execute_writes_live_status_through_the_stack_store(example, status_clie
     from ansible_collections.aicr.runtime.plugins.module_utils._stack import store  # pylint: disable=import-outside-toplevel
 
     cluster, helm, recipe = example
-    gpu = stacks.create(status_client, "gpu", {"catalog": {"source": "/c"}})
+    gpu = stacks.create("gpu", {"catalog": {"source": "/c"}})
     params = {"recipe": recipe, "stack": "gpu", "poll_interval": 0.01, "timeout": 10, "render_cache": False, "status_stack": gpu}
     plan = execute(dict(params), check_mode=True, cluster=cluster, helm=helm, status_client=status_client)
     assert "live_status" not in plan and "status" not in store.CrdStore(status_client).read(gpu), "never in check mode"

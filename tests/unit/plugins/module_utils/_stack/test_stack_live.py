@@ -144,7 +144,7 @@ def api(stack_client):
 
 
 def test_against_the_api_server_from_many_threads(api, stacks, kube):
-    name = stacks.create(api, "live", {"catalog": {"source": "/c"}})
+    name = stacks.create("live", {"catalog": {"source": "/c"}})
     mark = kube.audit_mark()
     writer, warning = live_mod.live_status(api, name, interval=0.02)
     assert warning is None
@@ -214,7 +214,7 @@ def test_live_device_status_coalesces_by_device_and_flushes_on_close():
 def test_live_status_for_devices_against_the_api_server(stacks, kube, clusterstack_crd):  # pylint: disable=unused-argument
     # fabric_device writes the device status: its identity (aicr-runtime:fabric + aicr-runtime:stack)
     api = client_for(kube.kubeconfig_for("fabric"))
-    name = stacks.create(api, "gpu", {"catalog": {"source": "/x"}})
+    name = stacks.create("gpu", {"catalog": {"source": "/x"}})
     live_writer, warning = live_mod.live_status(api, name, interval=0.01, devices=True)
     assert warning is None
     live_writer.on_transition(device("attached", "r1"))

@@ -38,7 +38,7 @@ def test_crd_install_is_idempotent_and_check_mode_safe(private_kube):
 
 
 def test_status_goes_through_the_subresource_and_no_op_writes_nothing(api, stacks):
-    plain = stacks.create(api, "plain")
+    plain = stacks.create("plain")
     writer = status.StatusWriter(store.CrdStore(api), plain)
     _before, after, changed, events = writer.apply({"phase": "Resolving", "observed_generation": 1})
     assert changed and after["status"]["phase"] == "Resolving" and events[0]["type"] == "PhaseResolving"
@@ -55,7 +55,7 @@ def test_status_goes_through_the_subresource_and_no_op_writes_nothing(api, stack
 
 
 def test_conflict_from_a_concurrent_spec_edit_is_retried_and_keeps_both(api, stacks):
-    busy = stacks.create(api, "busy")
+    busy = stacks.create("busy")
     crd_store = store.CrdStore(api)
     writer = status.StatusWriter(crd_store, busy, sleep=lambda _s: None)
     calls = []
@@ -63,8 +63,7 @@ def test_conflict_from_a_concurrent_spec_edit_is_retried_and_keeps_both(api, sta
     def mutate(status, obj):
         calls.append(obj["metadata"]["resourceVersion"])
         if len(calls) == 1:  # someone edits the spec between our read and our write
-            edited = dict(obj, spec={"catalog": {"source": "/elsewhere"}, "skipComponents": ["x"]})
-            api.request("PUT", store.stack_path(busy), body=edited)
+            stacks.edit_spec(busy, {"catalog": {"source": "/elsewhere"}, "skipComponents": ["x"]})
         status["phase"] = "Deploying"
         status["observedGeneration"] = 1
         return status
@@ -78,11 +77,11 @@ def test_conflict_from_a_concurrent_spec_edit_is_retried_and_keeps_both(api, sta
 
 
 def test_conflicts_give_up_after_the_retries(api, stacks):
-    hot = stacks.create(api, "hot")
+    hot = stacks.create("hot")
     writer = status.StatusWriter(store.CrdStore(api), hot, retries=2, sleep=lambda _s: None)
 
     def mutate(status, obj):
-        api.request("PUT", store.stack_path(hot), body=dict(obj, spec={"catalog": {"source": "/v%s" % obj["metadata"]["resourceVersion"]}}))
+        stacks.edit_spec(hot, {"catalog": {"source": "/v%s" % obj["metadata"]["resourceVersion"]}})  # its owner, at every attempt
         status["phase"] = "Ready"
         return status
 
@@ -91,7 +90,7 @@ def test_conflicts_give_up_after_the_retries(api, stacks):
 
 
 def test_component_transition_hook_writes_each_transition(api, stacks):
-    writer = status.StatusWriter(store.CrdStore(api), stacks.create(api, "live"))
+    writer = status.StatusWriter(store.CrdStore(api), stacks.create("live"))
     writer.on_component_transition({"name": "a", "phase": "Deploying"})
     writer.on_component_transition({"name": "a", "phase": "Ready", "revision": 1})
     _b, after, changed, _e = writer.on_component_transition({"name": "a", "phase": "Ready", "revision": 1})
