@@ -74,8 +74,10 @@ options:
         (key C(snapshot.yaml) or C(snapshot.json)).
     type: str
 notes:
-  - The identity needs C(get) and C(list) on C(nodes) (and C(get) on C(configmaps) for O(from_configmap)); the
-    collection ships the ClusterRole C(aicr-runtime:facts) in C(meta/rbac/facts.yaml).
+  - The identity needs C(get) and C(list) on C(nodes); the collection ships the ClusterRole C(aicr-runtime:facts) in
+    C(meta/rbac/facts.yaml), for a ClusterRoleBinding.
+  - O(from_configmap) needs C(get) on C(configmaps) in that ConfigMap's namespace only; the collection ships the
+    ClusterRole C(aicr-runtime:facts-configmap) in C(meta/rbac/facts-configmap.yaml), for a RoleBinding there.
 seealso:
   - module: aicr.runtime.recipe_resolve
   - name: AICR snapshot

@@ -109,17 +109,38 @@ def test_facts_needs_its_role(run_playbook, kube, shared_dir, tmp_path):
     assert "403" in failed["msg"] and "\n" not in failed["msg"] and "Traceback" not in run.stdout, failed["msg"]
 
 
-def test_snapshot_from_a_configmap(run_playbook, kube, tmp_path, shared_dir):
-    """An AICR agent's ConfigMap (data.snapshot.yaml), read as the facts identity."""
-    ns = kube.namespace
-    body = ("kind: Snapshot\napiVersion: aicr.nvidia.com/v1alpha1\nmeasurements:\n- type: K8s\n  subtypes:\n  - subtype: server\n"
-            "    data: {version: v1.34.2-eks-113cf36}\n")
-    kube.rest.create("/api/v1/namespaces/%s/configmaps" % ns, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "aicr-snapshot"},
-                                                               "data": {"snapshot.yaml": body}})
+SNAPSHOT_BODY = ("kind: Snapshot\napiVersion: aicr.nvidia.com/v1alpha1\nmeasurements:\n- type: K8s\n  subtypes:\n  - subtype: server\n"
+                 "    data: {version: v1.34.2-eks-113cf36}\n")
+
+
+def _read_snapshot_configmap(run_playbook, kube, tmp_path, namespace):
+    """cluster_facts from_configmap as the facts identity, on a Snapshot ConfigMap the test's admin stored in ``namespace``."""
+    kube.rest.create("/api/v1/namespaces/%s/configmaps" % namespace, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "aicr-snapshot"},
+                                                                      "data": {"snapshot.yaml": SNAPSHOT_BODY}})
     playbook = tmp_path / "cm.yml"
     playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - name: Read\n      aicr.runtime.cluster_facts:\n"
-                        "        kubeconfig: \"{{ kubeconfig }}\"\n        from_configmap: \"cm://%s/aicr-snapshot\"\n" % ns)
-    run = run_playbook(str(playbook), extravars={"kubeconfig": kube.kubeconfig_for("facts")})
+                        "        kubeconfig: \"{{ kubeconfig }}\"\n        from_configmap: \"cm://%s/aicr-snapshot\"\n" % namespace)
+    return run_playbook(str(playbook), extravars={"kubeconfig": kube.kubeconfig_for("facts")})
+
+
+def test_snapshot_from_a_configmap(run_playbook, kube, tmp_path):
+    """An AICR agent's ConfigMap (data.snapshot.yaml), read as the facts identity, which aicr-runtime:facts-configmap
+    lets read ConfigMaps in the test's namespace (a RoleBinding there)."""
+    run = _read_snapshot_configmap(run_playbook, kube, tmp_path, kube.namespace)
     assert run.rc == 0, run.stdout[-4000:]
     res = run.result("Read")
     assert res["source"] == "configmap" and res["criteria"] == {"service": "eks"}
+
+
+def test_a_snapshot_configmap_outside_the_bound_namespace_is_refused_in_one_line(run_playbook, kube, tmp_path):
+    """aicr-runtime:facts (bound cluster-wide, for nodes) grants no ConfigMaps: where aicr-runtime:facts-configmap is not
+    bound, the read is refused, and the message says which role to bind where."""
+    kube.require_lab("the lab's identities")
+    namespace = kube.create_namespace("facts-unbound", lease_role=False)
+    run = _read_snapshot_configmap(run_playbook, kube, tmp_path, namespace)
+    assert run.rc != 0 and run.failed_tasks == ["Read"]
+    msg = run.result("Read")["msg"]
+    assert msg.startswith("from_configmap: this identity may not read ConfigMap %s/aicr-snapshot; bind the ClusterRole "
+                          "aicr-runtime:facts-configmap in namespace %s with a RoleBinding (meta/rbac/facts-configmap.yaml) - "
+                          % (namespace, namespace)), msg
+    assert "403" in msg and "\n" not in msg and "Traceback" not in run.stdout, msg

@@ -49,6 +49,11 @@ LEASE_IDENTITIES = ("release", "fabric", "site", "reconciler")
 # user binds it in the namespace of that backend; never cluster-wide.
 STATUS_CONFIGMAP_ROLE = "aicr-runtime:stack-configmap"
 STATUS_CONFIGMAP_IDENTITIES = ("release", "fabric", "site", "stack", "reconciler")
+# The identity that reads a Snapshot ConfigMap (cluster_facts from_configmap): bound to the ClusterRole
+# aicr-runtime:facts-configmap by a RoleBinding in each test namespace (bind_facts_configmap_role), as a user binds it in
+# the Snapshot's namespace; never cluster-wide.
+FACTS_CONFIGMAP_ROLE = "aicr-runtime:facts-configmap"
+FACTS_CONFIGMAP_IDENTITIES = ("facts",)
 
 
 def shipped_cluster_roles():
@@ -94,6 +99,12 @@ def bind_status_configmap_role(rest, namespace, identities=STATUS_CONFIGMAP_IDEN
     """A RoleBinding of the shipped ClusterRole aicr-runtime:stack-configmap to ``identities`` in ``namespace``: the
     ConfigMap status backend may keep its stacks there, and nowhere else."""
     _bind_in_namespace(rest, namespace, "ClusterRole", STATUS_CONFIGMAP_ROLE, identities)
+
+
+def bind_facts_configmap_role(rest, namespace, identities=FACTS_CONFIGMAP_IDENTITIES):
+    """A RoleBinding of the shipped ClusterRole aicr-runtime:facts-configmap to ``identities`` in ``namespace``: they
+    may read a Snapshot ConfigMap there, and nowhere else."""
+    _bind_in_namespace(rest, namespace, "ClusterRole", FACTS_CONFIGMAP_ROLE, identities)
 
 
 def install(plane):

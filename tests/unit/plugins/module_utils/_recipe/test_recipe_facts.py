@@ -3,6 +3,7 @@
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as cons
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import facts
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snap_mod
@@ -84,3 +85,26 @@ def test_bad_configmap_reference(ref):
     with pytest.raises(AicrError) as exc:
         facts.read_configmap_snapshot(None, ref)
     assert exc.value.msg == "from_configmap: %r is not namespace/name (or cm://namespace/name)" % ref
+
+
+class _Refusing:
+    """A cluster client whose API server refuses every request with ``status``."""
+
+    def __init__(self, status):
+        self.status = status
+
+    def get(self, *_args):
+        raise ClusterError("cluster: GET /api/v1/namespaces/gpu-operator/configmaps/aicr-snapshot returned %d: no" % self.status,
+                           status=self.status)
+
+
+def test_a_refused_configmap_read_names_the_role_to_bind_and_where():
+    with pytest.raises(AicrError) as exc:
+        facts.read_configmap_snapshot(_Refusing(403), "cm://gpu-operator/aicr-snapshot")
+    assert exc.value.msg == ("from_configmap: this identity may not read ConfigMap gpu-operator/aicr-snapshot; bind the ClusterRole "
+                             "aicr-runtime:facts-configmap in namespace gpu-operator with a RoleBinding (meta/rbac/facts-configmap.yaml) - "
+                             "cluster: GET /api/v1/namespaces/gpu-operator/configmaps/aicr-snapshot returned 403: no")
+    assert exc.value.details["field"] == "from_configmap"
+    with pytest.raises(ClusterError) as other:  # any other failure is the client's own one line
+        facts.read_configmap_snapshot(_Refusing(500), "gpu-operator/aicr-snapshot")
+    assert other.value.status == 500
