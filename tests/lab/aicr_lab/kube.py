@@ -99,20 +99,20 @@ class Kube:
         """A fresh namespace. ``lease_role``: usable as a custom ``lease_namespace`` (the tests give their own namespace):
         the shipped Role ``aicr-runtime:lease`` is bound there to the release identities and to the namespace's own
         ServiceAccounts (the tests' service-account identities), as a user binds it in theirs; and as the namespace of
-        the ConfigMap status backend (the shipped ClusterRole ``aicr-runtime:stack-configmap``, bound there only) and of
-        a Snapshot ConfigMap (``aicr-runtime:facts-configmap``, bound there only)."""
+        the ConfigMap status backend and of a Snapshot ConfigMap (each ClusterRole of
+        ``identities.NAMESPACED_CLUSTER_ROLES``, bound there only)."""
         name = "%s-%s" % (prefix[:40].rstrip("-"), uuid.uuid4().hex[:6])
         self.rest.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                 "metadata": {"name": name, "labels": dict(labels or {}, **{"aicr-lab/test": "true"})}})
         self.namespaces.append(name)
         if lease_role and self.is_lab:
             identities.bind_lease_role(self.rest, name, service_accounts=True)
-            identities.bind_status_configmap_role(self.rest, name)
-            identities.bind_facts_configmap_role(self.rest, name)
+            granted = {role: identities.bind_cluster_role_in_namespace(self.rest, name, role)
+                       for role in identities.NAMESPACED_CLUSTER_ROLES}
             # the authorizer learns of new RoleBindings from a watch: a test's first request may not wait for it
             self.wait_authorized("release", name, "coordination.k8s.io", "leases")
-            self.wait_authorized("stack", name, "", "configmaps")
-            self.wait_authorized("facts", name, "", "configmaps")
+            for role, (group, resource, verb) in granted.items():
+                self.wait_authorized(identities.NAMESPACED_CLUSTER_ROLES[role][0], name, group, resource, verb)
         return name
 
     def wait_authorized(self, identity, namespace, group, resource, verb="get", timeout=30):

@@ -44,16 +44,15 @@ IDENTITIES = {
 # stack_namespace does, in each test namespace: bind_lease_role)
 LEASE_NAMESPACE = "aicr-system"
 LEASE_IDENTITIES = ("release", "fabric", "site", "reconciler")
-# The identities that may keep a stack's status in a ConfigMap (status_backend / backend: configmap): bound to the
-# ClusterRole aicr-runtime:stack-configmap by a RoleBinding in each test namespace (bind_status_configmap_role), as a
-# user binds it in the namespace of that backend; never cluster-wide.
-STATUS_CONFIGMAP_ROLE = "aicr-runtime:stack-configmap"
-STATUS_CONFIGMAP_IDENTITIES = ("release", "fabric", "site", "stack", "reconciler")
-# The identity that reads a Snapshot ConfigMap (cluster_facts from_configmap): bound to the ClusterRole
-# aicr-runtime:facts-configmap by a RoleBinding in each test namespace (bind_facts_configmap_role), as a user binds it in
-# the Snapshot's namespace; never cluster-wide.
-FACTS_CONFIGMAP_ROLE = "aicr-runtime:facts-configmap"
-FACTS_CONFIGMAP_IDENTITIES = ("facts",)
+# The shipped ClusterRoles a user binds by a RoleBinding in one namespace, never cluster-wide (a ClusterRoleBinding would
+# reach every ConfigMap of the cluster), and the identities the lab binds each to in every test namespace, as a user
+# binds it in the namespace it serves:
+NAMESPACED_CLUSTER_ROLES = {
+    # the ConfigMap status backend (status_backend / backend: configmap) keeps its stacks there
+    "aicr-runtime:stack-configmap": ("release", "fabric", "site", "stack", "reconciler"),
+    # cluster_facts from_configmap reads a Snapshot ConfigMap there
+    "aicr-runtime:facts-configmap": ("facts",),
+}
 
 
 def shipped_cluster_roles():
@@ -95,16 +94,13 @@ def _bind_in_namespace(rest, namespace, kind, role, identities, groups=()):  # p
     })
 
 
-def bind_status_configmap_role(rest, namespace, identities=STATUS_CONFIGMAP_IDENTITIES):
-    """A RoleBinding of the shipped ClusterRole aicr-runtime:stack-configmap to ``identities`` in ``namespace``: the
-    ConfigMap status backend may keep its stacks there, and nowhere else."""
-    _bind_in_namespace(rest, namespace, "ClusterRole", STATUS_CONFIGMAP_ROLE, identities)
-
-
-def bind_facts_configmap_role(rest, namespace, identities=FACTS_CONFIGMAP_IDENTITIES):
-    """A RoleBinding of the shipped ClusterRole aicr-runtime:facts-configmap to ``identities`` in ``namespace``: they
-    may read a Snapshot ConfigMap there, and nowhere else."""
-    _bind_in_namespace(rest, namespace, "ClusterRole", FACTS_CONFIGMAP_ROLE, identities)
+def bind_cluster_role_in_namespace(rest, namespace, role, identities=None):
+    """A RoleBinding of the shipped ClusterRole ``role`` (one of NAMESPACED_CLUSTER_ROLES) in ``namespace``, to
+    ``identities`` (by default the table's); return the request its first rule grants, as ``(group, resource, verb)``,
+    for a caller that waits until the authorizer allows it."""
+    _bind_in_namespace(rest, namespace, "ClusterRole", role, NAMESPACED_CLUSTER_ROLES[role] if identities is None else identities)
+    rule = next(found for found in shipped_cluster_roles() if found["metadata"]["name"] == role)["rules"][0]
+    return rule["apiGroups"][0], rule["resources"][0], rule["verbs"][0]
 
 
 def install(plane):

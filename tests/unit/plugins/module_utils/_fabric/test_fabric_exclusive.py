@@ -132,7 +132,7 @@ def test_without_the_lease_role_in_stack_namespace_the_run_stops_before_any_chan
     # ConfigMaps there (the status backend's role, bound by mistake instead of the lease Role): the device records are
     # read, and the Lease is refused (without any role there the records' read is refused first: test_fabric_device.py)
     unbound = kube.create_namespace("fab-unbound", lease_role=False)
-    identities.bind_status_configmap_role(kube.rest, unbound, identities=("fabric",))
+    identities.bind_cluster_role_in_namespace(kube.rest, unbound, "aicr-runtime:stack-configmap", identities=("fabric",))
     kube.wait_authorized("fabric", unbound, "", "configmaps", verb="list")
     fab.control.clear_requests()
     with pytest.raises(AicrError) as refused:
