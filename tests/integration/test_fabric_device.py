@@ -471,7 +471,9 @@ def test_the_shipped_fabric_role_and_the_lease_role_alone_serve_a_stack_and_the_
 
             refused = _run(run_playbook, dict(options, count=1, stack_namespace=unbound), expect_failure=True)
             assert refused["msg"].startswith("stack_namespace: reading the device records in namespace %s failed: " % unbound), dump(refused)
-            assert refused["msg"].endswith("(bind the Role aicr-runtime:lease in namespace %s to this identity: meta/rbac/aicr-system.yaml)" % unbound)
+            assert refused["msg"].endswith("; bind the Role aicr-runtime:lease in namespace %s with a RoleBinding (meta/rbac/aicr-system.yaml; "
+                                           "examples/rbac/lease-rolebinding.yaml)" % unbound), dump(refused)
+            assert refused["rbac"]["name"] == "aicr-runtime:lease" and refused["rbac"]["namespace"] == unbound and refused["status"] == 403
             assert sim.control.requests(op="attach") == [], "refused before any attach"
     finally:
         for leftover in (records_path, "/api/v1/namespaces/%s/configmaps/aicr-fabric-orphans" % LEASE_NAMESPACE):

@@ -192,8 +192,11 @@ def test_a_lease_namespace_without_the_lease_role_fails_in_one_line(run_playbook
     assert run.rc != 0 and run.failed_tasks == ["Roll out"], run.stdout[-4000:]
     msg = run.result("Roll out")["msg"]
     assert "\n" not in msg and "Traceback" not in run.stdout, msg
-    assert msg.startswith("lease: this identity may not use Leases in namespace %s (lease_namespace); bind the Role aicr-runtime:lease there"
-                          % unbound_namespace), msg
+    assert msg.startswith("lease: this identity may not use Leases in namespace %s (lease_namespace); bind the Role aicr-runtime:lease in namespace %s "
+                          "with a RoleBinding (meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml) - "
+                          % (unbound_namespace, unbound_namespace)), msg
+    assert run.result("Roll out")["rbac"] == {"kind": "Role", "name": "aicr-runtime:lease", "namespace": unbound_namespace,
+                                              "files": ["meta/rbac/aicr-system.yaml", "examples/rbac/lease-rolebinding.yaml"]}
     assert re.search(r'returned 403: .*User "%s" cannot \w+ resource "leases" in API group "coordination.k8s.io" in the namespace "%s"'
                      % (re.escape(kube.user("release")), unbound_namespace), msg), msg
     # refused before anything was written: no Lease, no inventory, no release

@@ -30,7 +30,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.timeutil import millis_from_epoch
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import PENDING, REMOVING
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import grace_left, namespace_role_hint
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import grace_left, refused_in_namespace
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import MachineRun, Target
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
 
@@ -56,8 +56,9 @@ class OrphanLedger:
         try:
             obj = self.client.get("v1", "ConfigMap", LEDGER_NAME, self.namespace)
         except ClusterError as exc:
-            raise AicrError("orphans: reading ConfigMap %s/%s failed: %s%s"
-                            % (self.namespace, LEDGER_NAME, describe(exc), namespace_role_hint(exc, self.namespace)), field="orphans")
+            advice, details = refused_in_namespace(exc, self.namespace)
+            raise AicrError("orphans: reading ConfigMap %s/%s failed: %s%s" % (self.namespace, LEDGER_NAME, describe(exc), advice),
+                            field="orphans", **details)
         try:
             entries = json.loads(((obj or {}).get("data") or {}).get(LEDGER_KEY) or "{}")
         except ValueError:
@@ -81,8 +82,9 @@ class OrphanLedger:
         try:
             self.client.apply(body, field_manager=FIELD_MANAGER)
         except ClusterError as exc:
-            raise AicrError("orphans: writing ConfigMap %s/%s failed: %s%s"
-                            % (self.namespace, LEDGER_NAME, describe(exc), namespace_role_hint(exc, self.namespace)), field="orphans")
+            advice, details = refused_in_namespace(exc, self.namespace)
+            raise AicrError("orphans: writing ConfigMap %s/%s failed: %s%s" % (self.namespace, LEDGER_NAME, describe(exc), advice),
+                            field="orphans", **details)
         self._stored = text
         self.writes += 1
 

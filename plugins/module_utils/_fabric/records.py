@@ -35,7 +35,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.timeutil import age_seconds, millis_from_epoch
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, binding_advice, describe
 
 DEFAULT_NAMESPACE = "aicr-system"
 RECORDS_COMPONENT = "fabric-devices"
@@ -44,11 +44,11 @@ STACK_KEY = "stack"
 _NAME_UNSAFE = re.compile(r"[^a-z0-9.-]+")
 
 
-def namespace_role_hint(exc, namespace):
-    """What a 403 on the records, the ledger or the Lease in ``stack_namespace`` means: the Role is not bound there."""
-    if getattr(exc, "status", None) != 403:
-        return ""
-    return " (bind the Role aicr-runtime:lease in namespace %s to this identity: meta/rbac/aicr-system.yaml)" % namespace
+def refused_in_namespace(exc, namespace):
+    """What a failed read or write of the records or the ledger in ``stack_namespace`` adds to its message, and its
+    structured details: for a 403, the Role aicr-runtime:lease is not bound there (say so); else nothing."""
+    advice, rbac = binding_advice(exc, LEASE_ROLE, namespace)
+    return ("; " + advice if advice else ""), dict(rbac, status=getattr(exc, "status", None))
 
 
 def records_name(stack):
@@ -100,9 +100,9 @@ class DeviceRecords:
             try:
                 items = self.client.list("v1", "ConfigMap", namespace=self.namespace, label_selector=selector(RECORDS_COMPONENT))
             except ClusterError as exc:
-                raise AicrError("stack_namespace: reading the device records in namespace %s failed: %s%s"
-                                % (self.namespace, describe(exc), namespace_role_hint(exc, self.namespace)),
-                                field="stack_namespace", status=getattr(exc, "status", None))
+                advice, details = refused_in_namespace(exc, self.namespace)
+                raise AicrError("stack_namespace: reading the device records in namespace %s failed: %s%s" % (self.namespace, describe(exc), advice),
+                                field="stack_namespace", **details)
             for item in items:
                 data = item.get("data") or {}
                 owner = data.get(STACK_KEY) or ((item.get("metadata") or {}).get("labels") or {}).get("aicr.io/stack") or ""
@@ -159,9 +159,9 @@ class DeviceRecords:
         try:
             self.client.apply(body, field_manager=FIELD_MANAGER)
         except ClusterError as exc:
+            advice, details = refused_in_namespace(exc, self.namespace)
             raise AicrError("stack: writing the device records of stack %s (ConfigMap %s/%s) failed: %s%s"
-                            % (self.stack, self.namespace, records_name(self.stack), describe(exc), namespace_role_hint(exc, self.namespace)),
-                            field="stack", status=getattr(exc, "status", None))
+                            % (self.stack, self.namespace, records_name(self.stack), describe(exc), advice), field="stack", **details)
         self.writes += 1
 
     def now(self):

@@ -83,3 +83,21 @@ def status_message(status, body):
     if status == 401:
         message += " (the API server refused the credentials: expired or unknown client certificate or token?)"
     return message[:400]
+
+
+# The shipped roles that grant namespaced objects only where a RoleBinding binds them (meta/rbac/): (kind, name, the
+# files that ship and show how to bind it). A 403 on those objects means the binding is missing in that namespace.
+LEASE_ROLE = ("Role", "aicr-runtime:lease", "meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml")
+STACK_CONFIGMAP_ROLE = ("ClusterRole", "aicr-runtime:stack-configmap", "meta/rbac/stack-configmap.yaml")
+FACTS_CONFIGMAP_ROLE = ("ClusterRole", "aicr-runtime:facts-configmap", "meta/rbac/facts-configmap.yaml")
+
+
+def binding_advice(exc, role, namespace):
+    """For a 403 on an object of ``namespace`` that the shipped ``role`` (one of the tuples above) grants: the sentence
+    that says which role to bind there, and the same as the structured detail ``rbac`` (for AWX and callers that read
+    the failed result). ``("", {})`` for any other failure: that error stands as it is."""
+    if getattr(exc, "status", None) != 403:
+        return "", {}
+    kind, name, files = role
+    return ("bind the %s %s in namespace %s with a RoleBinding (%s)" % (kind, name, namespace, files),
+            {"rbac": {"kind": kind, "name": name, "namespace": namespace, "files": files.split("; ")}})

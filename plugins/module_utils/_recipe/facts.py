@@ -30,7 +30,7 @@ import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection as kube_connection
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import FACTS_CONFIGMAP_ROLE, ClusterError, binding_advice
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 
 NFD_OS = "feature.node.kubernetes.io/system-os_release."
@@ -248,12 +248,12 @@ def read_configmap_snapshot(client, ref):
     try:
         cm = client.get("v1", "ConfigMap", name, namespace)
     except ClusterError as exc:
-        if exc.status != 403:
-            raise
         # aicr-runtime:facts grants no ConfigMaps (it is bound cluster-wide for nodes): say which role to bind where
-        raise AicrError("from_configmap: this identity may not read ConfigMap %s/%s; bind the ClusterRole aicr-runtime:facts-configmap "
-                        "in namespace %s with a RoleBinding (meta/rbac/facts-configmap.yaml) - %s" % (namespace, name, namespace, exc.msg),
-                        field="from_configmap", value=ref, status=403)
+        advice, rbac = binding_advice(exc, FACTS_CONFIGMAP_ROLE, namespace)
+        if not advice:
+            raise
+        raise AicrError("from_configmap: this identity may not read ConfigMap %s/%s; %s - %s" % (namespace, name, advice, exc.msg),
+                        field="from_configmap", value=ref, status=403, **rbac)
     if cm is None:
         raise AicrError("from_configmap: ConfigMap %s/%s not found" % (namespace, name), field="from_configmap", value=ref)
     data = cm.get("data") or {}

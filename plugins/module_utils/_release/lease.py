@@ -33,7 +33,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import HOLDER_MESSAGE_ANNOTATION as MESSAGE_ANNOTATION
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import managed_labels, slug
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, binding_advice
 
 
 def lease_name(stack, prefix="aicr-runtime-"):
@@ -145,11 +145,11 @@ class StackLease(object):
             if exc.status == 409:
                 raise AicrError("lease: another run acquired Lease %s/%s of stack %s at the same moment; retry" % (self.namespace, self.name, self.stack),
                                 lease="%s/%s" % (self.namespace, self.name))
-            if exc.status == 403:
-                # the shipped release ClusterRole grants no Leases: they are the namespaced Role's, bound where the Lease lives
-                raise AicrError("lease: this identity may not use Leases in namespace %s (%s); bind the Role aicr-runtime:lease there "
-                                "(meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml) - %s" % (self.namespace, self.field, exc.msg),
-                                lease="%s/%s" % (self.namespace, self.name), field=self.field, status=403)
+            # the shipped release ClusterRole grants no Leases: they are the namespaced Role's, bound where the Lease lives
+            advice, rbac = binding_advice(exc, LEASE_ROLE, self.namespace)
+            if advice:
+                raise AicrError("lease: this identity may not use Leases in namespace %s (%s); %s - %s" % (self.namespace, self.field, advice, exc.msg),
+                                lease="%s/%s" % (self.namespace, self.name), field=self.field, status=403, **rbac)
             raise
         self._renewed_at = self.monotonic()
         self._thread = threading.Thread(target=self._renew_loop, name="aicr-lease-renew")

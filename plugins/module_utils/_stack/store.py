@@ -24,7 +24,7 @@ import json
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_STORE_LABEL, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import STACK_CONFIGMAP_ROLE, ClusterError, binding_advice
 
 GROUP = "runtime.aicr.io"
 VERSION = "v1alpha1"
@@ -92,11 +92,11 @@ class ConfigMapStore:
         try:
             yield
         except ClusterError as exc:
-            if exc.status != 403:
+            advice, rbac = binding_advice(exc, STACK_CONFIGMAP_ROLE, self.namespace)
+            if not advice:
                 raise
-            raise AicrError("%s: this identity may not keep stacks in ConfigMaps of namespace %s; bind the ClusterRole "
-                            "aicr-runtime:stack-configmap there with a RoleBinding (meta/rbac/stack-configmap.yaml) - %s"
-                            % (self.field, self.namespace, exc.msg), field=self.field, value=self.namespace, status=403)
+            raise AicrError("%s: this identity may not keep stacks in ConfigMaps of namespace %s; %s - %s" % (self.field, self.namespace, advice, exc.msg),
+                            field=self.field, value=self.namespace, status=403, **rbac)
 
     def path(self, name=None):
         path = "/api/v1/namespaces/%s/configmaps" % self.namespace

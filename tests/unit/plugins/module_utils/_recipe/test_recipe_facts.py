@@ -105,6 +105,8 @@ def test_a_refused_configmap_read_names_the_role_to_bind_and_where():
                              "aicr-runtime:facts-configmap in namespace gpu-operator with a RoleBinding (meta/rbac/facts-configmap.yaml) - "
                              "cluster: GET /api/v1/namespaces/gpu-operator/configmaps/aicr-snapshot returned 403: no")
     assert exc.value.details["field"] == "from_configmap"
+    assert exc.value.details["rbac"] == {"kind": "ClusterRole", "name": "aicr-runtime:facts-configmap", "namespace": "gpu-operator",
+                                         "files": ["meta/rbac/facts-configmap.yaml"]}
     with pytest.raises(ClusterError) as other:  # any other failure is the client's own one line
         facts.read_configmap_snapshot(_Refusing(500), "gpu-operator/aicr-snapshot")
     assert other.value.status == 500

@@ -130,12 +130,13 @@ def test_configmap_backend_generation_follows_the_spec(api, kube):
 def test_configmap_backend_refused_names_the_role_to_bind_there(api, kube):
     # the stack identity's ClusterRole grants no ConfigMaps: the backend's role is bound in the test namespace only
     refused = "%s: this identity may not keep stacks in ConfigMaps of namespace default; bind the ClusterRole " \
-              "aicr-runtime:stack-configmap there with a RoleBinding \\(meta/rbac/stack-configmap.yaml\\) - .*403"
+              "aicr-runtime:stack-configmap in namespace default with a RoleBinding \\(meta/rbac/stack-configmap.yaml\\) - .*403"
     cms = store.make_store(api, "configmap", "default", "status_namespace")
     for call in (cms.list, lambda: cms.read("lab"), lambda: cms.ensure_spec("lab", {"criteria": {}})):
         with pytest.raises(AicrError, match=refused % "status_namespace") as caught:
             call()
         assert "\n" not in caught.value.msg and caught.value.details["status"] == 403
+        assert caught.value.details["rbac"]["name"] == "aicr-runtime:stack-configmap" and caught.value.details["rbac"]["namespace"] == "default"
     with pytest.raises(AicrError, match=refused % "namespace"):
         store.ConfigMapStore(api, "default").list()
     assert store.ConfigMapStore(api, kube.namespace).list() == [], "where it is bound"
