@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -18,6 +19,8 @@ from aicr_lab.controlplane.rest import ApiError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CATALOG = REPO_ROOT / "examples" / "catalog"
+KUBECTL = REPO_ROOT / ".venv" / "bin" / "kubectl"
+CLUSTERSTACK_CRD_FILE = REPO_ROOT / "roles" / "stack_reconcile" / "files" / "clusterstack-crd.yml"
 
 
 def dump(obj):
@@ -118,6 +121,23 @@ def wait_until(predicate, timeout, what, interval=0.1):
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
         time.sleep(interval)
+
+
+def create_owned_stack(kube, name, spec):
+    """The ClusterStack ``name`` with ``spec``, created by the lab's admin as its owner would (a stack's spec is not the
+    roles' identities' to write), after the CRD as this tree ships it is applied and Established; its document."""
+    def admin_kubectl(*args, stdin=None):
+        return subprocess.run([str(KUBECTL), "--kubeconfig", kube.kubeconfig] + list(args), input=stdin, capture_output=True, text=True,
+                              check=False, timeout=60)
+
+    applied = admin_kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CLUSTERSTACK_CRD_FILE))
+    assert applied.returncode == 0, applied.stderr
+    established = admin_kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/clusterstacks.runtime.aicr.io")
+    assert established.returncode == 0, established.stderr
+    doc = {"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": name}, "spec": spec}
+    # an Established CRD can still be a moment from serving its resource: the apply is retried until it is accepted
+    wait_until(lambda: admin_kubectl("apply", "-f", "-", stdin=json.dumps(doc)).returncode == 0, 60, "the ClusterStack %s to be created" % name)
+    return doc
 
 
 def wait_for_default_service_account(kube, namespace):

@@ -22,14 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from lab_support import audit_mutations, example_catalog, wait_until
+from lab_support import audit_mutations, create_owned_stack, example_catalog, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
 EXAMPLE_REPO = "https://charts.aicr.example/examples"
 H100_KIND_TRAINING = {"service": "kind", "accelerator": "h100", "intent": "training"}
 IDENTITY = "reconciler"  # gated_release's roles plus the ClusterStack status (status_stack)
-CRD_FILE = REPO / "roles" / "stack_reconcile" / "files" / "clusterstack-crd.yml"
 STACK_API = "/apis/runtime.aicr.io/v1alpha1/clusterstacks/"
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
@@ -62,13 +61,8 @@ def catalog(kube, tmp_path):
 
 @pytest.fixture
 def stack(kube):
-    """A ClusterStack named after the test's namespace (the CRD as this tree ships it), deleted afterwards."""
-    kubectl(kube, "apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
-    kubectl(kube, "wait", "--for=condition=Established", "--timeout=60s", "crd/clusterstacks.runtime.aicr.io")
-    doc = {"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": kube.namespace},
-           "spec": {"criteria": H100_KIND_TRAINING, "catalog": {"source": "/nowhere"}}}
-    wait_until(lambda: subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig, "apply", "-f", "-"], input=json.dumps(doc),
-                                      capture_output=True, text=True, timeout=60, check=False).returncode == 0, 60, "the ClusterStack to be created")
+    """A ClusterStack named after the test's namespace, created by the lab's admin; deleted afterwards."""
+    create_owned_stack(kube, kube.namespace, {"criteria": H100_KIND_TRAINING, "catalog": {"source": "/nowhere"}})
     yield kube.namespace
     if kube.get(STACK_API + kube.namespace):
         kube.rest.delete(STACK_API + kube.namespace)

@@ -15,7 +15,6 @@ Against the lab's real API server (RBAC on):
 
 import json
 import re
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -23,13 +22,12 @@ import pytest
 
 from aicr_lab.controlplane.rest import Rest
 
-from lab_support import bound_to_shipped_roles, example_catalog, request_status, wait_until
+from lab_support import bound_to_shipped_roles, create_owned_stack, example_catalog, request_status, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
 EXAMPLE_REPO = "https://charts.aicr.example/examples"
 LEASE_NS = "aicr-system"
-STACK_CRD_FILE = REPO / "roles" / "stack_reconcile" / "files" / "clusterstack-crd.yml"
 STACK_CRD = "clusterstacks.runtime.aicr.io"
 STACKS = "/apis/runtime.aicr.io/v1alpha1/clusterstacks"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -127,23 +125,13 @@ def test_the_configmap_status_backend_is_granted_in_its_namespace_only(kube, unb
             rest.close()
 
 
-def _admin_kubectl(kube, *args, stdin=None):
-    return subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kube.kubeconfig] + list(args), input=stdin, capture_output=True, text=True,
-                          check=False, timeout=60)
-
-
 @pytest.fixture
 def owned_stack(kube):
-    """A ClusterStack created by the lab's admin, as its owner would (the CRD as this tree ships it); deleted afterwards."""
-    assert _admin_kubectl(kube, "apply", "--server-side", "--force-conflicts", "-f", str(STACK_CRD_FILE)).returncode == 0
-    assert _admin_kubectl(kube, "wait", "--for=condition=Established", "--timeout=60s", "crd/" + STACK_CRD).returncode == 0
-    name = "rbac-stack-%s" % uuid.uuid4().hex[:6]
-    doc = {"apiVersion": "runtime.aicr.io/v1alpha1", "kind": "ClusterStack", "metadata": {"name": name},
-           "spec": {"criteria": {"service": "kind", "accelerator": "h100", "intent": "training"}, "catalog": {"source": "/nowhere"}}}
-    # an Established CRD can still be a moment from serving its resource: the create is retried until it is accepted
-    wait_until(lambda: _admin_kubectl(kube, "create", "-f", "-", stdin=json.dumps(doc)).returncode == 0, 60, "the ClusterStack to be created")
+    """A ClusterStack created by the lab's admin, as its owner would; deleted afterwards."""
+    doc = create_owned_stack(kube, "rbac-stack-%s" % uuid.uuid4().hex[:6],
+                             {"criteria": {"service": "kind", "accelerator": "h100", "intent": "training"}, "catalog": {"source": "/nowhere"}})
     yield doc
-    kube.rest.delete("%s/%s" % (STACKS, name))
+    kube.rest.delete("%s/%s" % (STACKS, doc["metadata"]["name"]))
 
 
 def test_the_stack_role_reads_clusterstacks_and_writes_their_status_only(kube, owned_stack):
