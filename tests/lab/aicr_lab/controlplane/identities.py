@@ -9,6 +9,7 @@ The ClusterRoles themselves are read from the collection's files (``meta/rbac/*.
 the example charts, ``examples/rbac/*.yaml``), so what is tested is what is shipped.
 """
 
+import functools
 import glob
 import os
 from pathlib import Path
@@ -99,6 +100,13 @@ def bind_cluster_role_in_namespace(rest, namespace, role, identities=None):
     ``identities`` (by default the table's); return the request its first rule grants, as ``(group, resource, verb)``,
     for a caller that waits until the authorizer allows it."""
     _bind_in_namespace(rest, namespace, "ClusterRole", role, NAMESPACED_CLUSTER_ROLES[role] if identities is None else identities)
+    return _first_rule_request(role)
+
+
+@functools.lru_cache(maxsize=None)
+def _first_rule_request(role):
+    """``(group, resource, verb)`` of the shipped ClusterRole ``role``'s first rule: read from meta/rbac/ once per
+    process, not once per test namespace."""
     rule = next(found for found in shipped_cluster_roles() if found["metadata"]["name"] == role)["rules"][0]
     return rule["apiGroups"][0], rule["resources"][0], rule["verbs"][0]
 
