@@ -199,6 +199,16 @@ def _measure(kube, workdir, charts_url, ready_after, counts, repeats):
     }
 
 
+def _ansible_settings():
+    """The ansible.cfg the runs read (``$ANSIBLE_CONFIG``, else ./ansible.cfg, ~/.ansible.cfg, /etc/ansible) and its
+    ``internal_poll_interval`` (ini only: it has no environment variable), which moves the controller's CPU: while the
+    hosts run, ansible-playbook's main process checks its workers that often (1 ms by default; see "Fleet" in
+    docs/modules/gated_release.md). Recorded so that runs under different settings are told apart."""
+    from ansible import constants  # pylint: disable=import-outside-toplevel
+
+    return {"config_file": constants.CONFIG_FILE, "internal_poll_interval_s": constants.DEFAULT_INTERNAL_POLL_INTERVAL}
+
+
 def run(repeats=None):
     repeats = repeats or int(os.environ.get("AICR_BENCH_REPEAT", "3"))
     workdir = Path(tempfile.mkdtemp(prefix="bench-scale-"))
@@ -215,6 +225,7 @@ def run(repeats=None):
         "cores": os.cpu_count(),
         "cluster": "one lab control plane; per inventory host a kubeconfig context (one file), namespace, stack and Lease; identity site",
         "forks": 10,
+        "ansible": _ansible_settings(),
         "target_ratio": TARGET_RATIO,
         "readiness_1s": headline,
         "readiness_0.2s": stress,
