@@ -25,7 +25,7 @@ IDENTITY = "crd-publisher"
 
 
 @pytest.fixture
-def emulator(kube):
+def kube_without_crd(kube):
     """The session's cluster with no CRD of this name (cluster-scoped: removed before and after the test)."""
     def gone():
         if kube.get(CRD_PATH):
@@ -44,15 +44,15 @@ def chart(tmp_path):
     return target
 
 
-def publish(run_playbook, installed_collection, emulator, chart, check=False, diff=False, **extra):
-    extravars = dict(chart_api_chart=str(chart), chart_api_kubeconfig=emulator.kubeconfig_for(IDENTITY), chart_api_wait_sleep=0.1, **extra)
+def publish(run_playbook, installed_collection, kube_without_crd, chart, check=False, diff=False, **extra):
+    extravars = dict(chart_api_chart=str(chart), chart_api_kubeconfig=kube_without_crd.kubeconfig_for(IDENTITY), chart_api_wait_sleep=0.1, **extra)
     return run_playbook(str(installed_collection / "playbooks" / "publish_chart_api.yml"), extravars=extravars, inventory=INVENTORY,
                         check=check, diff=diff)
 
 
-def writes(emulator, mark):
+def writes(kube_without_crd, mark):
     """What the role (as crd-publisher) wrote after ``mark``, server-side dry runs left out."""
-    return [(e["verb"], e["path"]) for e in emulator.audit(since=mark, mutating=True, user=emulator.user(IDENTITY))
+    return [(e["verb"], e["path"]) for e in kube_without_crd.audit(since=mark, mutating=True, user=kube_without_crd.user(IDENTITY))
             if "dryRun=All" not in (e.get("query") or "")]
 
 
@@ -81,20 +81,20 @@ def create_cr(cluster, name, values, namespace, timeout=30):
             time.sleep(0.1)
 
 
-def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, emulator, chart):
-    cluster = KubeCluster(build_api_client(emulator.kubeconfig))  # the lab's admin: set-up and inspection
-    namespace = emulator.namespace
+def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, kube_without_crd, chart):
+    cluster = KubeCluster(build_api_client(kube_without_crd.kubeconfig))  # the lab's admin: set-up and inspection
+    namespace = kube_without_crd.namespace
 
     # check mode on a cluster without the CRD: planned, nothing written
-    mark = emulator.audit_mark()
-    planned = publish(run_playbook, installed_collection, emulator, chart, check=True, diff=True)
+    mark = kube_without_crd.audit_mark()
+    planned = publish(run_playbook, installed_collection, kube_without_crd, chart, check=True, diff=True)
     assert planned.rc == 0, planned.stdout[-4000:]
     applied = planned.result("Apply the CRD and wait until it is Established")
     assert applied["changed"] is True and applied["action"] == "create" and applied["diff"]["before"] == {}
-    assert writes(emulator, mark) == [] and CRD_NAME not in [
+    assert writes(kube_without_crd, mark) == [] and CRD_NAME not in [
         c["metadata"]["name"] for c in cluster.request("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]]
 
-    first = publish(run_playbook, installed_collection, emulator, chart)
+    first = publish(run_playbook, installed_collection, kube_without_crd, chart)
     assert first.rc == 0, first.stdout[-4000:]
     applied = first.result("Apply the CRD and wait until it is Established")
     assert applied["changed"] is True and applied["action"] == "create" and applied["established"] is True
@@ -114,21 +114,21 @@ def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, 
         cluster.request("POST", cr_path(namespace), body=custom_resource("bad", {"replicaCount": "two"}, namespace))
     assert rejected.value.status == 422 and "spec.values.replicaCount" in rejected.value.msg
 
-    mark = emulator.audit_mark()
-    second = publish(run_playbook, installed_collection, emulator, chart)
+    mark = kube_without_crd.audit_mark()
+    second = publish(run_playbook, installed_collection, kube_without_crd, chart)
     assert second.rc == 0, second.stdout[-4000:]
     assert second.changed_tasks == []
     again = second.result("Apply the CRD and wait until it is Established")
     assert again["action"] == "unchanged" and again["established"] is True
     assert second.result("Report the published API")["msg"][2] == "compared with the live CRD: 0 breaking change(s), 0 warning(s)"
-    assert writes(emulator, mark) == []
+    assert writes(kube_without_crd, mark) == []
 
     # a chart update that removes a values key and changes a type: refused, findings named, CRD untouched
     text = (chart / "values.yaml").read_text()
     text = text.replace("# -- Log verbosity (0-5).\nlogLevel: 2\n", "").replace("replicaCount: 1", "replicaCount: \"1\"")
     (chart / "values.yaml").write_text(text)
-    mark = emulator.audit_mark()
-    refused = publish(run_playbook, installed_collection, emulator, chart)
+    mark = kube_without_crd.audit_mark()
+    refused = publish(run_playbook, installed_collection, kube_without_crd, chart)
     assert refused.rc != 0
     assert refused.failed_tasks == ["Refuse breaking changes to the live CRD"]
     msg = refused.result("Refuse breaking changes to the live CRD")["msg"]
@@ -138,11 +138,11 @@ def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, 
     assert 'type ^.spec.values.replicaCount: type changed : "integer" -> "string"' in msg
     assert msg.endswith("allowed: compatible changes only, or chart_api_allow_breaking: true")
     assert refused.results("Apply the CRD and wait until it is Established") == []
-    assert writes(emulator, mark) == []
+    assert writes(kube_without_crd, mark) == []
     live = cluster.request("GET", CRD_PATH)
     assert "logLevel" in values_properties(live) and values_properties(live)["replicaCount"]["type"] == "integer"
 
-    allowed = publish(run_playbook, installed_collection, emulator, chart, diff=True, chart_api_allow_breaking=True)
+    allowed = publish(run_playbook, installed_collection, kube_without_crd, chart, diff=True, chart_api_allow_breaking=True)
     assert allowed.rc == 0, allowed.stdout[-4000:]
     applied = allowed.result("Apply the CRD and wait until it is Established")
     assert applied["changed"] is True and applied["action"] == "update" and applied["breaking"] is True and applied["established"] is True
@@ -159,7 +159,7 @@ def test_publish_refuse_breaking_then_allow(run_playbook, installed_collection, 
     assert "logLevel" not in pruned["spec"]["values"]
 
     # the role removes what it published
-    removed = publish(run_playbook, installed_collection, emulator, chart, chart_api_state="absent")
+    removed = publish(run_playbook, installed_collection, kube_without_crd, chart, chart_api_state="absent")
     assert removed.rc == 0, removed.stdout[-4000:]
     assert removed.result("Remove the CRD and every custom resource of its kind")["action"] == "delete"
     with pytest.raises(ClusterError) as gone:

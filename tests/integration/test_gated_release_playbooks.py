@@ -223,8 +223,7 @@ def real_mirrors(http, registry, shared_dir):
 
 
 # The stand-in for nodewright (see the test's docstring). Its admission webhooks (failurePolicy Fail) are turned off:
-# a real API server calls them for every Skyhook, and nothing serves them in the lab (kwok runs no containers); the
-# Kubernetes API emulator never called webhooks.
+# a real API server calls them for every Skyhook, and nothing serves them in the lab (kwok runs no containers).
 # The real catalog's health checks assert what the operators do once they run (gpu-operator's ClusterPolicy reaching
 # state ready, nvsentinel's and kai-scheduler's own resources...); kwok runs no containers, so no operator reconciles
 # anything in the lab and those checks cannot pass here. These tests assert readiness (kstatus) on the real charts; the

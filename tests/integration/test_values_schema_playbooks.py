@@ -105,7 +105,7 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
 
 
 @pytest.fixture
-def emulator(kube):
+def kube_with_crd_cleanup(kube):
     """The session's cluster; the CRDs a test creates (cluster-scoped) are deleted afterwards (``kube.created_crds``)."""
     created = []
     kube.created_crds = created
@@ -115,13 +115,13 @@ def emulator(kube):
             kube.rest.delete(CRDS + name)
 
 
-def _create_crd(emulator, ext, doc):
+def _create_crd(kube, ext, doc):
     """Create a CRD (as admin: set-up), remembered for deletion; a leftover of an earlier run is replaced first."""
     name = doc["metadata"]["name"]
-    if emulator.get(CRDS + name):
-        emulator.rest.delete(CRDS + name)
-        wait_until(lambda: emulator.get(CRDS + name) is None, 60, "CRD %s to be deleted" % name)
-    emulator.created_crds.append(name)
+    if kube.get(CRDS + name):
+        kube.rest.delete(CRDS + name)
+        wait_until(lambda: kube.get(CRDS + name) is None, 60, "CRD %s to be deleted" % name)
+    kube.created_crds.append(name)
     ext.create_custom_resource_definition(body=doc)
 
 
@@ -144,8 +144,8 @@ def _retry_until_served(create, timeout=60):
             time.sleep(0.1)
 
 
-def test_corpus_crds_accepted_and_values_round_trip(emulator, shared_dir):
-    client = build_api_client(emulator.kubeconfig)
+def test_corpus_crds_accepted_and_values_round_trip(kube_with_crd_cleanup, shared_dir):
+    client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
     objects = kubernetes.client.CustomObjectsApi(client)
     charts = sorted(p for p in (shared_dir / "values-corpus").iterdir() if (p / "values.yaml").is_file())
@@ -155,48 +155,50 @@ def test_corpus_crds_accepted_and_values_round_trip(emulator, shared_dir):
         name = yaml.safe_load((chart / "Chart.yaml").read_text())["name"]
         # several corpus charts share a chart name: one kind per corpus entry
         doc, _dropped = crd.build_crd(infer.infer_text(text, chart.name), chart.name)
-        _create_crd(emulator, ext, doc)
+        _create_crd(kube_with_crd_cleanup, ext, doc)
         _wait_established(ext, doc["metadata"]["name"])
         values = infer.load_values(text)
         spec = doc["spec"]
         body = {"apiVersion": "%s/%s" % (spec["group"], spec["versions"][0]["name"]), "kind": spec["names"]["kind"],
                 "metadata": {"name": name[:50]}, "spec": {"version": "1.0.0", "values": values}}
-        create = functools.partial(objects.create_namespaced_custom_object, spec["group"], spec["versions"][0]["name"], emulator.namespace,
+        create = functools.partial(objects.create_namespaced_custom_object, spec["group"], spec["versions"][0]["name"], kube_with_crd_cleanup.namespace,
                                    spec["names"]["plural"], body)
         _retry_until_served(create)
-        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], emulator.namespace, spec["names"]["plural"], name[:50])
+        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], kube_with_crd_cleanup.namespace,
+                                                    spec["names"]["plural"], name[:50])
         expected = _drop(infer.load_values(text), PRUNED_BY_DESIGN.get(chart.name, {}))
         assert back["spec"]["values"] == expected, chart.name
 
 
-def test_compare_with_live_crd_by_name(emulator, shared_dir, tmp_path):
+def test_compare_with_live_crd_by_name(kube_with_crd_cleanup, shared_dir, tmp_path):
     original = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-original" / "values.yaml")
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
-    client = build_api_client(emulator.kubeconfig)
+    client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
     live = engine.run({"values_files": [original], "output": "crd", "name": "juicepair"})[0]["crd"]
     missing, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                   "kubeconfig": emulator.kubeconfig_for(IDENTITY)})
+                                   "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
     assert failure is None and missing["old_found"] is False and missing["findings"] == []
-    _create_crd(emulator, ext, live)
+    _create_crd(kube_with_crd_cleanup, ext, live)
     _wait_established(ext, live["metadata"]["name"])
     result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                  "kubeconfig": emulator.kubeconfig_for(IDENTITY)})
+                                  "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
     assert result["old_found"] is True
     assert ("existingFieldRemoval", "^.spec.values.removedKey") in set((f["rule"], f["path"]) for f in result["findings"])
     assert failure.startswith("breaking changes from juicepairs.juicepair.bundles.aicr.io: 5 breaking change(s)")
 
 
-def test_module_compares_with_live_crd(run_playbook, emulator, shared_dir):
+def test_module_compares_with_live_crd(run_playbook, kube_with_crd_cleanup, shared_dir):
     original = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-original" / "values.yaml")
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
-    client = build_api_client(emulator.kubeconfig)
+    client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
     live = engine.run({"values_files": [original], "output": "crd", "name": "juicelive"})[0]["crd"]
-    _create_crd(emulator, ext, live)
+    _create_crd(kube_with_crd_cleanup, ext, live)
     _wait_established(ext, live["metadata"]["name"])
     run = run_playbook("values_schema_live.yml", extravars={
-        "kubeconfig": emulator.kubeconfig_for(IDENTITY), "crd_name": live["metadata"]["name"], "same": original, "changed": updated, "name": "juicelive"})
+        "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY), "crd_name": live["metadata"]["name"], "same": original, "changed": updated,
+        "name": "juicelive"})
     assert "Traceback" not in run.stdout
     same = run.result("Compare an unchanged chart with the live CRD")
     assert same["findings"] == [] and same["old_found"] is True and same["changed"] is False
@@ -290,9 +292,9 @@ def _peer_inputs(shared_dir):
     return [p for p in found if p.name not in PEER_SKIPPED and p.name != "Chart.yaml" and "expected" not in p.name]
 
 
-def test_unions_hints_and_peer_testdata_round_trip(emulator, shared_dir, tmp_path):
+def test_unions_hints_and_peer_testdata_round_trip(kube_with_crd_cleanup, shared_dir, tmp_path):
     """The generated CRD (safety net included) holds the chart's own values on the real apiserver: nothing pruned."""
-    client = build_api_client(emulator.kubeconfig)
+    client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
     objects = kubernetes.client.CustomObjectsApi(client)
     own = tmp_path / "unions" / "values.yaml"
@@ -305,16 +307,16 @@ def test_unions_hints_and_peer_testdata_round_trip(emulator, shared_dir, tmp_pat
         result, failure = engine.run({"values_files": [str(path)], "output": "crd", "name": kind})
         assert failure is None
         doc = result["crd"]
-        _create_crd(emulator, ext, doc)
+        _create_crd(kube_with_crd_cleanup, ext, doc)
         _wait_established(ext, doc["metadata"]["name"])
         values = infer.load_values(path.read_text())
         spec = doc["spec"]
         body = {"apiVersion": "%s/%s" % (spec["group"], spec["versions"][0]["name"]), "kind": spec["names"]["kind"],
                 "metadata": {"name": kind}, "spec": {"version": "1.0.0", "values": values}}
-        create = functools.partial(objects.create_namespaced_custom_object, spec["group"], spec["versions"][0]["name"], emulator.namespace,
+        create = functools.partial(objects.create_namespaced_custom_object, spec["group"], spec["versions"][0]["name"], kube_with_crd_cleanup.namespace,
                                    spec["names"]["plural"], body)
         _retry_until_served(create)
-        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], emulator.namespace, spec["names"]["plural"], kind)
+        back = objects.get_namespaced_custom_object(spec["group"], spec["versions"][0]["name"], kube_with_crd_cleanup.namespace, spec["names"]["plural"], kind)
         assert back["spec"]["values"] == values, str(path)
         if path == own:
             props = spec["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["values"]["properties"]
