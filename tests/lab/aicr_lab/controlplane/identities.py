@@ -9,6 +9,7 @@ The ClusterRoles themselves are read from the collection's files (``meta/rbac/*.
 the example charts, ``examples/rbac/*.yaml``), so what is tested is what is shipped.
 """
 
+import copy
 import functools
 import glob
 import os
@@ -56,20 +57,28 @@ NAMESPACED_CLUSTER_ROLES = {
 }
 
 
-def shipped_cluster_roles():
-    """The ClusterRole documents of the collection's RBAC files."""
-    roles = []
+@functools.lru_cache(maxsize=None)
+def _documents(path):
+    """The documents of one shipped RBAC file, parsed once per process: every test namespace binds roles from them.
+    Callers copy what they hand out (a binder sets a copy's namespace)."""
+    with open(path, "r", encoding="utf-8") as handle:
+        return tuple(doc for doc in yaml.safe_load_all(handle) if doc)
+
+
+def _cluster_roles():
     for pattern in RBAC_FILES:
         for path in sorted(glob.glob(str(REPO / pattern))):
-            with open(path, "r", encoding="utf-8") as handle:
-                roles.extend(doc for doc in yaml.safe_load_all(handle) if doc and doc.get("kind") == "ClusterRole")
-    return roles
+            yield from (doc for doc in _documents(path) if doc.get("kind") == "ClusterRole")
+
+
+def shipped_cluster_roles():
+    """The ClusterRole documents of the collection's RBAC files."""
+    return [copy.deepcopy(role) for role in _cluster_roles()]
 
 
 def shipped_lease_role():
     """The Role of ``meta/rbac/aicr-system.yaml`` (the stack's Lease and inventory ConfigMap, in aicr-system)."""
-    with open(str(REPO / "meta" / "rbac" / "aicr-system.yaml"), "r", encoding="utf-8") as handle:
-        return next(doc for doc in yaml.safe_load_all(handle) if doc and doc.get("kind") == "Role")
+    return copy.deepcopy(next(doc for doc in _documents(str(REPO / "meta" / "rbac" / "aicr-system.yaml")) if doc.get("kind") == "Role"))
 
 
 def bind_lease_role(rest, namespace, identities=LEASE_IDENTITIES, service_accounts=False):
@@ -100,14 +109,7 @@ def bind_cluster_role_in_namespace(rest, namespace, role, identities=None):
     ``identities`` (by default the table's); return the request its first rule grants, as ``(group, resource, verb)``,
     for a caller that waits until the authorizer allows it."""
     _bind_in_namespace(rest, namespace, "ClusterRole", role, NAMESPACED_CLUSTER_ROLES[role] if identities is None else identities)
-    return _first_rule_request(role)
-
-
-@functools.lru_cache(maxsize=None)
-def _first_rule_request(role):
-    """``(group, resource, verb)`` of the shipped ClusterRole ``role``'s first rule: read from meta/rbac/ once per
-    process, not once per test namespace."""
-    rule = next(found for found in shipped_cluster_roles() if found["metadata"]["name"] == role)["rules"][0]
+    rule = next(found for found in _cluster_roles() if found["metadata"]["name"] == role)["rules"][0]
     return rule["apiGroups"][0], rule["resources"][0], rule["verbs"][0]
 
 
