@@ -22,8 +22,10 @@ options:
     default: crd
   status_namespace:
     description:
-      - Namespace of the stack's ConfigMap when O(status_backend=configmap).
+      - Namespace of the stack's ConfigMap when O(status_backend=configmap). A ConfigMap there that the collection did not
+        write (field manager C(aicr-runtime)) or whose C(runtime.aicr.io/stack) label is not its name's stack is a foreign
+        claim - live status is disabled with a warning rather than written to it.
       - The identity needs the ClusterRole C(aicr-runtime:stack-configmap) there, bound by a RoleBinding in this namespace only.
     type: str
-    default: default
+    default: aicr-system
 """

@@ -21,8 +21,13 @@ options:
     default: crd
   namespace:
     description:
-      - Namespace of the ConfigMaps (O(backend=configmap)).
+      - Namespace of the ConfigMaps (O(backend=configmap)). Keep it a namespace only the collection's identity may write
+        ConfigMaps in (never a tenant's) - it is the boundary of who may declare a stack.
+      - A stack is the ConfigMap C(aicr-stack-<name>) whose label C(runtime.aicr.io/stack) is C(<name>) and which the collection
+        wrote (field manager C(aicr-runtime) among its C(managedFields)); any other labelled ConfigMap is a foreign claim -
+        ignored with a warning starting C(foreign claim:). Two ConfigMaps written with that field manager that claim one stack
+        refuse that stack.
       - The identity needs the ClusterRole C(aicr-runtime:stack-configmap) there, bound by a RoleBinding in this namespace only.
     type: str
-    default: default
+    default: aicr-system
 """

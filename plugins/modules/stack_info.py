@@ -22,6 +22,11 @@ description:
     (O(resync_interval), or the stack's C(spec.resyncInterval)) elapsed since C(status.reconcile.lastReconcileTime)."
   - Also selects the catalog release to resolve from (see the ClusterStack documentation for release directories) and
     whether C(autoUpdate) came from the stack or from O(auto_update).
+  - With O(backend=configmap) a stack is only the ConfigMap C(aicr-stack-<name>) labelled C(runtime.aicr.io/stack=<name>)
+    that the collection wrote (field manager C(aicr-runtime)); every other labelled ConfigMap of O(namespace) is a foreign
+    claim - never listed as a stack, reported in RV(foreign_claims) and as a warning starting C(foreign claim:). Two
+    ConfigMaps with that field manager that claim one stack (by name or by label) refuse that stack (RV(refused)). With
+    O(backend=crd), a ClusterStack whose name is no valid stack name is refused.
 author:
   - aicr.runtime contributors (@aicr)
 extends_documentation_fragment:
@@ -43,6 +48,8 @@ options:
   names:
     description:
       - Only these stacks; all when empty.
+      - Each a stack name - a DNS-1123 label (lowercase letters, digits and C(-), starting and ending with a letter or digit, at
+        most 63 characters); any other fails before the cluster is contacted.
     type: list
     elements: str
     default: []
@@ -107,6 +114,40 @@ converge:
   returned: always
   type: list
   elements: str
+foreign_claims:
+  description:
+    - ConfigMaps of O(namespace) labelled C(runtime.aicr.io/stack) that are no stack's (O(backend=configmap); always empty with
+      O(backend=crd)) - whatever O(names) says. Each is also a warning, its C(message).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind: {description: C(ConfigMap)., type: str}
+    namespace: {description: Its namespace., type: str}
+    name: {description: Its name., type: str}
+    claims: {description: The stack its C(runtime.aicr.io/stack) label names (empty when none)., type: str}
+    reason: {description: Why it is not that stack's - its name, its label or its field managers., type: str}
+    managers: {description: Its field managers (C(metadata.managedFields[].manager))., type: list, elements: str}
+    message: {description: "The warning - C(foreign claim: ConfigMap <namespace>/<name> (claims stack <s>) <reason>; ignored).", type: str}
+  sample:
+    - kind: ConfigMap
+      namespace: aicr-system
+      name: evil
+      claims: gpu
+      reason: is not named aicr-stack-<stack name> (a DNS-1123 label)
+      managers: [kubectl-create]
+      message: "foreign claim: ConfigMap aicr-system/evil (claims stack gpu) is not named aicr-stack-<stack name> (a DNS-1123 label); ignored"
+refused:
+  description:
+    - Stacks (of O(names), or all) that are not listed in RV(stacks) because the store cannot tell which object is theirs - two
+      ConfigMaps written with field manager C(aicr-runtime) claim them, or a ClusterStack's name is no valid stack name. Each
+      is also a warning; the stack_reconcile role counts each as a failed stack.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: The stack., type: str}
+    msg: {description: One line naming the ConfigMaps (or the name) and what is allowed., type: str}
 """
 
 from ansible.module_utils.basic import AnsibleModule

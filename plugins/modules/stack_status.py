@@ -45,6 +45,8 @@ options:
   name:
     description:
       - The stack (ClusterStack name, or the inventory stack name for O(backend=configmap)).
+      - A DNS-1123 label (lowercase letters, digits and C(-), starting and ending with a letter or digit, at most 63
+        characters); any other fails before the cluster is contacted.
       - May be omitted when only O(install_crd) is wanted.
     type: str
   install_crd:
@@ -56,6 +58,9 @@ options:
     description:
       - O(backend=configmap) only - the stack's desired state (the ClusterStack C(spec) shape). The ConfigMap is created when
         missing; its generation goes up by one whenever the spec differs from the stored one.
+      - The ConfigMap C(aicr-stack-<name>) is written with field manager C(aicr-runtime) and the label
+        C(runtime.aicr.io/stack=<name>) - what makes it the stack's. One found at that name that the collection did not
+        write, or labelled for another stack, is a foreign claim - the task fails naming it and writes nothing.
     type: dict
   phase:
     description:

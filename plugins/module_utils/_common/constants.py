@@ -13,6 +13,11 @@ Labels and annotations:
   Leases, inventory and stack ConfigMaps, generated CRDs); ``app.kubernetes.io/part-of: aicr-runtime`` on
   the ClusterStack CRD.
 
+Stack names and the names derived from them (:func:`stack_name_problem`, :func:`check_stack_name`,
+:func:`fit_name`, :func:`label_value`): a stack name is a DNS-1123 label, so it is its own label value and every
+name built from it is injective - where a derived name must be cut to fit a length limit, it ends in a hash of the
+whole stack name, and a cut name is always exactly as long as the limit, which no uncut name is.
+
 Phases: a component of a rollout (:data:`COMPONENT_RESULT_PHASES`, the ``phase`` of every gated_release
 component result), a component in a ClusterStack's status (:data:`COMPONENT_PHASES`, ``Unchanged`` reads as
 ``Ready`` there: :data:`STATUS_PHASE_OF`) and a ClusterStack (:data:`STACK_PHASES`).
@@ -22,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import re
 
 FIELD_MANAGER = "aicr-runtime"
@@ -39,6 +45,9 @@ CHART_LABEL = "aicr.io/chart"
 HOLDER_MESSAGE_ANNOTATION = "aicr.io/holder-message"
 
 STACK_STORE_LABEL = "runtime.aicr.io/stack"
+# where a stack's ConfigMaps (the ConfigMap store, device records, Lease, inventory) live unless told otherwise: the
+# collection's own namespace, never ``default``, where any tenant may be allowed to write ConfigMaps
+STACK_NAMESPACE = "aicr-system"
 RECONCILE_ANNOTATION = "runtime.aicr.io/reconcile-requested"
 
 # gated_release component phases
@@ -62,7 +71,66 @@ DEGRADED = "Degraded"
 STACK_PHASES = (PENDING, RESOLVING, ATTACHING, DEPLOYING, READY, DEGRADED, FAILED)
 
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)?$")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+STACK_NAME_MAX = 63
+STACK_NAME_ALLOWED = "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
+NAME_HASH_LENGTH = 10  # hex digits of sha256 (40 bits): what a cut name ends in
+
+
+def stack_name_problem(value):
+    """What is wrong with ``value`` as a stack name (None when it is a DNS-1123 label of at most 63 characters).
+
+    Every name the collection derives from a stack (labels, Leases, inventory, device records, stack ConfigMaps) is
+    injective only because the stack name itself needs no folding: ``gpu prod``, ``gpu/prod`` and ``GPU-prod`` are refused
+    instead of all becoming ``gpu-prod``."""
+    if not isinstance(value, str):
+        return "is a %s, not a string" % type(value).__name__
+    if not value:
+        return "is empty"
+    if len(value) > STACK_NAME_MAX:
+        return "is %d characters long" % len(value)
+    if not _DNS_LABEL.match(value):
+        return "is not a DNS-1123 label"
+    return None
+
+
+def check_stack_name(field, value):
+    """``value`` when it is a valid stack name; else an ``AicrError`` naming ``field``, the value and what is allowed."""
+    problem = stack_name_problem(value)
+    if problem is not None:
+        # imported here: constants stays importable on its own (errors imports nothing of the collection either)
+        from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError  # pylint: disable=import-outside-toplevel
+
+        shown = repr(value)
+        if len(shown) > 100:  # the message stays readable whatever was given; details keep the value
+            shown = "%s... (%d characters)" % (shown[:60], len(value) if isinstance(value, str) else len(shown))
+        raise AicrError("%s: %s %s; allowed: %s" % (field, shown, problem, STACK_NAME_ALLOWED), field=field, value=value)
+    return value
+
+
+def name_hash(text):
+    """The short hash a cut name ends in: the first :data:`NAME_HASH_LENGTH` hex digits of sha256 of the whole ``text``."""
+    return hashlib.sha256(str(text).encode("utf-8")).hexdigest()[:NAME_HASH_LENGTH]
+
+
+def fit_name(prefix, text, suffix="", limit=63):
+    """``prefix + text + suffix`` when shorter than ``limit``; else ``text`` cut and followed by ``-<hash of text>`` so the
+    name is exactly ``limit`` long.
+
+    Injective for a fixed prefix and suffix: uncut names are distinct and shorter than ``limit``, cut names are exactly
+    ``limit`` long (so no uncut name, however chosen, equals one) and differ by the hash of the whole text. The one way
+    a name derived from a stack is cut - Leases, the inventory, device records all use it."""
+    full = "%s%s%s" % (prefix, text, suffix)
+    if len(full) < limit:
+        return full
+    keep = limit - len(prefix) - len(suffix) - NAME_HASH_LENGTH - 1
+    if keep < 1:
+        raise ValueError("fit_name: prefix %r and suffix %r leave no room within %d characters" % (prefix, suffix, limit))
+    # a DNS label may have '-' inside ("ab--<hash>"), so the cut is never trimmed: trimming would make it shorter than limit
+    return "%s%s-%s%s" % (prefix, str(text)[:keep], name_hash(text), suffix)
 
 
 def managed_labels(stack=None):
@@ -74,11 +142,18 @@ def managed_labels(stack=None):
 
 
 def label_value(text):
-    """A valid label value (<= 63 chars, alphanumeric ends) derived from ``text``."""
-    value = _LABEL_UNSAFE.sub("-", str(text))[:63]
-    return value.strip("-_.")
+    """``text`` itself when it is a valid label value (every valid stack name is); else a valid label value made from it:
+    characters outside ``[A-Za-z0-9._-]`` become ``-``, and it ends in a hash of the whole ``text`` (:func:`fit_name`),
+    so ``a b`` and ``a/b`` (component names, object ids) no longer share one value."""
+    text = str(text)
+    if len(text) <= 63 and _LABEL_VALUE.match(text):
+        return text
+    cleaned = _LABEL_UNSAFE.sub("-", text).strip("-_.") or "x"
+    hashed = "-" + name_hash(text)
+    return cleaned[:63 - len(hashed)].rstrip("-_.") + hashed
 
 
 def slug(text):
-    """Lowercase; runs of non-alphanumerics -> ``-``; leading/trailing ``-`` trimmed."""
+    """Lowercase; runs of non-alphanumerics -> ``-``; leading/trailing ``-`` trimmed (never for a name derived from a stack:
+    it folds ``A``/``a`` and ``.``/``_``/``-``, see :func:`fit_name`)."""
     return _NON_ALNUM.sub("-", str(text).lower()).strip("-")

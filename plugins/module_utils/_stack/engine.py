@@ -13,12 +13,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_NAMESPACE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import decide as stack_decide
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import releases, store
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import StatusWriter
 
 UPDATE_KEYS = ("phase", "phase_message", "conditions", "components", "replace_components", "devices", "recipe", "events",
@@ -64,21 +66,33 @@ def describe(stack, default_resync_seconds, default_auto_update, now):
             "decision": decision, "needs_converge": bool(decision.get("needs_converge")), "reason": decision.get("reason")}
 
 
+def _store(client, params):
+    return store.make_store(client, params.get("backend") or "crd", params.get("namespace") or STACK_NAMESPACE)
+
+
 def info(params, now=None):
-    """Stacks of the store (filtered by ``names``) with their decisions."""
+    """Stacks of the store (filtered by ``names``) with their decisions; ``foreign_claims`` and ``refused`` (see store)."""
+    check_stack_options(params, "names")
     now = now or timeutil.utcnow()
-    client = _client(params)
-    backend = store.make_store(client, params.get("backend") or "crd", params.get("namespace") or "default")
-    if backend.backend == "crd" and client.get_path(publish.BASE_PATH + "/" + store.CRD_NAME) is None:
-        return {"changed": False, "crd_installed": False, "stacks": []}
-    stacks = backend.list()
-    names = params.get("names") or []
-    if names:
-        stacks = [s for s in stacks if s["metadata"]["name"] in names]
     resync = stack_decide.parse_duration(params.get("resync_interval") if params.get("resync_interval") is not None else 300,
                                          field="resync_interval")
+    client = _client(params)
+    backend = _store(client, params)
+    if backend.backend == "crd" and client.get_path(publish.BASE_PATH + "/" + store.CRD_NAME) is None:
+        return {"changed": False, "crd_installed": False, "stacks": [], "foreign_claims": [], "refused": []}
+    stacks = backend.list()
+    names = params.get("names") or []
+    refused = sorted((name, msg) for name, msg in backend.refused.items() if not names or name in names)
+    if names:
+        stacks = [s for s in stacks if s["metadata"]["name"] in names]
     described = [describe(s, resync, bool(params.get("auto_update")), now) for s in stacks]
-    result = {"changed": False, "stacks": described, "converge": [s["name"] for s in described if s["needs_converge"]]}
+    result = {"changed": False, "stacks": described, "converge": [s["name"] for s in described if s["needs_converge"]],
+              # every foreign claim of the store, whatever ``names`` says: each is a forgery or a stale object to look at
+              "foreign_claims": list(backend.foreign_claims),
+              "refused": [{"name": name, "msg": msg} for name, msg in refused]}
+    warnings = [claim["message"] for claim in backend.foreign_claims] + [msg for _name, msg in refused]
+    if warnings:
+        result["warnings"] = warnings
     if backend.backend == "crd":
         result["crd_installed"] = True
     return result
@@ -86,6 +100,7 @@ def info(params, now=None):
 
 def update_status(params, check_mode=False, diff=False):
     """Ensure the CRD / the inventory spec and apply one status update; the stack_status module's result."""
+    check_stack_options(params, "name")
     client = _client(params)
     actions = []
     changed = False
@@ -99,7 +114,7 @@ def update_status(params, check_mode=False, diff=False):
         if not params.get("install_crd"):
             raise AicrError("name: missing; allowed: a stack name (or install_crd=true alone)", field="name")
         return {"changed": changed, "actions": actions}
-    backend = store.make_store(client, params.get("backend") or "crd", params.get("namespace") or "default")
+    backend = _store(client, params)
     result = {"changed": changed, "actions": actions, "name": name, "backend": backend.backend}
     spec_before = None
     if params.get("spec") is not None:

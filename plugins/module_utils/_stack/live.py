@@ -17,6 +17,7 @@ import copy
 import threading
 import time
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_NAMESPACE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import StatusWriter
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.store import make_store
@@ -137,7 +138,7 @@ class LiveStatus:
                 "conflicts": self.writer.conflicts, "warnings": list(self.warnings)}
 
 
-def live_status(client, name, backend="crd", namespace="default", interval=0.5, devices=False):
+def live_status(client, name, backend="crd", namespace=STACK_NAMESPACE, interval=0.5, devices=False):
     """A started ``LiveStatus`` for stack ``name``, or (None, warning) when the stack cannot be read.
 
     ``devices``: a hook for fabric_device transitions (``status.devices``, keyed by the device's fabric id)

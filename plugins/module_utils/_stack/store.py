@@ -7,8 +7,19 @@ Both give a stack as ``{metadata: {name, generation, annotations, resourceVersio
 
 * :class:`CrdStore`: ``runtime.aicr.io/v1alpha1`` ``ClusterStack`` objects; status goes through the
   ``/status`` subresource, so a status write never touches the spec and bumps no generation.
-* :class:`ConfigMapStore`: without the CRD, a ConfigMap ``aicr-stack-<name>`` per stack holds the spec
-  (from inventory), a generation that the store bumps when the spec changes, and the status as JSON.
+* :class:`ConfigMapStore`: without the CRD, a ConfigMap ``aicr-stack-<name>`` per stack (namespace ``aicr-system`` unless
+  given) holds the spec (from inventory), a generation that the store bumps when the spec changes, and the status as JSON.
+
+Which ConfigMap is a stack (labels are data anyone who may write a ConfigMap there can set, so a label alone proves
+nothing): the stack's name is the ConfigMap's name after ``aicr-stack-`` (a valid stack name), its
+``runtime.aicr.io/stack`` label must say the same, and ``aicr-runtime`` must be among its field managers - the store
+writes every one of them with that field manager (:data:`FIELD_MANAGER`), users declare stacks through it (inventory ->
+stack_status ``spec``) rather than with kubectl. Any other labelled ConfigMap is a *foreign claim*: listed in
+:attr:`ConfigMapStore.foreign_claims` (a warning starting ``foreign claim:``), never read as a stack. Two ConfigMaps with
+the collection's field manager that both claim one stack (by name or by label) refuse that stack
+(:attr:`ConfigMapStore.refused`): which one is the stack's cannot be told apart. The field manager is a check, not an
+authentication (anyone may send ``fieldManager=aicr-runtime``): the store's namespace is the boundary - only the
+reconciler's identity may write ConfigMaps in it (``aicr-system`` by default, never a tenant's namespace).
 
 Requests go through the collection's one client (``_kube.client.KubeClient``); the status writer is
 ``status.StatusWriter``, live progress ``live.LiveStatus``.
@@ -22,7 +33,10 @@ import contextlib
 import copy
 import json
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_STORE_LABEL, managed_labels
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
+    FIELD_MANAGER, STACK_NAME_ALLOWED, STACK_NAMESPACE, STACK_STORE_LABEL, check_stack_name, managed_labels, stack_name_problem,
+)
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import foreign_claim, not_ours, written_by_us
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import STACK_CONFIGMAP_ROLE, ClusterError, binding_advice
 
@@ -33,6 +47,13 @@ PLURAL = "clusterstacks"
 KIND = "ClusterStack"
 CRD_NAME = "%s.%s" % (PLURAL, GROUP)
 CONFIGMAP_PREFIX = "aicr-stack-"
+WRITE_QUERY = {"fieldManager": FIELD_MANAGER}  # what makes a stack's ConfigMap the collection's (see the module docstring)
+
+
+def configmap_name(stack):
+    """``aicr-stack-<stack>``: at most 74 characters (a ConfigMap name may have 253), so never cut - the stack's name is
+    the rest of the ConfigMap's name, and two stacks never share one."""
+    return CONFIGMAP_PREFIX + stack
 
 
 def stack_path(name=None, status=False):
@@ -51,6 +72,8 @@ class CrdStore:
 
     def __init__(self, client):
         self.client = client
+        self.foreign_claims = []  # a ClusterStack is only ever its own: none
+        self.refused = {}  # of the last list(): stack name -> one-line message (a ClusterStack whose name is no stack name)
         client.register(API_VERSION, KIND, PLURAL, namespaced=False)  # the CRD's names are ours: no discovery
 
     def list(self):
@@ -61,7 +84,14 @@ class CrdStore:
                 raise AicrError("backend: crd is not usable; the ClusterStack CRD %s is not installed (install it or use backend=configmap)"
                                 % CRD_NAME, field="backend")
             raise
-        return sorted(items, key=lambda o: o["metadata"]["name"])
+        # an object name may have dots (a DNS subdomain), a stack name may not: such a ClusterStack is refused, not folded
+        self.refused = {}
+        for obj in items:
+            name = obj["metadata"]["name"]
+            problem = stack_name_problem(name)
+            if problem is not None:
+                self.refused[name] = "stack %s: refused, ClusterStack name %r %s; allowed: %s" % (name, name, problem, STACK_NAME_ALLOWED)
+        return sorted((o for o in items if o["metadata"]["name"] not in self.refused), key=lambda o: o["metadata"]["name"])
 
     def read(self, name):
         obj = self.client.get(API_VERSION, KIND, name)
@@ -76,14 +106,16 @@ class CrdStore:
 
 
 class ConfigMapStore:
-    """Stacks declared in inventory; each one's spec, generation and status in a ConfigMap."""
+    """Stacks declared in inventory; each one's spec, generation and status in a ConfigMap (which one: the module docstring)."""
 
     backend = "configmap"
 
-    def __init__(self, client, namespace="default", field="namespace"):
+    def __init__(self, client, namespace=STACK_NAMESPACE, field="namespace"):
         self.client = client
         self.namespace = namespace
         self.field = field  # the option that named the namespace, for the message of a refusal
+        self.foreign_claims = []  # of the last list(): foreign_claim() dicts
+        self.refused = {}  # of the last list(): stack name -> one-line message
 
     @contextlib.contextmanager
     def _granted(self):
@@ -100,7 +132,20 @@ class ConfigMapStore:
 
     def path(self, name=None):
         path = "/api/v1/namespaces/%s/configmaps" % self.namespace
-        return path + "/" + CONFIGMAP_PREFIX + name if name else path
+        return path + "/" + configmap_name(name) if name else path
+
+    @staticmethod
+    def problem(cm):
+        """Why ``cm`` is not a stack's ConfigMap (None when it is): its name, its label, its field managers."""
+        meta = cm.get("metadata") or {}
+        name = meta.get("name") or ""
+        label = (meta.get("labels") or {}).get(STACK_STORE_LABEL)
+        stack = name[len(CONFIGMAP_PREFIX):] if name.startswith(CONFIGMAP_PREFIX) else None
+        if stack is None or stack_name_problem(stack) is not None:
+            return "is not named %s<stack name> (a DNS-1123 label)" % CONFIGMAP_PREFIX
+        if label != stack:
+            return "has the label %s=%s, which is not its name's stack %s" % (STACK_STORE_LABEL, label, stack)
+        return not_ours(cm)
 
     @staticmethod
     def to_stack(cm):
@@ -113,7 +158,8 @@ class ConfigMapStore:
         except ValueError as exc:
             raise AicrError("ConfigMap %s/%s: data is not valid JSON (%s); allowed: spec and status as JSON, generation as an integer"
                             % (meta.get("namespace"), meta.get("name"), exc), field="configmap")
-        name = (meta.get("labels") or {}).get(STACK_STORE_LABEL) or meta["name"][len(CONFIGMAP_PREFIX):]
+        # the stack is the ConfigMap's name, never its label (a label is anyone's to set)
+        name = meta["name"][len(CONFIGMAP_PREFIX):]
         return {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": name, "namespace": meta.get("namespace"), "generation": generation,
                              "annotations": dict(meta.get("annotations") or {}), "resourceVersion": meta.get("resourceVersion"),
@@ -121,22 +167,55 @@ class ConfigMapStore:
                 "spec": spec, "status": status}
 
     def list(self):
+        """The stacks of the namespace, by name; foreign claims (``foreign_claims``) and refused stacks (``refused``) left out."""
         with self._granted():
             items = self.client.request("GET", self.path(), query={"labelSelector": STACK_STORE_LABEL}).get("items") or []
-        return sorted((self.to_stack(cm) for cm in items), key=lambda o: o["metadata"]["name"])
+        trusted, claimed, foreign = {}, {}, []
+        for cm in sorted(items, key=lambda o: (o.get("metadata") or {}).get("name") or ""):
+            meta = cm.get("metadata") or {}
+            label = (meta.get("labels") or {}).get(STACK_STORE_LABEL) or ""
+            problem = self.problem(cm)
+            if problem is None:
+                trusted[meta["name"][len(CONFIGMAP_PREFIX):]] = cm
+            else:
+                foreign.append(foreign_claim("ConfigMap", cm, label, problem))
+            if written_by_us(cm):
+                named = meta["name"][len(CONFIGMAP_PREFIX):] if meta["name"].startswith(CONFIGMAP_PREFIX) else None
+                for stack in set(s for s in (named, label) if s):
+                    claimed.setdefault(stack, []).append(meta["name"])
+        refused = {}
+        for stack, names in claimed.items():
+            if len(names) > 1:
+                trusted.pop(stack, None)
+                refused[stack] = ("stack %s: refused, %d ConfigMaps of namespace %s claim it with field manager %s: %s; allowed: one, %s - "
+                                  "delete the other" % (stack, len(names), self.namespace, FIELD_MANAGER, ", ".join(sorted(names)),
+                                                        configmap_name(stack)))
+        self.foreign_claims, self.refused = foreign, refused
+        return [self.to_stack(trusted[name]) for name in sorted(trusted)]
+
+    def _trusted(self, name, cm):
+        """``cm`` as the stack ``name`` (None stays None); a foreign claim at the stack's own name is refused, never used."""
+        if cm is not None:
+            problem = self.problem(cm)
+            if problem is not None:
+                claim = foreign_claim("ConfigMap", cm, name, problem)
+                raise AicrError("name: stack %s: %s; allowed: a ConfigMap the collection wrote (stack_status spec=...) - delete this one"
+                                % (name, claim["message"]), field="name", value=name, foreign_claims=[claim])
+        return cm
 
     def read(self, name):
+        check_stack_name("name", name)
         with self._granted():
-            cm = self.client.get_path(self.path(name))
+            cm = self._trusted(name, self.client.get_path(self.path(name)))
         if cm is None:
-            raise AicrError("name: stack %r has no ConfigMap %s%s in namespace %s; allowed: a stack whose spec was ensured"
-                            % (name, CONFIGMAP_PREFIX, name, self.namespace), field="name", value=name)
+            raise AicrError("name: stack %r has no ConfigMap %s in namespace %s; allowed: a stack whose spec was ensured"
+                            % (name, configmap_name(name), self.namespace), field="name", value=name)
         return self.to_stack(cm)
 
     def _body(self, name, spec, status, generation, resource_version=None, annotations=None):
         labels = managed_labels()
         labels[STACK_STORE_LABEL] = name
-        meta = {"name": CONFIGMAP_PREFIX + name, "namespace": self.namespace, "labels": labels}
+        meta = {"name": configmap_name(name), "namespace": self.namespace, "labels": labels}
         if annotations:
             meta["annotations"] = annotations
         if resource_version:
@@ -150,23 +229,24 @@ class ConfigMapStore:
         body = self._body(meta["name"], obj.get("spec") or {}, status, meta.get("generation") or 1, meta.get("resourceVersion"),
                           meta.get("annotations"))
         with self._granted():
-            return self.to_stack(self.client.request("PUT", self.path(meta["name"]), body=body))
+            return self.to_stack(self.client.request("PUT", self.path(meta["name"]), query=WRITE_QUERY, body=body))
 
     def ensure_spec(self, name, spec, check_mode=False, retries=5):
         """Create the stack's ConfigMap or update its spec; the generation goes up when the spec changes.
 
         Returns (changed, stack before or None, stack after)."""
+        check_stack_name("name", name)
         with self._granted():
             return self._ensure_spec(name, spec, check_mode, retries)
 
     def _ensure_spec(self, name, spec, check_mode, retries):
         for _attempt in range(retries + 1):
-            cm = self.client.get_path(self.path(name))
+            cm = self._trusted(name, self.client.get_path(self.path(name)))
             if cm is None:
                 after = self.to_stack(self._body(name, spec, {}, 1))
                 if not check_mode:
                     try:
-                        after = self.to_stack(self.client.request("POST", self.path(), body=self._body(name, spec, {}, 1)))
+                        after = self.to_stack(self.client.request("POST", self.path(), query=WRITE_QUERY, body=self._body(name, spec, {}, 1)))
                     except ClusterError as exc:
                         if exc.status == 409:
                             continue
@@ -183,14 +263,14 @@ class ConfigMapStore:
             body = self._body(name, spec, before["status"], after["metadata"]["generation"], before["metadata"]["resourceVersion"],
                               before["metadata"]["annotations"])
             try:
-                return True, before, self.to_stack(self.client.request("PUT", self.path(name), body=body))
+                return True, before, self.to_stack(self.client.request("PUT", self.path(name), query=WRITE_QUERY, body=body))
             except ClusterError as exc:
                 if exc.status != 409:
                     raise
         raise AicrError("stack %s: spec update kept conflicting after %d retries; allowed: retry the run" % (name, retries), field="spec")
 
 
-def make_store(client, backend="crd", namespace="default", namespace_field="namespace"):
+def make_store(client, backend="crd", namespace=STACK_NAMESPACE, namespace_field="namespace"):
     """The store of ``backend``; ``namespace_field`` is the option that named ``namespace`` (for its messages)."""
     if backend == "crd":
         return CrdStore(client)

@@ -1,6 +1,8 @@
 """Status stores against the lab's real kube-apiserver, as the least-privilege identities: CRD install, CRD subresource,
 ConfigMap backend, 409 retry, the transition hook."""
 
+import json
+
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -140,3 +142,96 @@ def test_configmap_backend_refused_names_the_role_to_bind_there(api, kube):
     with pytest.raises(AicrError, match=refused % "namespace"):
         store.ConfigMapStore(api, "default").list()
     assert store.ConfigMapStore(api, kube.namespace).list() == [], "where it is bound"
+
+
+# --- issue #35, item 2: which ConfigMap is a stack ------------------------------------------------------------------
+
+def forge(kube, name, stack, spec, manager=None):
+    """A ConfigMap labelled for ``stack`` written by someone else than the store (the lab's admin, field manager
+    ``aicr-lab``; ``manager``: the one it claims with ``?fieldManager=``)."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": kube.namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "aicr-runtime", "runtime.aicr.io/stack": stack}},
+            "data": {"spec": json.dumps(spec), "status": "{}", "generation": "1"}}
+    return kube.rest.request("POST", "/api/v1/namespaces/%s/configmaps" % kube.namespace, body=body,
+                             query={"fieldManager": manager} if manager else None)
+
+
+def info_of(kube, **params):
+    """stack_info's engine as the ``stack`` identity on the test's namespace."""
+    return stack_engine.info(dict({"backend": "configmap", "namespace": kube.namespace, "kubeconfig": kube.kubeconfig_for("stack")}, **params))
+
+
+REAL = {"catalog": {"source": "/real"}, "criteria": {"service": "kind"}}
+FORGED = {"catalog": {"source": "https://evil.example/catalog"}, "criteria": {"service": "kind"}}
+
+
+def test_the_store_writes_its_configmaps_with_its_field_manager(api, kube):
+    cms = store.ConfigMapStore(api, kube.namespace)
+    cms.ensure_spec("gpu", REAL)
+    cm = api.request("GET", cms.path("gpu"))
+    assert "aicr-runtime" in [m["manager"] for m in cm["metadata"]["managedFields"]]
+    status.StatusWriter(cms, "gpu").apply({"phase": "Ready", "observed_generation": 1})
+    assert cms.read("gpu")["status"]["phase"] == "Ready" and cms.list()[0]["metadata"]["name"] == "gpu" and cms.foreign_claims == []
+
+
+def test_a_forged_configmap_labelled_for_a_stack_is_a_foreign_claim_not_the_stack(api, kube):
+    """The issue's attack: a second ConfigMap labelled ``gpu`` made stack_reconcile converge the forger's spec (the base
+    commit took the stack's name from the label and listed both as ``gpu``)."""
+    cms = store.ConfigMapStore(api, kube.namespace)
+    cms.ensure_spec("gpu", REAL)
+    forge(kube, "evil", "gpu", FORGED)
+    forge(kube, "aicr-stack-other", "gpu", FORGED)  # a name of the store's shape, with a label that disagrees
+    listed = cms.list()
+    assert [(s["metadata"]["name"], s["spec"]) for s in listed] == [("gpu", REAL)], "only the stack's own ConfigMap"
+    claims = dict((c["name"], c) for c in cms.foreign_claims)
+    assert sorted(claims) == ["aicr-stack-other", "evil"]
+    assert claims["evil"]["message"] == ("foreign claim: ConfigMap %s/evil (claims stack gpu) is not named aicr-stack-<stack name> "
+                                         "(a DNS-1123 label); ignored" % kube.namespace)
+    assert claims["aicr-stack-other"]["reason"] == "has the label runtime.aicr.io/stack=gpu, which is not its name's stack other"
+    assert claims["evil"]["managers"] == ["aicr-lab"] and claims["evil"]["claims"] == "gpu" and claims["evil"]["kind"] == "ConfigMap"
+
+    result = info_of(kube, names=["gpu"])
+    assert [(s["name"], s["spec"]) for s in result["stacks"]] == [("gpu", REAL)] and result["refused"] == []
+    assert sorted(c["name"] for c in result["foreign_claims"]) == ["aicr-stack-other", "evil"], "reported whatever names says"
+    assert [w for w in result["warnings"] if w.startswith("foreign claim: ConfigMap %s/evil " % kube.namespace)]
+
+
+def test_a_configmap_at_the_stacks_own_name_not_written_by_the_collection_is_refused(api, kube):
+    forge(kube, "aicr-stack-squat", "squat", FORGED)  # written with kubectl (here: the lab's admin), not through the store
+    cms = store.ConfigMapStore(api, kube.namespace)
+    assert cms.list() == [] and [c["name"] for c in cms.foreign_claims] == ["aicr-stack-squat"]
+    assert cms.foreign_claims[0]["reason"] == "was not written by aicr-runtime (field managers: aicr-lab)"
+    for call in (lambda: cms.read("squat"), lambda: cms.ensure_spec("squat", REAL), lambda: status.StatusWriter(cms, "squat").apply({"phase": "Ready"})):
+        with pytest.raises(AicrError, match=r"^name: stack squat: foreign claim: ConfigMap %s/aicr-stack-squat \(claims stack squat\) was not "
+                                            r"written by aicr-runtime \(field managers: aicr-lab\); ignored; allowed: " % kube.namespace) as caught:
+            call()
+        assert caught.value.details["foreign_claims"][0]["name"] == "aicr-stack-squat"
+    cm = kube.rest.get(cms.path("squat"))
+    assert json.loads(cm["data"]["spec"]) == FORGED and [m["manager"] for m in cm["metadata"]["managedFields"]] == ["aicr-lab"], "nothing written"
+
+
+def test_two_configmaps_with_the_collections_field_manager_refuse_the_stack_by_name(api, kube):
+    cms = store.ConfigMapStore(api, kube.namespace)
+    cms.ensure_spec("gpu", REAL)
+    cms.ensure_spec("cpu", REAL)
+    forge(kube, "copy", "gpu", FORGED, manager="aicr-runtime")  # who knows the field manager can claim it too
+    assert [s["metadata"]["name"] for s in cms.list()] == ["cpu"]
+    assert cms.refused == {"gpu": "stack gpu: refused, 2 ConfigMaps of namespace %s claim it with field manager aicr-runtime: aicr-stack-gpu, copy; "
+                                  "allowed: one, aicr-stack-gpu - delete the other" % kube.namespace}
+    result = info_of(kube)
+    assert [s["name"] for s in result["stacks"]] == ["cpu"] and result["refused"] == [{"name": "gpu", "msg": cms.refused["gpu"]}]
+    assert [c["name"] for c in result["foreign_claims"]] == ["copy"] and cms.refused["gpu"] in result["warnings"]
+    assert info_of(kube, names=["cpu"])["refused"] == [], "refused only among the stacks asked for"
+
+
+def test_the_stack_store_defaults_to_aicr_system():
+    from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC, STACK_STORE_ARG_SPEC
+
+    assert STACK_STORE_ARG_SPEC["namespace"]["default"] == "aicr-system" and LIVE_STATUS_ARG_SPEC["status_namespace"]["default"] == "aicr-system"
+
+    class Client:
+        def register(self, *args, **kwargs):
+            pass
+
+    assert store.make_store(Client(), "configmap").namespace == "aicr-system" and store.ConfigMapStore(Client()).namespace == "aicr-system"
