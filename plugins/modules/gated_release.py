@@ -145,6 +145,10 @@ options:
     description:
       - Name of this deployment on the cluster; it names the Lease, labels every release and object, and scopes O(prune).
       - Defaults to the recipe name.
+      - A DNS-1123 label (lowercase letters, digits and C(-), starting and ending with a letter or digit, at most 63
+        characters), so that the label value, the Lease and the inventory ConfigMap derived from it are this stack's alone
+        (a derived name past 63 characters is cut and ends in a hash of the whole stack name); any other value, the recipe
+        name included when it is the default, fails before the cluster is contacted. O(status_stack) obeys the same rule.
     type: str
   state:
     description:

@@ -26,6 +26,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service impor
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 
 LIVE_STATUS_INTERVAL = 0.5
 TARGET_KEYS = ("type", "model", "count", "devices", "state")
@@ -63,6 +64,7 @@ def _client(params):
 def run(params, check_mode=False, secret=None):
     """Converge the fabric as ``params`` (fabric_device's options) ask; ``secret(value)`` is told every credential read
     from ``credentials_secret`` (the module hides them). Returns the result; raises AicrError."""
+    check_stack_options(params, "stack", "status_stack")  # before the cluster or the fabric is reached
     targets = targets_from(params)
     client = _client(params) if needs_kubernetes(params, check_mode) else None
     cluster = KubernetesClusterView(client) if needs_cluster(params, targets) else None

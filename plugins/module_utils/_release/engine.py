@@ -37,7 +37,7 @@ import time
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING, STACK_NAMESPACE, check_stack_name
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
@@ -51,6 +51,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.remove impor
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
@@ -360,8 +361,10 @@ def resolved_summary(resolution):
 def options_from(params, recipe, check_mode, diff):
     """The engine's :class:`Options` from the module parameters."""
     recipe_name = params.get("recipe_name") or (recipe.get("recipe_name") if isinstance(recipe, dict) else "") or ""
+    stack = params.get("stack") or recipe_name or "default"
+    check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
     return Options(
-        stack=params.get("stack") or recipe_name or "default", state=params.get("state"), concurrency=params.get("concurrency"),
+        stack=stack, state=params.get("state"), concurrency=params.get("concurrency"),
         timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
         prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
         atomic=params.get("atomic"), clear_pending=params.get("clear_pending"), adopt=params.get("adopt"), sensitive_values=params.get("sensitive_values"),
@@ -379,7 +382,7 @@ def _write_gates(client, params, result):
     from ansible_collections.aicr.runtime.plugins.module_utils._stack.store import make_store  # pylint: disable=import-outside-toplevel
 
     try:
-        writer = StatusWriter(make_store(client, params.get("status_backend") or "crd", params.get("status_namespace") or "default",
+        writer = StatusWriter(make_store(client, params.get("status_backend") or "crd", params.get("status_namespace") or STACK_NAMESPACE,
                                          "status_namespace"),
                               params["status_stack"])
     except AicrError as exc:
@@ -414,6 +417,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options  # pylint: disable=import-outside-toplevel
 
+    check_stack_options(params, "stack", "status_stack")  # before the catalog is read or the cluster is reached
     recipe, resolved = params.get("recipe"), None
     if params.get("resolve"):
         try:
@@ -463,7 +467,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
             from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status  # pylint: disable=import-outside-toplevel
 
             live, live_warning = live_status(status_client or connection.client(), params["status_stack"], params.get("status_backend") or "crd",
-                                             params.get("status_namespace") or "default", interval=LIVE_STATUS_INTERVAL)
+                                             params.get("status_namespace") or STACK_NAMESPACE, interval=LIVE_STATUS_INTERVAL)
         if live is None and live_warning is None:
             result = GatedRelease(cluster, helm, plan, options, checks=checks).run()
         else:

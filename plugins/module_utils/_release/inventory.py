@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, READY, UNCHANGED, managed_labels, slug
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, READY, UNCHANGED, fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 
 
@@ -25,7 +25,7 @@ class Inventory(object):
         self.cluster = cluster
         self.stack = stack
         self.namespace = namespace
-        self.name = ("aicr-runtime-%s-inventory" % slug(stack))[:63]
+        self.name = fit_name("aicr-runtime-", stack, "-inventory", limit=63)  # one inventory per stack, even when cut
         self.components = {}
         self.order = []
         self.found = False

@@ -31,13 +31,14 @@ import uuid
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import HOLDER_MESSAGE_ANNOTATION as MESSAGE_ANNOTATION
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import managed_labels, slug
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, binding_advice
 
 
 def lease_name(stack, prefix="aicr-runtime-"):
-    return (prefix + slug(stack))[:63].rstrip("-")
+    """``<prefix><stack>``, cut with a hash of the stack name past 63 characters (``fit_name``: one Lease per stack)."""
+    return fit_name(prefix, stack, limit=63)
 
 
 def default_identity():

@@ -17,19 +17,19 @@ def lease_obj(cluster, stack="prod"):
 
 
 def test_lease_lifecycle_and_holder_message(fake_cluster):
-    lease = StackLease(fake_cluster, "Prod/East", identity="me@host/1", message="site.yml", duration=15).acquire()
+    lease = StackLease(fake_cluster, "prod-east", identity="me@host/1", message="site.yml", duration=15).acquire()
     try:
-        obj = lease_obj(fake_cluster, "Prod/East")
-        assert lease_name("Prod/East") == "aicr-runtime-prod-east"
+        obj = lease_obj(fake_cluster, "prod-east")
+        assert lease_name("prod-east") == "aicr-runtime-prod-east"
         assert obj["spec"]["holderIdentity"] == "me@host/1" and obj["spec"]["leaseDurationSeconds"] == 15
         assert obj["metadata"]["annotations"][MESSAGE_ANNOTATION] == "site.yml"
-        holder, message, stale, _renewed = StackLease(fake_cluster, "Prod/East").holder()
+        holder, message, stale, _renewed = StackLease(fake_cluster, "prod-east").holder()
         assert (holder, message, stale) == ("me@host/1", "site.yml", False)
-        with pytest.raises(AicrError, match=r"stack Prod/East is being rolled out by me@host/1 \(site.yml\)"):
-            StackLease(fake_cluster, "Prod/East", identity="other@x/2").acquire()
+        with pytest.raises(AicrError, match=r"stack prod-east is being rolled out by me@host/1 \(site.yml\)"):
+            StackLease(fake_cluster, "prod-east", identity="other@x/2").acquire()
     finally:
         lease.release()
-    assert lease_obj(fake_cluster, "Prod/East") is None
+    assert lease_obj(fake_cluster, "prod-east") is None
 
 
 def test_lease_is_renewed_in_the_background(fake_cluster):
