@@ -188,6 +188,13 @@ options:
       - O(count), the surplus and O(state=absent) (with or without O(devices)) then count and touch only the devices this
         stack recorded; devices of other stacks, and devices no stack recorded, are left alone. A recorded device the machine
         does not list is marked missing and still counts on that run; it leaves the records when the next run misses it too.
+      - A DNS-1123 label (lowercase letters, digits and C(-), starting and ending with a letter or digit, at most 63
+        characters), as O(status_stack); any other fails before the cluster or the fabric is contacted.
+      - A records ConfigMap is trusted only as the collection writes it - named C(aicr-devices-<stack>), its label and
+        C(data.stack) naming that stack, field manager C(aicr-runtime) among its C(managedFields). Any other ConfigMap
+        labelled as device records is a foreign claim - not read at all (it never replaces a stack's records nor hides a
+        device from the orphan sweep), reported in RV(records.foreign_claims) (RV(orphans.foreign_claims)) and as a
+        warning starting C(foreign claim:).
       - Without it, every device of O(type)/O(model) on the machine counts, as before.
       - One run at a time changes a stack's devices. A run that is about to change something (a record, an attach, a
         detach) takes the stack's fabric Lease C(aicr-fabric-<stack>) in O(stack_namespace) first and starts again under it
@@ -472,11 +479,12 @@ owned:
   elements: dict
 records:
   description:
-    - With O(stack) - C(stack), C(namespace), C(writes) (record writes made) and C(adopted) (devices of open intents adopted
-      into the stack's records, same fields as RV(devices)).
+    - With O(stack) - C(stack), C(namespace), C(writes) (record writes made), C(adopted) (devices of open intents adopted
+      into the stack's records, same fields as RV(devices)) and C(foreign_claims) (records ConfigMaps not read - C(kind),
+      C(namespace), C(name), C(claims) (the stack it names), C(reason), C(managers), C(message), the warning).
   returned: when O(stack) is set
   type: dict
-  sample: {stack: gpu, namespace: aicr-system, writes: 4, adopted: []}
+  sample: {stack: gpu, namespace: aicr-system, writes: 4, adopted: [], foreign_claims: []}
 lease:
   description:
     - With O(stack) - the stack's fabric Lease (C(namespace/name)) the run held while it changed something; null when it
@@ -489,6 +497,8 @@ orphans:
     - With O(orphans) - C(mode), C(grace), C(machines) (swept), C(ledger_writes) and C(devices), each with the fields of
       RV(devices) plus C(action) (C(reported), C(within_grace), C(detached), C(would_detach), C(refused), C(held)),
       C(first_seen), C(detach_after) (seconds of grace left) and C(reason).
+    - C(foreign_claims) - the records ConfigMaps not read (as in RV(records)) and an orphan ledger the collection did not
+      write (its first-seen times are not used).
   returned: when O(orphans) is set
   type: dict
   sample:

@@ -17,6 +17,11 @@ times in ``missingDevices``), an orphan is detached only after a grace period si
 notes first-seen times; ``detach`` also detaches those past the grace period, after the same drain check as any
 detach (a refusal is reported with a warning, not a failure). Check mode reports and writes nothing.
 
+The ledger is read only when the collection wrote it (``aicr-runtime`` among its field managers): one written by anyone
+else - whose back-dated first-seen times would make orphans detachable at once - is a foreign claim (a warning, the
+sweep's ``foreign_claims``) and its times are not used; the next write replaces it. The sweep reports the device
+records' foreign claims (``records.py``) the same way.
+
 :class:`OrphanSweep` is a section of :class:`~.service.FabricService` (a mixin).
 """
 
@@ -26,6 +31,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import foreign_claim, not_ours
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import APP_COMPONENT_LABEL, FIELD_MANAGER, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.timeutil import millis_from_epoch
@@ -50,6 +56,7 @@ class OrphanLedger:
         self.dry_run = dry_run
         self.entries = {}
         self.writes = 0
+        self.foreign_claims = []  # a ledger the collection did not write (not read)
         self._stored = None
 
     def load(self):
@@ -59,6 +66,10 @@ class OrphanLedger:
             advice, details = refused_in_namespace(exc, self.namespace)
             raise AicrError("orphans: reading ConfigMap %s/%s failed: %s%s" % (self.namespace, LEDGER_NAME, describe(exc), advice),
                             field="orphans", **details)
+        problem = not_ours(obj) if obj is not None else None
+        if problem is not None:
+            self.foreign_claims = [foreign_claim("ConfigMap", obj, "", problem + "; its first-seen times are not used")]
+            obj = None
         try:
             entries = json.loads(((obj or {}).get("data") or {}).get(LEDGER_KEY) or "{}")
         except ValueError:
@@ -181,14 +192,18 @@ class OrphanSweep(object):
         for run in sweeps:
             run.after = self._planned_after(run) if self.check_mode else [d.to_result() for d in run.devices or []]
         reported = [i for i in report if i["action"] != "held"]
+        run0 = sweeps[0] if sweeps else None
+        claims = self.ledger.foreign_claims + ([] if self.records is not None else records.foreign_claims)  # a stack's run reports its own
+        if run0 is not None:
+            run0.warnings.extend(c["message"] for c in claims)
         if reported:
-            run0 = sweeps[0] if sweeps else None
             text = "orphans: %d device(s) attached to the cluster's machines that no stack records: %s" % (
                 len(reported), ", ".join("%s (%s %s on %s, %s)" % (i["res_uuid"], i["type"], i["model"], i["node"] or i["machine"], i["action"])
                                          for i in reported))
             if run0 is not None:
                 run0.warnings.append(text)
-        return {"mode": self.orphans, "grace": self.orphan_grace, "machines": len(sweeps), "devices": report, "ledger_writes": self.ledger.writes}
+        return {"mode": self.orphans, "grace": self.orphan_grace, "machines": len(sweeps), "devices": report, "ledger_writes": self.ledger.writes,
+                "foreign_claims": self.ledger.foreign_claims + records.foreign_claims}
 
     def _detach_orphan(self, run, device):
         target = Target(machine_id=run.machine_id, node=run.node, dtype=device.type, model=device.model, state="absent")

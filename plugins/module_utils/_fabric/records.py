@@ -18,6 +18,13 @@ leaves an intent without ``res_uuid``; the next run of the stack resolves it (:f
 
 A stack's records are written only by that stack's runs (server-side apply, field manager ``aicr-runtime``, the whole
 ``records`` list each time, serialised inside the run); another stack's records are only read.
+
+Labels and ``data.stack`` are anyone's to set who may write a ConfigMap in the namespace, so a records ConfigMap is
+trusted only as what the collection writes: named ``aicr-devices-<stack>`` for a valid stack name, its ``aicr.io/stack``
+label and ``data.stack`` naming that stack, and ``aicr-runtime`` among its field managers. Any other ConfigMap labelled
+as device records is a *foreign claim* (``foreign_claims``, a warning ``foreign claim: ConfigMap <ns>/<name> ...``): its
+records are not read at all - never this stack's, never another stack's (so they neither replace a stack's own records
+nor shield a device from the orphan sweep).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,13 +32,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
 import threading
 import time
 import uuid
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import foreign_claim, not_ours
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
-    APP_COMPONENT_LABEL, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL, managed_labels,
+    APP_COMPONENT_LABEL, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL, STACK_LABEL, fit_name, label_value, managed_labels, stack_name_problem,
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.timeutil import age_seconds, millis_from_epoch
@@ -41,7 +48,6 @@ DEFAULT_NAMESPACE = "aicr-system"
 RECORDS_COMPONENT = "fabric-devices"
 RECORDS_KEY = "records"
 STACK_KEY = "stack"
-_NAME_UNSAFE = re.compile(r"[^a-z0-9.-]+")
 
 
 def refused_in_namespace(exc, namespace):
@@ -52,8 +58,23 @@ def refused_in_namespace(exc, namespace):
 
 
 def records_name(stack):
-    """The ConfigMap of ``stack``'s device records: ``aicr-devices-<stack>`` (a valid object name)."""
-    return ("aicr-devices-" + _NAME_UNSAFE.sub("-", str(stack).lower()))[:253].rstrip("-.")
+    """The ConfigMap of ``stack``'s device records: ``aicr-devices-<stack>`` (never cut for a valid stack name: 76 of 253)."""
+    return fit_name("aicr-devices-", stack, limit=253)
+
+
+def records_problem(item):
+    """Why the records ConfigMap ``item`` is not the one the collection writes for the stack it names (None when it is)."""
+    meta = item.get("metadata") or {}
+    data = item.get("data") or {}
+    owner = data.get(STACK_KEY)
+    label = (meta.get("labels") or {}).get(STACK_LABEL)
+    if not isinstance(owner, str) or stack_name_problem(owner) is not None:
+        return "names no valid stack in data.%s (%r)" % (STACK_KEY, owner)
+    if meta.get("name") != records_name(owner):
+        return "is not named %s, the records ConfigMap of stack %s" % (records_name(owner), owner)
+    if label != label_value(owner):
+        return "has the label %s=%s, not %s" % (STACK_LABEL, label, owner)
+    return not_ours(item)
 
 
 def selector(component):
@@ -87,6 +108,7 @@ class DeviceRecords:
         self.others = {}
         self.writes = 0
         self.warnings = []
+        self.foreign_claims = []  # foreign_claim() dicts: records ConfigMaps not read (records_problem)
         self._serial = 0
         self._loaded = False
 
@@ -103,9 +125,16 @@ class DeviceRecords:
                 advice, details = refused_in_namespace(exc, self.namespace)
                 raise AicrError("stack_namespace: reading the device records in namespace %s failed: %s%s" % (self.namespace, describe(exc), advice),
                                 field="stack_namespace", **details)
-            for item in items:
+            for item in sorted(items, key=lambda i: (i.get("metadata") or {}).get("name") or ""):
                 data = item.get("data") or {}
-                owner = data.get(STACK_KEY) or ((item.get("metadata") or {}).get("labels") or {}).get("aicr.io/stack") or ""
+                problem = records_problem(item)
+                if problem is not None:
+                    claims = data.get(STACK_KEY) or ((item.get("metadata") or {}).get("labels") or {}).get(STACK_LABEL)
+                    claim = foreign_claim("ConfigMap", item, claims if isinstance(claims, str) else "", problem)
+                    self.foreign_claims.append(claim)
+                    self.warnings.append(claim["message"])
+                    continue
+                owner = data[STACK_KEY]
                 try:
                     entries = json.loads(data.get(RECORDS_KEY) or "[]")
                 except ValueError:

@@ -182,7 +182,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
                 owned = self.records.owned(run.machine_id)
                 result["owned"].extend(run.tag(d.to_result()) for d in run.devices if d.res_uuid in owned)
             result["records"] = {"stack": self.records.stack, "namespace": self.records.namespace, "writes": self.records.writes,
-                                 "adopted": [a for run in runs for a in run.adopted]}
+                                 "adopted": [a for run in runs for a in run.adopted], "foreign_claims": list(self.records.foreign_claims)}
             result["warnings"].extend(self.records.warnings)
             result["changed"] = bool(result["records"]["adopted"])
         if sweep is not None:

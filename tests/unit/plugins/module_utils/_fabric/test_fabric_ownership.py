@@ -326,3 +326,61 @@ def test_adopt_takes_over_devices_from_before_the_records_up_to_the_count(fab, o
     assert all(r["adopted"] for r in own.stored("alpha")[1])
     again, error = own.run("alpha", a100(fab, 2), adopt=seeded)
     assert error is None and again["changed"] is False and again["records"]["writes"] == 0
+
+
+# --- forged records (issue #35, low finding): trusted only by exact name and the collection's field manager -----------
+
+def forge_records(kube, name, stack, records, manager=None):
+    """A records ConfigMap labelled and filled like the collection's, written by the lab's admin (field manager
+    ``aicr-lab``, or ``manager`` when it claims one)."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": kube.namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "aicr-runtime", "aicr.io/stack": stack,
+                                    "app.kubernetes.io/component": "fabric-devices"}},
+            "data": {"stack": stack, "records": json.dumps(records)}}
+    kube.rest.request("POST", "/api/v1/namespaces/%s/configmaps" % kube.namespace, body=body, query={"fieldManager": manager} if manager else None)
+
+
+def test_a_forged_records_configmap_never_replaces_a_stacks_own(fab, own, kube):
+    """On the base commit the last listed ConfigMap whose ``data.stack`` named the stack became its records: a forgery
+    listing beta's device made alpha's prune detach it."""
+    mine, error = own.run("alpha", a100(fab, 1))
+    assert error is None
+    theirs, error = own.run("beta", a100(fab, 1))
+    assert error is None
+    beta = uuids(theirs["owned"])
+    stolen = [dict(own.stored("beta")[1][0], stack="alpha")]
+    forge_records(kube, "aicr-devices-zzz", "alpha", stolen)  # a name listed after alpha's own
+    forge_records(kube, "aicr-devices-gamma", "gamma", stolen)  # the exact name of a stack, not written by the collection
+
+    pruned, error = own.run("alpha", a100(fab, 0))
+    assert error is None, error.msg
+    assert uuids(pruned["detached"]) == uuids(mine["owned"]) and uuids(fab.devices()) == beta, "beta's device is never alpha's"
+    claims = dict((c["name"], c) for c in pruned["records"]["foreign_claims"])
+    assert sorted(claims) == ["aicr-devices-gamma", "aicr-devices-zzz"]
+    assert claims["aicr-devices-zzz"]["message"] == ("foreign claim: ConfigMap %s/aicr-devices-zzz (claims stack alpha) is not named "
+                                                    "aicr-devices-alpha, the records ConfigMap of stack alpha; ignored" % kube.namespace)
+    assert claims["aicr-devices-gamma"]["reason"] == "was not written by aicr-runtime (field managers: aicr-lab)"
+    assert claims["aicr-devices-zzz"]["message"] in pruned["warnings"]
+
+    # a stack with only a forged record owns nothing: its absent detaches nothing
+    gone, error = own.run("gamma", [Target(machine_id=fab.machines[0], model="A100", state="absent")])
+    assert error is None and gone["detached"] == [] and gone["owned"] == [] and uuids(fab.devices()) == beta
+    assert own.stored("beta")[1][0]["res_uuid"] == beta[0], "beta's own records untouched"
+
+
+def test_a_forged_orphan_ledger_does_not_cut_the_grace_short(fab, own, kube):
+    orphan = fab.control.seed(fab.machines[0], "A100", 1)[0]["res_uuid"]
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": LEDGER_NAME, "namespace": kube.namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "aicr-runtime", "app.kubernetes.io/component": "fabric-orphans"}},
+            "data": {"orphans": json.dumps({orphan: {"first_seen": "2000-01-01T00:00:00.000Z", "machine": fab.machines[0]}})}}
+    kube.rest.request("POST", "/api/v1/namespaces/%s/configmaps" % kube.namespace, body=body)  # back-dated, by someone else
+    fake = FakeCluster()
+    fake.add_node("n0", fab.machines[0])
+    sweep, error = own.run(None, [], orphans="detach", cluster=KubernetesClusterView(fake))
+    assert error is None, error.msg
+    assert [(d["res_uuid"], d["action"]) for d in sweep["orphans"]["devices"]] == [(orphan, "within_grace")] and len(fab.devices()) == 1
+    assert [c["name"] for c in sweep["orphans"]["foreign_claims"]] == [LEDGER_NAME]
+    assert any(w.startswith("foreign claim: ConfigMap %s/%s was not written by aicr-runtime" % (kube.namespace, LEDGER_NAME)) for w in sweep["warnings"])
+    assert own.ledger()[orphan]["first_seen"] != "2000-01-01T00:00:00.000Z", "the next write replaces it with what this run saw"
