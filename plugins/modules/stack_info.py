@@ -125,9 +125,9 @@ foreign_claims:
     kind: {description: C(ConfigMap)., type: str}
     namespace: {description: Its namespace., type: str}
     name: {description: Its name., type: str}
-    claims: {description: The stack its C(runtime.aicr.io/stack) label names (empty when none)., type: str}
-    reason: {description: Why it is not that stack's - its name, its label or its field managers., type: str}
-    managers: {description: Its field managers (C(metadata.managedFields[].manager))., type: list, elements: str}
+    claims: {description: "The stack its C(runtime.aicr.io/stack) label names (empty when none).", type: str}
+    reason: {description: "Why it is not that stack's - its name, its label or its field managers.", type: str}
+    managers: {description: "Its field managers (C(metadata.managedFields[].manager)).", type: list, elements: str}
     message: {description: "The warning - C(foreign claim: ConfigMap <namespace>/<name> (claims stack <s>) <reason>; ignored).", type: str}
   sample:
     - kind: ConfigMap
@@ -147,7 +147,7 @@ refused:
   elements: dict
   contains:
     name: {description: The stack., type: str}
-    msg: {description: One line naming the ConfigMaps (or the name) and what is allowed., type: str}
+    msg: {description: "One line naming the ConfigMaps (or the name) and what is allowed.", type: str}
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -86,7 +86,7 @@ def test_status_options_are_passed_and_warnings_reach_the_user(capsys, monkeypat
     assert seen["params"]["status_stack"] == "gpu" and seen["params"]["status_backend"] == "configmap" and seen["params"]["status_namespace"] == "ops"
     assert warned == ["live status of stack gpu: a write failed (retried): boom"] and "failed_message" not in out
     _code, _out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE}, OK)
-    assert seen["params"]["status_stack"] is None and seen["params"]["status_backend"] == "crd" and seen["params"]["status_namespace"] == "default"
+    assert seen["params"]["status_stack"] is None and seen["params"]["status_backend"] == "crd" and seen["params"]["status_namespace"] == "aicr-system"
     code, out, seen = run_module(capsys, monkeypatch, {"recipe": RECIPE, "status_backend": "etcd"}, OK)
     assert code == 1 and "status_backend" in out["msg"] and not seen
 
