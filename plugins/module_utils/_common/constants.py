@@ -30,6 +30,8 @@ __metaclass__ = type
 import hashlib
 import re
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+
 FIELD_MANAGER = "aicr-runtime"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "aicr-runtime"
@@ -101,9 +103,6 @@ def check_stack_name(field, value):
     """``value`` when it is a valid stack name; else an ``AicrError`` naming ``field``, the value and what is allowed."""
     problem = stack_name_problem(value)
     if problem is not None:
-        # imported here: constants stays importable on its own (errors imports nothing of the collection either)
-        from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError  # pylint: disable=import-outside-toplevel
-
         shown = repr(value)
         if len(shown) > 100:  # the message stays readable whatever was given; details keep the value
             shown = "%s... (%d characters)" % (shown[:60], len(value) if isinstance(value, str) else len(shown))
