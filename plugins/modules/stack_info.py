@@ -176,7 +176,10 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    module.exit_json(**call_engine(module, "stack_info", lambda: info(module.params), requires=["kubernetes"]))
+    result = call_engine(module, "stack_info", lambda: info(module.params), requires=["kubernetes"])
+    for warning in result.pop("warnings", None) or []:  # foreign claims and refused stacks, as Ansible warnings
+        module.warn(warning)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

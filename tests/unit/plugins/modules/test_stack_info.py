@@ -62,3 +62,23 @@ def test_decisions_and_catalog_selection(capsys, kube, stacks, tmp_path):
 def test_bad_operator_resync_is_an_error(capsys, kube):
     code, out = run(capsys, {"kubeconfig": kube.kubeconfig_for("stack"), "resync_interval": "soon"})
     assert code == 1 and out["msg"].startswith("resync_interval: 'soon' is not allowed")
+
+
+def test_a_forged_configmap_is_a_warning_and_a_foreign_claim_never_a_stack(capsys, kube):
+    """Issue #35: a second ConfigMap labelled ``gpu`` was listed as stack ``gpu`` with the forger's spec."""
+    import json
+
+    kubeconfig = kube.kubeconfig_for("stack")
+    store.ConfigMapStore(client_for(kubeconfig), kube.namespace).ensure_spec("gpu", {"catalog": {"source": "/real"}})
+    forged = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "evil", "namespace": kube.namespace, "labels": {"runtime.aicr.io/stack": "gpu"}},
+              "data": {"spec": json.dumps({"catalog": {"source": "https://evil.example/c"}}), "status": "{}", "generation": "1"}}
+    kube.rest.create("/api/v1/namespaces/%s/configmaps" % kube.namespace, forged)
+    code, out = run(capsys, {"kubeconfig": kubeconfig, "backend": "configmap", "namespace": kube.namespace, "names": ["gpu"]})
+    assert code == 0 and [(s["name"], s["spec"]) for s in out["stacks"]] == [("gpu", {"catalog": {"source": "/real"}})]
+    assert [c["name"] for c in out["foreign_claims"]] == ["evil"] and out["refused"] == []
+    warnings = [w["event"]["msg"] if isinstance(w, dict) else w for w in out["warnings"]]  # ansible-core 2.19 sends WarningSummary dicts
+    assert warnings == [out["foreign_claims"][0]["message"]] and warnings[0].startswith("foreign claim: ConfigMap %s/evil " % kube.namespace)
+
+    code, out = run(capsys, {"kubeconfig": kubeconfig, "backend": "configmap", "namespace": kube.namespace, "names": ["Gpu"]})
+    assert code == 1 and out["msg"].startswith("names[0]: 'Gpu' is not a DNS-1123 label; allowed: ")
