@@ -396,9 +396,11 @@ def test_each_device_transition_reaches_the_stack_status(run_playbook, wired):
     kube, sim, nodes = wired
     node1 = nodes.names[1]
     configmaps = "/api/v1/namespaces/%s/configmaps" % kube.namespace
-    kube.rest.create(configmaps, {"apiVersion": "v1", "kind": "ConfigMap",
-                                  "metadata": {"name": "aicr-stack-lab", "labels": {"runtime.aicr.io/stack": "lab"}},
-                                  "data": {"spec": "{}", "status": json.dumps({"phase": "Attaching"}), "generation": "1"}})
+    # the stack as the ConfigMap store writes it (field manager aicr-runtime): one made otherwise is a foreign claim
+    kube.rest.request("POST", configmaps, query={"fieldManager": "aicr-runtime"},
+                      body={"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "aicr-stack-lab", "labels": {"runtime.aicr.io/stack": "lab"}},
+                            "data": {"spec": "{}", "status": json.dumps({"phase": "Attaching"}), "generation": "1"}})
 
     def status():
         return json.loads(kube.rest.get(configmaps + "/aicr-stack-lab")["data"]["status"])
