@@ -235,3 +235,13 @@ def test_the_stack_store_defaults_to_aicr_system():
             pass
 
     assert store.make_store(Client(), "configmap").namespace == "aicr-system" and store.ConfigMapStore(Client()).namespace == "aicr-system"
+
+
+def test_a_clusterstack_whose_name_is_no_stack_name_is_refused_not_folded(api, stacks):
+    dotted = stacks.create("dotted.stack")  # a valid object name (a DNS subdomain), not a stack name
+    plain = stacks.create("plain")
+    crd_store = store.CrdStore(api)
+    names = [o["metadata"]["name"] for o in crd_store.list()]
+    assert plain in names and dotted not in names
+    assert crd_store.refused[dotted] == ("stack %s: refused, ClusterStack name %r is not a DNS-1123 label; allowed: a DNS-1123 label: lowercase "
+                                         "letters, digits and '-', starting and ending with a letter or digit, at most 63 characters" % (dotted, dotted))
