@@ -78,7 +78,7 @@ class Kube:
 
     def kubeconfig_for(self, identity="admin"):
         """A kubeconfig for a least-privilege identity (``release``, ``fabric``, ``stack``, ``crd-publisher``,
-        ``reconciler``, ``nobody``) or ``admin``. On an external cluster every identity is the given kubeconfig."""
+        ``reconciler``, ``nobody``), the adversarial ``tenant`` (admin of ``tenant-a``) or ``admin``. On an external cluster every identity is the given kubeconfig."""
         if self.plane is None:
             return self.kubeconfig
         return self.plane.identity_kubeconfig(identity)
@@ -113,6 +113,15 @@ class Kube:
             self.wait_authorized("release", name, "coordination.k8s.io", "leases")
             for role, (group, resource, verb) in granted.items():
                 self.wait_authorized(identities.NAMESPACED_CLUSTER_ROLES[role][0], name, group, resource, verb)
+        return name
+
+    def create_tenant_namespace(self, prefix="tenant"):
+        """A fresh namespace the ``tenant`` identity is admin of (as of ``tenant-a``), deleted by delete_namespaces();
+        returned once the authorizer lets the tenant write Secrets there."""
+        name = self.create_namespace(prefix, lease_role=False)
+        if self.is_lab:
+            identities.bind_tenant_admin(self.rest, name)
+            self.wait_authorized(identities.TENANT, name, "", "secrets", "create")
         return name
 
     def wait_authorized(self, identity, namespace, group, resource, verb="get", timeout=30):

@@ -3,7 +3,8 @@
 The suites run the collection as these users, never as cluster-admin: a module that needs a
 permission the shipped RBAC lacks fails its test with the API server's own 403. Each identity is
 a client certificate of the lab's CA (user ``aicr-lab:<name>``, group ``aicr-lab:users``) with a
-kubeconfig of its own, bound with ClusterRoleBindings to the roles listed here.
+kubeconfig of its own, bound with ClusterRoleBindings to the roles listed here. One identity is no
+entry point but an attacker: ``tenant``, admin of ``tenant-a`` only (RoleBindings, nothing cluster-wide).
 
 The ClusterRoles themselves are read from the collection's files (``meta/rbac/*.yaml`` and, for
 the example charts, ``examples/rbac/*.yaml``), so what is tested is what is shipped.
@@ -40,7 +41,18 @@ IDENTITIES = {
     "facts": ["aicr-runtime:facts"],  # cluster_facts (and recipe_resolve with its snapshot)
     # a user with no role at all: what a denied call looks like
     "nobody": [],
+    # an adversarial tenant of a shared cluster (no ClusterRole: its rights are TENANT_GRANTS, RoleBindings only)
+    "tenant": [],
 }
+# The tenant: what an ordinary team holds on a cluster the collection also serves. Admin (the built-in ClusterRole
+# ``admin``) of its own namespace, and ConfigMaps and Secrets in ``default`` (where many clusters let teams drop
+# configuration): nothing cluster-wide, nothing in aicr-system. tests/integration/test_adversarial_tenant.py attacks
+# the collection with exactly these rights, so the trust model is tested against what a tenant really has.
+TENANT = "tenant"
+TENANT_NAMESPACE = "tenant-a"
+TENANT_WRITER_ROLE = "aicr-lab:tenant-writer"  # the Role of the tenant's extra rights in ``default``
+TENANT_WRITES = ("configmaps", "secrets")
+TENANT_WRITE_NAMESPACES = ("default",)
 # The identities that run gated_release, or fabric_device with a stack: bound to the Role aicr-runtime:lease
 # (meta/rbac/aicr-system.yaml) in the lease namespace aicr-system (and, as a user with a custom lease_namespace or
 # stack_namespace does, in each test namespace: bind_lease_role)
@@ -113,6 +125,33 @@ def bind_cluster_role_in_namespace(rest, namespace, role, identities=None):
     return rule["apiGroups"][0], rule["resources"][0], rule["verbs"][0]
 
 
+def bind_tenant_admin(rest, namespace, identity=TENANT):
+    """The built-in ClusterRole ``admin`` bound to ``identity`` in ``namespace`` by a RoleBinding (a tenant's own
+    namespace; the namespace must exist)."""
+    _bind_in_namespace(rest, namespace, "ClusterRole", "admin", (identity,))
+
+
+def bind_tenant_writer(rest, namespace, identity=TENANT):
+    """A Role ``aicr-lab:tenant-writer`` in ``namespace`` (every verb on ConfigMaps and Secrets there, nothing else)
+    and its RoleBinding to ``identity``."""
+    rest.apply("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles/%s" % (namespace, TENANT_WRITER_ROLE), {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": TENANT_WRITER_ROLE, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}},
+        "rules": [{"apiGroups": [""], "resources": list(TENANT_WRITES),
+                   "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]}],
+    })
+    _bind_in_namespace(rest, namespace, "Role", TENANT_WRITER_ROLE, (identity,))
+
+
+def install_tenant(rest, namespace=TENANT_NAMESPACE):
+    """The tenant's namespace (created) with ``admin`` bound there, and its writer Role in TENANT_WRITE_NAMESPACES."""
+    rest.apply("/api/v1/namespaces/%s" % namespace, {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": namespace, "labels": {"app.kubernetes.io/part-of": "aicr-lab"}}})
+    bind_tenant_admin(rest, namespace)
+    for other in TENANT_WRITE_NAMESPACES:
+        bind_tenant_writer(rest, other)
+
+
 def install(plane):
     """Apply the shipped ClusterRoles and create every identity; return ``{name: kubeconfig path}``."""
     from aicr_lab.controlplane.cluster import write_kubeconfig  # pylint: disable=import-outside-toplevel
@@ -123,6 +162,7 @@ def install(plane):
     # aicr-system, created as a cluster admin does before applying meta/rbac/, with its Role bound to the release identities
     rest.apply("/api/v1/namespaces/%s" % LEASE_NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LEASE_NAMESPACE}})
     bind_lease_role(rest, LEASE_NAMESPACE)
+    install_tenant(rest)
     directory = plane.dir / "identities"
     directory.mkdir(mode=0o700, exist_ok=True)
     kubeconfigs = {}
