@@ -22,8 +22,8 @@ description:
     object first, so a CRD that would not change is never written.
   - With O(wait), waits until the conditions C(Established) and C(NamesAccepted) are C(True) and the accepted names are the
     applied ones. C(NamesAccepted=False) (a name another CRD already uses) fails at once.
-  - O(state=absent) deletes the CRD - and with it every custom resource of its kind - only when this collection manages it: the
-    field manager C(aicr-runtime) holds fields of it and it carries the label C(app.kubernetes.io/managed-by=aicr-runtime).
+  - O(state=absent) deletes the CRD - and with it every custom resource of its kind - only when this collection manages it (the
+    field manager C(aicr-runtime) holds fields of it and it carries the label C(app.kubernetes.io/managed-by=aicr-runtime)).
     Any other CRD of that name is refused naming its field managers and label, unless O(adopt=true).
   - With O(state=present) the CRD gets the label C(app.kubernetes.io/managed-by=aicr-runtime) when its definition sets none
     (CRDs from M(aicr.runtime.values_schema) carry it already), so that O(state=absent) can remove it again.

@@ -23,7 +23,7 @@ description:
   - After an ambiguous outcome (timeout, connection reset, HTTP 5xx) or an error answer the machine is re-read; a new
     matching device is adopted and a device that is gone counts as detached. A request is re-sent only when the
     re-read, after the fabric had time to settle, shows it had no effect - never a double attach. A 502/503/504 is a
-    gateway's answer (the manager behind it may still be applying the change): the machine is re-read until the change
+    gateway's answer (the manager behind it may still be applying the change), so the machine is re-read until the change
     shows or O(settle_timeout), as after a timeout.
   - An attach whose device comes up failed or critical is rolled back (detached again) and the task fails.
   - All or nothing - the free pool is checked before the first attach, and when an attach fails the devices this run
