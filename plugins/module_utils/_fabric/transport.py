@@ -242,6 +242,10 @@ class Transport:
                                 "for a throw-away test fabric" % endpoint, field="endpoint")
             self.warnings.append("endpoint %s: plain http (allow_http=true); credentials and tokens travel unencrypted" % endpoint)
         self.base_url = endpoint
+        if "@" in urlsplit(endpoint).netloc:
+            # never echoed: what precedes the @ may be a password
+            raise AicrError("endpoint: a URL with user information (user@ or user:password@) is not allowed; give the credentials as username and "
+                            "password", field="endpoint")
         self._origin = _origin(endpoint)
         if self._origin is None:
             raise AicrError("endpoint: %s is not a host[:port] or https:// URL" % endpoint, field="endpoint")
@@ -381,7 +385,7 @@ def resolve_link(base_url, link, what):
     path = parts.path + ("?" + parts.query if parts.query else "")
     prefix = urlsplit(base_url).path.rstrip("/")
     if prefix and (path == prefix or path.startswith(prefix + "/")):
-        path = path[len(prefix):]
+        path = path[len(prefix):] or "/"
     return path
 
 

@@ -151,3 +151,13 @@ def test_resolve_link_refuses_what_is_not_a_path(link):
     with pytest.raises(AicrError) as raised:
         fabric_transport.resolve_link(ENDPOINT, link, "probe")
     assert raised.value.msg.startswith("probe: the fabric named the link")
+
+
+def test_an_endpoint_with_user_information_is_refused_without_echoing_it():
+    with pytest.raises(AicrError) as raised:
+        Transport("https://admin:hunter2@bmc.example:8443")
+    assert raised.value.msg.startswith("endpoint: a URL with user information") and "hunter2" not in raised.value.msg
+
+
+def test_the_endpoints_own_prefix_resolves_to_its_root():
+    assert fabric_transport.resolve_link("https://gw.example/bmc1", "/bmc1", "probe") == "/"
