@@ -170,6 +170,8 @@ options:
     description:
       - After an ambiguous outcome, seconds to keep re-reading the machine for the change to show before deciding it did not
         happen. Defaults to twice O(timeout).
+      - A fabric manager behind a gateway that can take longer than this to apply an attach (after the gateway answered 502,
+        503 or 504) needs a longer value, or the attach may be sent again while the first one still lands.
       - Also the longest wait for a Redfish action the service runs as a task (C(202 Accepted) and a task monitor); a task
         still running then fails the target without re-sending the action.
     type: float

@@ -23,7 +23,8 @@ Rules (see docs/modules/fabric_device.md):
   behind it may still be applying the change) - the machine is re-read every ``poll_interval`` until the
   change shows or ``settle_timeout`` has passed; after a 500 or an error answer (the fabric is done) once.
   Only when the re-read (after letting the fabric settle) shows no effect is a mutation sent again, at most
-  ``mutation_retries`` times: never while it may still land, so a gateway timeout never attaches two devices. An attach whose device ends failed, critical or with an unknown status is rolled back
+  ``mutation_retries`` times, so a gateway timeout never attaches two devices when the manager finishes within
+  ``settle_timeout`` (one that takes longer may still land after the re-send: give such a fabric a longer one). An attach whose device ends failed, critical or with an unknown status is rolled back
   (it is ours and unused).
 - Unless ``force_detach``, a GPU is not detached while pods on its node request ``nvidia.com/gpu``
   or a DRA claim names it.
