@@ -22,7 +22,11 @@ description:
     object first, so a CRD that would not change is never written.
   - With O(wait), waits until the conditions C(Established) and C(NamesAccepted) are C(True) and the accepted names are the
     applied ones. C(NamesAccepted=False) (a name another CRD already uses) fails at once.
-  - O(state=absent) deletes the CRD - and with it every custom resource of its kind.
+  - O(state=absent) deletes the CRD - and with it every custom resource of its kind - only when this collection manages it (the
+    field manager C(aicr-runtime) holds fields of it and it carries the label C(app.kubernetes.io/managed-by=aicr-runtime)).
+    Any other CRD of that name is refused naming its field managers and label, unless O(adopt=true).
+  - With O(state=present) the CRD gets the label C(app.kubernetes.io/managed-by=aicr-runtime) when its definition sets none
+    (CRDs from M(aicr.runtime.values_schema) carry it already), so that O(state=absent) can remove it again.
 author:
   - aicr.runtime contributors (@aicr)
 extends_documentation_fragment:
@@ -55,7 +59,8 @@ options:
     type: path
   state:
     description:
-      - C(present) creates or updates the CRD; C(absent) deletes it (every custom resource of its kind is deleted with it).
+      - C(present) creates or updates the CRD; C(absent) deletes it (every custom resource of its kind is deleted with it) when
+        this collection manages it (see O(adopt)).
     type: str
     choices: [present, absent]
     default: present
@@ -74,6 +79,15 @@ options:
     description:
       - Take over fields that other field managers own (server-side apply C(force=true)). Without it, such a conflict fails
         and names the fields.
+    type: bool
+    default: false
+  adopt:
+    description:
+      - With O(state=absent), delete the CRD even when this collection does not manage it - when the field manager
+        C(aicr-runtime) holds no field of it or its label C(app.kubernetes.io/managed-by) is not C(aicr-runtime) (another
+        operator's CRD, a Helm chart's, one applied by hand). Every custom resource of its kind is deleted with it.
+      - With V(false) (the default) such a CRD is left alone and the task fails naming its field managers and label.
+      - The delete names the uid and resourceVersion that were read, so a CRD replaced or changed in between is not deleted.
     type: bool
     default: false
   wait:
@@ -115,10 +129,16 @@ EXAMPLES = r"""
     src: ./build/exampleoperators.yaml
     allow_breaking: true
 
-- name: Remove the CRD and every custom resource of its kind
+- name: Remove the CRD and every custom resource of its kind (only if aicr.runtime manages it)
   aicr.runtime.crd_publish:
     definition: "{{ generated.crd }}"
     state: absent
+
+- name: Remove a CRD that another tool installed (with every custom resource of its kind)
+  aicr.runtime.crd_publish:
+    src: ./legacy/exampleoperators.yaml
+    state: absent
+    adopt: true
 """
 
 RETURN = r"""
@@ -198,6 +218,7 @@ def argument_spec():
         allow_breaking=dict(type="bool", default=False),
         severities=dict(type="dict"),
         force_conflicts=dict(type="bool", default=False),
+        adopt=dict(type="bool", default=False),
         wait=dict(type="bool", default=True),
         wait_timeout=dict(type="int", default=120),
         wait_sleep=dict(type="float", default=1),

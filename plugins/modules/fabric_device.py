@@ -22,7 +22,9 @@ description:
     their fabric id are detached (a surplus is chosen by id, never "remove N").
   - After an ambiguous outcome (timeout, connection reset, HTTP 5xx) or an error answer the machine is re-read; a new
     matching device is adopted and a device that is gone counts as detached. A request is re-sent only when the
-    re-read, after the fabric had time to settle, shows it had no effect - never a double attach.
+    re-read, after the fabric had time to settle, shows it had no effect - never a double attach. A 502/503/504 is a
+    gateway's answer (the manager behind it may still be applying the change), so the machine is re-read until the change
+    shows or O(settle_timeout), as after a timeout.
   - An attach whose device comes up failed or critical is rolled back (detached again) and the task fails.
   - All or nothing - the free pool is checked before the first attach, and when an attach fails the devices this run
     attached on that machine are rolled back, unless O(partial).
@@ -168,6 +170,8 @@ options:
     description:
       - After an ambiguous outcome, seconds to keep re-reading the machine for the change to show before deciding it did not
         happen. Defaults to twice O(timeout).
+      - A fabric manager behind a gateway that can take longer than this to apply an attach (after the gateway answered 502,
+        503 or 504) needs a longer value, or the attach may be sent again while the first one still lands.
       - Also the longest wait for a Redfish action the service runs as a task (C(202 Accepted) and a task monitor); a task
         still running then fails the target without re-sending the action.
     type: float

@@ -190,3 +190,56 @@ def test_a_lease_namespace_without_the_lease_role_fails_in_one_line(run_playbook
     # refused before anything was written: no Lease, no inventory, no release
     writes = [e for e in kube.audit(since=mark, mutating=True, user=kube.user("release")) if e["code"] < 300]
     assert writes == [], json.dumps(writes)[:2000]
+
+
+SECRET_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+def _allowed(kube, user, verb, resource, namespace=None, group="", name=None):
+    """What the API server's authorizer answers for ``user`` (a SubjectAccessReview: the authorizer a request meets)."""
+    attributes = {"verb": verb, "group": group, "resource": resource}
+    if namespace:
+        attributes["namespace"] = namespace
+    if name:
+        attributes["name"] = name
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": user, "resourceAttributes": attributes}}
+    return bool(kube.rest.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review).get("status", {}).get("allowed"))
+
+
+def test_the_release_role_grants_on_secrets_only_the_verbs_helms_secret_driver_uses(kube):
+    """Helm's Secret driver gets, lists, creates, updates and deletes release records; nothing patches or watches them."""
+    kube.require_lab("the lab's identities")
+    role = kube.rest.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/aicr-runtime:release")
+    secrets = [r for r in role["rules"] if "secrets" in r.get("resources", [])]
+    assert len(secrets) == 1 and sorted(secrets[0]["verbs"]) == ["create", "delete", "get", "list", "update"], secrets
+    user = "aicr-lab:release"
+    granted = dict((verb, _allowed(kube, user, verb, "secrets", kube.namespace)) for verb in SECRET_VERBS)
+    assert granted == {"get": True, "list": True, "watch": False, "create": True, "update": True, "patch": False, "delete": True,
+                       "deletecollection": False}
+
+
+def test_the_release_role_bound_per_namespace_reaches_that_namespace_only(kube, unbound_namespace):
+    """docs/rbac.md's namespaced alternative: a RoleBinding of aicr-runtime:release in each release namespace (no
+    ClusterRoleBinding) grants helm's Secrets and the readiness reads there, the namespace itself, and nothing elsewhere."""
+    kube.require_lab("the lab's identities")
+    user = "aicr-lab:release-ns-%s" % uuid.uuid4().hex[:6]
+    path = "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/aicr-runtime-release" % unbound_namespace
+    kube.rest.create("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings" % unbound_namespace, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "aicr-runtime-release"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aicr-runtime:release"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
+    try:
+        wait_until(lambda: _allowed(kube, user, "create", "secrets", unbound_namespace), 30, "the new RoleBinding")
+        for verb in ("get", "list", "create", "update", "delete"):
+            assert _allowed(kube, user, verb, "secrets", unbound_namespace), verb
+        assert _allowed(kube, user, "list", "deployments", unbound_namespace, group="apps")
+        # gated_release reads the namespace of a component by name: granted by the binding in that namespace
+        assert _allowed(kube, user, "get", "namespaces", unbound_namespace, name=unbound_namespace)
+        # nothing outside it: no Secret of another namespace, no cluster-wide list, no namespace created, no CRD read
+        for namespace in (kube.namespace, "default", "kube-system"):
+            assert not _allowed(kube, user, "list", "secrets", namespace), namespace
+        assert not _allowed(kube, user, "list", "secrets")
+        assert not _allowed(kube, user, "create", "namespaces")
+        assert not _allowed(kube, user, "get", "customresourcedefinitions", group="apiextensions.k8s.io")
+    finally:
+        kube.rest.delete(path)

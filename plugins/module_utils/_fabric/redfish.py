@@ -27,6 +27,9 @@ Checked against the DMTF schemas (ResourceBlock v1_4, ComputerSystem, ServiceRoo
   the re-read of the system. A task still running at the deadline, or a monitor answering 5xx, 401/403/408/429 or not
   at all, is an unknown outcome that is never re-sent. A monitor on another host than the endpoint is not followed: the credentials
   go to the endpoint only.
+- every link the service names (``@odata.id`` of the CompositionService, Systems, ResourceBlocks, their members and parts, an
+  advertised action target) is resolved against the endpoint and refused when it leaves its scheme, host and port
+  (``transport.resolve_link``): an ``@odata.id`` of ``@evil/redfish/v1/x`` would otherwise send the Basic credentials to ``evil``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -43,7 +46,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     FabricBackend, Device, READY, PENDING, FAILED, REMOVING, OK, WARNING, CRITICAL, UNKNOWN,
 )
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import FabricHTTPError
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import FabricHTTPError, resolve_link
 
 try:
     from urllib.parse import urlsplit
@@ -88,16 +91,21 @@ class RedfishBackend(FabricBackend):
         with self._lock:
             if self._links is None:
                 root = self.transport.request("GET", ROOT, what="Redfish service root").json("Redfish service root")
-                composition = _odata(root, "CompositionService", "Redfish service root")
-                systems = _odata(root, "Systems", "Redfish service root")
+                composition = self._link(_odata(root, "CompositionService", "Redfish service root"), "Redfish service root CompositionService")
+                systems = self._link(_odata(root, "Systems", "Redfish service root"), "Redfish service root Systems")
                 service = self.transport.request("GET", composition, what="Redfish CompositionService").json("Redfish CompositionService")
                 if isinstance(service, dict) and service.get("ServiceEnabled") is False:
                     raise AicrError("Redfish CompositionService at %s is disabled (ServiceEnabled false)" % composition, field="endpoint")
                 features = (root.get("ProtocolFeaturesSupported") or {}) if isinstance(root, dict) else {}
                 expand = (features.get("ExpandQuery") or {}) if isinstance(features, dict) else {}
-                self._links = {"blocks": _odata(service, "ResourceBlocks", "Redfish CompositionService"), "systems": systems,
+                self._links = {"blocks": self._link(_odata(service, "ResourceBlocks", "Redfish CompositionService"),
+                                                    "Redfish CompositionService ResourceBlocks"), "systems": systems,
                                "expand": isinstance(expand, dict) and expand.get("NoLinks") is True}
             return self._links
+
+    def _link(self, link, what):
+        """A link the service named, as a path on the endpoint; refused when it leaves the endpoint (module docstring)."""
+        return resolve_link(self.transport.base_url, link, what)
 
     def _collection(self, what):
         links = self._discover()
@@ -114,7 +122,7 @@ class RedfishBackend(FabricBackend):
         with self._lock:
             if url in self._parts:
                 return self._parts[url]
-        part = self.transport.request("GET", url, what="read " + url).json("read " + url)
+        part = self.transport.request("GET", self._link(url, "read " + str(url)), what="read " + url).json("read " + url)
         part = part if isinstance(part, dict) else {}
         with self._lock:
             self._parts[url] = part
@@ -124,7 +132,7 @@ class RedfishBackend(FabricBackend):
         with self._lock:
             target = self._actions.get(machine_id, {}).get(action)
         if target:
-            return target
+            return self._link(target, "system %s action %s" % (machine_id, action))
         return "%s/%s/Actions/%s" % (self._discover()["systems"], machine_id, action.lstrip("#"))
 
     def _system(self, machine_id):
@@ -148,7 +156,8 @@ class RedfishBackend(FabricBackend):
             url = ref.get("@odata.id") if isinstance(ref, dict) else None
             if not url:
                 raise AicrError("%s: a Links.ResourceBlocks entry has no @odata.id" % where, machine=machine_id)
-            block = self.transport.request("GET", url, what="read resource block " + url).json("read resource block " + url)
+            block = self.transport.request("GET", self._link(url, "%s: resource block" % where), what="read resource block " + url).json(
+                "read resource block " + url)
             devices.append(self._device(block, url, where))
         return devices
 
@@ -198,7 +207,8 @@ class RedfishBackend(FabricBackend):
             if not isinstance(member, dict):
                 continue
             if "Id" not in member and member.get("@odata.id"):
-                member = self.transport.request("GET", member["@odata.id"], what="read resource block").json("read resource block")
+                member = self.transport.request("GET", self._link(member["@odata.id"], "resource block collection member"),
+                                                what="read resource block").json("read resource block")
             block_url = member.get("@odata.id")
             block_id, btype, bmodel, _serial = self._describe(member, block_url, "resource block collection")
             state = (member.get("CompositionStatus") or {}).get("CompositionState")
@@ -215,7 +225,8 @@ class RedfishBackend(FabricBackend):
         models = set()
         for member in members if isinstance(members, list) else []:
             if isinstance(member, dict) and "Id" not in member and member.get("@odata.id"):
-                member = self.transport.request("GET", member["@odata.id"], what="read resource block").json("read resource block")
+                member = self.transport.request("GET", self._link(member["@odata.id"], "resource block collection member"),
+                                                what="read resource block").json("read resource block")
             if isinstance(member, dict) and "Id" in member:
                 _block_id, btype, bmodel, _serial = self._describe(member, member.get("@odata.id"), "resource block collection")
                 if btype == dtype and bmodel:
@@ -294,11 +305,7 @@ class RedfishBackend(FabricBackend):
                 raise AicrError("%s: the fabric named a task monitor on another host (%s://%s), not the endpoint %s; not followed (the "
                                 "credentials go to the endpoint only) - re-run to converge (nothing re-sent)"
                                 % (what, where.scheme, where.netloc, self.transport.base_url), task_monitor=monitor)
-        path = where.path + ("?" + where.query if where.query else "")
-        prefix = base.path.rstrip("/")
-        if prefix and path.startswith(prefix + "/"):
-            path = path[len(prefix):]  # the transport puts the endpoint's own path in front
-        return path
+        return resolve_link(self.transport.base_url, monitor, "%s: task monitor" % what)
 
 
 def _json_or_none(response):

@@ -18,9 +18,13 @@ Rules (see docs/modules/fabric_device.md):
   (machine devices, then ``backend.pool_models``, then - FTI FM - the free pool under other spellings)
   with a warning; an unknown present model fails listing the models there are.
 - After an ambiguous outcome (timeout, reset, 5xx) or any error answer, re-read the machine: a new
-  matching device is adopted; a device that is gone counts as detached. Only when the re-read (after
-  letting the fabric settle) shows no effect is a mutation sent again, at most ``mutation_retries``
-  times. An attach whose device ends failed, critical or with an unknown status is rolled back
+  matching device is adopted; a device that is gone counts as detached. When the fabric itself did not
+  answer - a timeout, a connection cut after the request went out, or a gateway's 502/503/504 (the manager
+  behind it may still be applying the change) - the machine is re-read every ``poll_interval`` until the
+  change shows or ``settle_timeout`` has passed; after a 500 or an error answer (the fabric is done) once.
+  Only when the re-read (after letting the fabric settle) shows no effect is a mutation sent again, at most
+  ``mutation_retries`` times, so a gateway timeout never attaches two devices when the manager finishes within
+  ``settle_timeout`` (one that takes longer may still land after the re-send: give such a fabric a longer one). An attach whose device ends failed, critical or with an unknown status is rolled back
   (it is ours and unused).
 - Unless ``force_detach``, a GPU is not detached while pods on its node request ``nvidia.com/gpu``
   or a DRA claim names it.

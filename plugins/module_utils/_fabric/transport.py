@@ -6,7 +6,12 @@
 - TLS is verified by default (``ca_path`` names the CA bundle; ``validate_certs=False`` opts out).
 - Every request has a timeout. Reads (GET) are retried on timeouts, resets and 5xx; mutations never
   are: a mutation that times out, is reset or answered 5xx raises ``AmbiguousOutcome`` and the caller
-  re-reads the machine before deciding anything.
+  re-reads the machine before deciding anything. A 502/503/504 is a gateway's answer (a proxy or load balancer in
+  front of the manager gave up or had no upstream), not the manager's: the manager may still be applying the change,
+  so it is the ``transport`` kind (re-read until the change shows or the settle timeout), like a timeout.
+- Every request stays on the endpoint's scheme, host and port: a path or a link taken from the fabric's answers
+  (a Redfish ``@odata.id``, an action target, a task monitor) that would leave it - ``@evil/x`` (userinfo),
+  ``//evil/x``, ``https://evil/x`` - is refused (:func:`resolve_link`), so the credentials go nowhere else.
 - A 401 invalidates the token and the request is sent once more with a fresh one (a 401 means the
   request was refused, so re-sending a mutation is safe); a second 401 is an error.
 - Error bodies may be FTI JSON (either CoHDI client's ``ErrorBody`` shape), ``{"error": text}``, Redfish JSON, HTML,
@@ -40,7 +45,14 @@ except ImportError:
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
 
+try:
+    from urllib.parse import urljoin, urlsplit
+except ImportError:  # Python 2 (the sanity test's compile check only)
+    from urlparse import urljoin, urlsplit  # type: ignore
+
 MUTATING = ("POST", "PATCH", "PUT", "DELETE")
+# answered by a gateway in front of the fabric, not by the fabric: the request may still be running behind it
+GATEWAY_STATUSES = (502, 503, 504)
 
 
 class FabricHTTPError(AicrError):
@@ -55,8 +67,9 @@ class FabricHTTPError(AicrError):
 class AmbiguousOutcome(AicrError):
     """A mutation whose effect is unknown: timeout, connection reset, or a 5xx answer.
 
-    ``kind`` is ``transport`` (no answer: the fabric may still be working on it) or ``response``
-    (answered 5xx: the fabric is done, one re-read tells the truth).
+    ``kind`` is ``transport`` (no answer from the fabric itself - timeout, reset, or a gateway's 502/503/504: the
+    fabric may still be working on it) or ``response`` (the fabric answered 500 or another 5xx: it is done, one
+    re-read tells the truth).
     """
 
     def __init__(self, msg, kind, status=None, **details):
@@ -229,6 +242,13 @@ class Transport:
                                 "for a throw-away test fabric" % endpoint, field="endpoint")
             self.warnings.append("endpoint %s: plain http (allow_http=true); credentials and tokens travel unencrypted" % endpoint)
         self.base_url = endpoint
+        if "@" in urlsplit(endpoint).netloc:
+            # never echoed: what precedes the @ may be a password
+            raise AicrError("endpoint: a URL with user information (user@ or user:password@) is not allowed; give the credentials as username and "
+                            "password", field="endpoint")
+        self._origin = _origin(endpoint)
+        if self._origin is None:
+            raise AicrError("endpoint: %s is not a host[:port] or https:// URL" % endpoint, field="endpoint")
         if ca_path and not os.path.isfile(ca_path):
             raise AicrError("ca_path: file %s does not exist" % ca_path, field="ca_path")
         self.trust_env = bool(trust_env)
@@ -280,7 +300,12 @@ class Transport:
         method = method.upper()
         mutating = method in MUTATING and authenticate
         what = what or "%s %s" % (method, path)
-        url = self.base_url + path
+        # the endpoint and a path are joined by text: a path that does not start with one "/" (``@evil/x``, ``//evil/x``) would
+        # name another host and send it the credentials. Links from the fabric go through resolve_link first; this is the backstop.
+        url = self.base_url + path if isinstance(path, str) else None
+        if url is None or not path.startswith("/") or path.startswith("//") or _origin(url) != self._origin:
+            raise AicrError("%s: the path %r leaves the endpoint %s; not sent (the credentials go to the endpoint only)" % (what, path, self.base_url),
+                            path=path)
         attempt = 0
         refreshed = False
         while True:
@@ -316,6 +341,9 @@ class Transport:
             if response.status >= 500:
                 description = "HTTP %d: %s" % (response.status, describe_body(response.text, response.content_type))
                 if mutating:
+                    if response.status in GATEWAY_STATUSES:
+                        raise AmbiguousOutcome("%s: %s from a gateway; the fabric behind it may still be applying it" % (what, description),
+                                               kind="transport", status=response.status)
                     raise AmbiguousOutcome("%s: %s; the fabric may or may not have applied it" % (what, description), kind="response", status=response.status)
                 if attempt <= self.read_retries:
                     self._sleep(self.retry_backoff * attempt)
@@ -338,6 +366,40 @@ class Transport:
         for session in sessions:
             session.close()
         self._local = threading.local()
+
+
+def resolve_link(base_url, link, what):
+    """``link`` (a path or URL from the fabric's answer: a Redfish ``@odata.id``, an action target) as a path on the endpoint.
+
+    A relative reference is resolved against the endpoint's URL; the result must keep the endpoint's scheme, host and port
+    (a userinfo part is refused too: ``https://endpoint@evil/`` names the host ``evil``). The endpoint's own path prefix is
+    taken off, since ``Transport.request`` puts it in front. Anything else is refused in one line naming the link.
+    """
+    if not isinstance(link, str) or not link.strip() or any(c in link for c in "\r\n\\"):
+        raise AicrError("%s: the fabric named the link %r, which is not a URL path; not followed" % (what, link), link=link)
+    resolved = urljoin(base_url + "/", link)
+    if _origin(resolved) is None or _origin(resolved) != _origin(base_url):
+        raise AicrError("%s: the fabric named the link %s, which leaves the endpoint %s; not followed (the credentials go to the endpoint only)"
+                        % (what, link, base_url), link=link)
+    parts = urlsplit(resolved)
+    path = parts.path + ("?" + parts.query if parts.query else "")
+    prefix = urlsplit(base_url).path.rstrip("/")
+    if prefix and (path == prefix or path.startswith(prefix + "/")):
+        path = path[len(prefix):] or "/"
+    return path
+
+
+def _origin(url):
+    """(scheme, host, port) of ``url`` with the default port filled in; None when it has a userinfo part, no host or a bad port."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if "@" in parts.netloc or not parts.hostname or scheme not in ("https", "http"):
+        return None
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
 
 
 def _first_line(exc):

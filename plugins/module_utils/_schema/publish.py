@@ -15,7 +15,12 @@
    the applied ones (``NamesAccepted`` False is terminal).
 
 ``state: absent`` deletes the CRD (and with it every custom resource of its kind) and waits until it
-is gone. Readiness uses the kstatus rule for CRDs (``_kube.readiness``); requests go through the collection's
+is gone - only a CRD this collection manages: the field manager ``aicr-runtime`` holds fields of it *and* it carries
+``app.kubernetes.io/managed-by: aicr-runtime`` (:func:`manages`). Any other CRD of that name (another operator's, a Helm
+chart's, one applied by hand) is refused naming its field managers and label, unless ``adopt``; the delete carries the
+read object's uid and resourceVersion as preconditions, so a CRD replaced or relabelled meanwhile is never the one deleted.
+A CRD published with ``state: present`` gets the managed-by label when its definition has none, so that it can be removed
+again. Readiness uses the kstatus rule for CRDs (``_kube.readiness``); requests go through the collection's
 client (``_kube.client``: retries on 429/5xx for reads and applies).
 """
 
@@ -28,7 +33,7 @@ import os
 import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness, wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import comparable
@@ -41,7 +46,7 @@ BASE_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 STATES = ("present", "absent")
 
 DEFAULTS = dict(
-    definition=None, src=None, state="present", allow_breaking=False, severities=None, force_conflicts=False,
+    definition=None, src=None, state="present", allow_breaking=False, severities=None, force_conflicts=False, adopt=False,
     wait=True, wait_timeout=120, wait_sleep=1.0, kubeconfig=None, context=None,
 )
 
@@ -242,18 +247,54 @@ def refusal_message(name, findings):
             % (len(errors), name, shown))
 
 
+def field_managers(obj):
+    """The field managers of an object (``metadata.managedFields[].manager``), sorted, each once."""
+    entries = ((obj or {}).get("metadata") or {}).get("managedFields") or []
+    return sorted(set(e.get("manager") for e in entries if isinstance(e, dict) and e.get("manager")))
+
+
+def manages(obj):
+    """Whether this collection manages the CRD: its field manager holds fields of it and it carries our managed-by label.
+
+    Both, since either alone is something anyone may set: a label is data any writer of the CRD puts there, and a manager
+    entry appears on any object the collection ever applied a field to. Neither is proof of authorship on its own; together
+    they are what the collection itself writes on every CRD it publishes."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return FIELD_MANAGER in field_managers(obj) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def _owner(obj):
+    """``field managers a, b, label app.kubernetes.io/managed-by=X`` (or ``... not set``): who else writes the CRD."""
+    label = (((obj or {}).get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL)
+    return "field managers %s, label %s" % (", ".join(field_managers(obj)) or "none",
+                                            "%s=%s" % (MANAGED_BY_LABEL, label) if label else "%s not set" % MANAGED_BY_LABEL)
+
+
 def _absent(cluster, params, name, check_mode):
     live = read_live(cluster, name)
     result = {"changed": False, "name": name, "action": "absent", "actions": [], "old_found": live is not None, "crd": None}
     if live is None:
         return result
+    if not manages(live) and not params["adopt"]:
+        raise AicrError("definition: CRD %s is not managed by %s (%s); not deleted, nor any custom resource of its kind; allowed: adopt: true to "
+                        "delete it anyway" % (name, FIELD_MANAGER, _owner(live)), field="definition", name=name, field_managers=field_managers(live),
+                        old_found=True, changed=False)
     result.update(changed=True, action="delete", actions=["delete CRD %s (and every custom resource of its kind)" % name])
     result["diff"] = {"before": comparable(live), "after": {}}
     if check_mode:
         return result
+    meta = live.get("metadata") or {}
+    # the object read and judged above, not whatever holds the name by the time the DELETE arrives
+    preconditions = dict((k, meta[k]) for k in ("uid", "resourceVersion") if meta.get(k))
+    body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+    if preconditions:
+        body["preconditions"] = preconditions
     try:
-        cluster.request("DELETE", _path(name), body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
+        cluster.request("DELETE", _path(name), body=body)
     except ClusterError as exc:
+        if exc.status == 409:
+            raise AicrError("definition: CRD %s changed after it was read (%s); not deleted - re-run to decide on the current one" % (name, _describe(exc)),
+                            field="definition", name=name, status=409)
         if exc.status != 404:
             raise AicrError("definition: the cluster refused to delete CRD %s (%s)" % (name, _describe(exc)), field="definition", name=name, status=exc.status)
     if params["wait"]:
@@ -268,6 +309,10 @@ def publish(params, check_mode=False, cluster=None, sleep=time.sleep, clock=time
     cluster = cluster if cluster is not None else make_cluster(params)
     if params["state"] == "absent":
         return _absent(cluster, params, crd["metadata"]["name"], check_mode)
+    meta = crd["metadata"]  # check_definition's copy: the caller's definition is not changed
+    meta["labels"] = meta.get("labels") or {}
+    if isinstance(meta["labels"], dict):
+        meta["labels"].setdefault(MANAGED_BY_LABEL, MANAGED_BY)  # what state=absent checks (manages); a definition's own value is kept
     return publish_definition(cluster, crd, params, check_mode=check_mode, sleep=sleep, clock=clock)
 
 

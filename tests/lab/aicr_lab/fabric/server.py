@@ -11,6 +11,9 @@ many matching requests through first). Actions:
 - ``error`` (``status`` with ``body`` fti | fti_dra | fti_raw | error_text | plain | html | empty | redfish, nothing
   applied; see ``Handler._error`` for the CoHDI client each JSON shape comes from),
 - ``commit_then_fail`` (change applied, then the error returned),
+- ``late_commit`` (a gateway in front of the manager gives up: ``status``, default 504, with ``body``, default html, is
+  answered at once, and the manager applies the change ``delay`` seconds later, default 0.5; the request's log entry has
+  ``late_commit`` ``pending``, then ``applied`` or ``refused: <reason>``),
 - ``reset`` (connection dropped without a response; ``commit`` true applies the change first),
 - ``unauthorized`` (401), ``expire_token`` (every issued token expires now, so this request gets 401),
   ``malformed_jwt`` (token endpoint hands out a non-JWT),
@@ -361,6 +364,8 @@ class Handler(BaseHTTPRequestHandler):
             if reason:
                 entry["status"] = 401
                 return self._send(401, {"error": "invalid_token", "error_description": reason})
+        if rule and rule["action"] == "late_commit":
+            return self._late_commit(name, params, query, body, rule, entry)
         try:
             answer = getattr(self, "_" + name.replace(".", "_"))(params, query, body, rule)
             status, payload = answer[0], answer[1]
@@ -377,6 +382,23 @@ class Handler(BaseHTTPRequestHandler):
             return self._error(entry["status"], rule.get("body", "fti"), rule.get("message", "simulated failure after commit"))
         entry["status"] = status
         return self._send(status, payload, headers=extra_headers)
+
+    def _late_commit(self, name, params, query, body, rule, entry):
+        """The ``late_commit`` fault: the gateway's error now, the change applied by the manager ``delay`` seconds later."""
+        handler = getattr(self, "_" + name.replace(".", "_"))
+        entry["late_commit"] = "pending"
+
+        def apply():
+            time.sleep(float(rule.get("delay", 0.5)))
+            try:
+                handler(params, query, body, None)
+                entry["late_commit"] = "applied"
+            except ApiError as exc:
+                entry["late_commit"] = "refused: %s" % exc.message
+
+        threading.Thread(target=apply, name="late-commit-%s" % entry["seq"], daemon=True).start()
+        entry["status"] = int(rule.get("status", 504))
+        return self._error(entry["status"], rule.get("body", "html"), rule.get("message", "gateway timeout"))
 
     def _authenticate(self, route):
         header = self.headers.get("Authorization", "")

@@ -282,6 +282,18 @@ def test_commit_then_fail_applies_the_change(api):
     assert len(api.sim.control.devices(api.machines[0])) == 1
 
 
+def test_late_commit_answers_the_gateway_error_then_applies_the_change(api):
+    api.sim.control.fault(op="attach", action="late_commit", status=504, delay=0.3)
+    answer = api.fm_attach(api.machines[0])
+    assert answer.status_code == 504 and "<html" in answer.text
+    assert api.sim.control.devices(api.machines[0]) == []  # not yet: the manager is still applying it
+    deadline = time.monotonic() + 10
+    while api.sim.control.requests(op="attach")[0]["late_commit"] == "pending" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert api.sim.control.requests(op="attach")[0]["late_commit"] == "applied"
+    assert len(api.sim.control.devices(api.machines[0])) == 1
+
+
 def test_reset_drops_the_connection(api):
     api.sim.control.fault(op="attach", action="reset", commit=True)
     with pytest.raises(requests.exceptions.ConnectionError):

@@ -16,6 +16,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport imp
 class StubTransport:
     """Answers GETs from a path -> JSON map; records every request."""
 
+    base_url = "https://fabric.example"  # the links a backend follows are resolved against it
+
     def __init__(self, answers):
         self.answers = answers
         self.sent = []

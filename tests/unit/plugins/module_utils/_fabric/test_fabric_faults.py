@@ -306,3 +306,48 @@ def test_absent_of_a_known_model_the_machine_does_not_hold_is_quiet(fab, provide
     assert not any("nothing to detach" in w for w in result["warnings"]), result["warnings"]
     result, error = fab.run([Target(machine_id=fab.machines[0], model="a100", state="absent")], provider)
     assert any("no gpu of model a100 on the machine (it holds: no gpu); nothing to detach" in w for w in result["warnings"]), result["warnings"]
+
+
+# --- a gateway gives up while the manager still applies the change ----------------------------------------------------------
+
+
+def _wait_late_commit(fab, op):
+    """Until the ``late_commit`` fault's change has landed (or was refused) on the fabric: the run's outcome is judged after it."""
+    import time  # pylint: disable=import-outside-toplevel
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pending = [e for e in fab.control.requests(op=op) if e.get("late_commit") == "pending"]
+        if not pending:
+            return [e["late_commit"] for e in fab.control.requests(op=op) if e.get("late_commit")]
+        time.sleep(0.05)
+    raise AssertionError("the late commit never landed")
+
+
+@pytest.mark.parametrize("provider", ["fti_fm", "fti_cm", "redfish"])
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_a_gateway_error_while_the_manager_still_attaches_leaves_one_device(fab, provider, status):
+    fab.control.clear_requests()
+    fab.control.fault(op="attach", action="late_commit", status=status, delay=0.5)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=1)], provider)
+    assert _wait_late_commit(fab, "attach") == ["applied"]
+    assert error is None, error.msg
+    # the answer was the gateway's: the machine was re-read until the manager's attach showed, then adopted - never sent again
+    assert len(fab.devices()) == 1, fab.devices()
+    assert len(fab.mutations("attach")) == 1, fab.mutations()
+    assert len(result["attached"]) == 1
+    assert any("HTTP %d" % status in w and "adopted it (not attached twice)" in w for w in result["warnings"]), result["warnings"]
+    fab.control.clear_requests()
+    again, error = fab.run([Target(machine_id=fab.machines[0], model="A100", count=1)], provider)
+    assert error is None and again["changed"] is False and fab.mutations() == []
+
+
+@pytest.mark.parametrize("provider", ["fti_fm", "fti_cm", "redfish"])
+def test_a_gateway_timeout_while_the_manager_still_detaches_counts_it_detached(fab, provider):
+    fab.control.seed(fab.machines[0], "A100", 1)
+    fab.control.clear_requests()
+    fab.control.fault(op="detach", action="late_commit", status=504, delay=0.5)
+    result, error = fab.run([Target(machine_id=fab.machines[0], model="A100", state="absent")], provider)
+    assert _wait_late_commit(fab, "detach") == ["applied"]
+    assert error is None, error.msg
+    assert fab.devices() == [] and len(result["detached"]) == 1
+    assert len(fab.mutations("detach")) == 1, fab.mutations()

@@ -9,6 +9,7 @@ the drain check, devices held by an open intent).
 """
 
 import json
+import time
 
 import pytest
 
@@ -240,6 +241,23 @@ def test_a_refused_attach_leaves_no_open_intent(fab, own):
     _result, error = own.run("alpha", a100(fab, 1))
     assert error is not None and "HTTP 409" in error.msg
     assert own.stored("alpha")[1] == []
+
+
+def test_a_gateway_timeout_while_the_manager_still_attaches_leaves_one_device_under_the_intent(fab, own):
+    """504 from a gateway while the manager is still attaching: the machine is re-read until the device shows, it is
+    adopted under the one intent, and nothing is sent again (before issue 35 it was: two devices, one of them leaked)."""
+    fab.control.clear_requests()
+    fab.control.fault(op="attach", action="late_commit", status=504, delay=0.5)
+    done, error = own.run("alpha", a100(fab, 1))
+    deadline = time.monotonic() + 10
+    while any(e.get("late_commit") == "pending" for e in fab.control.requests(op="attach")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert error is None, error.msg
+    assert len(fab.devices()) == 1 and len(fab.mutations("attach")) == 1, fab.devices()
+    assert uuids(own.stored("alpha")[1]) == uuids(fab.devices()) == uuids(done["owned"])
+    assert all(record["res_uuid"] for record in own.stored("alpha")[1]), "no open intent left"
+    again, error = own.run("alpha", a100(fab, 1))
+    assert error is None and again["changed"] is False and len(fab.devices()) == 1
 
 
 def test_check_mode_with_a_stack_writes_no_record(fab, own, kube):

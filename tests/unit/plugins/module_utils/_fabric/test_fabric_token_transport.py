@@ -258,3 +258,14 @@ def test_wrong_credentials_never_echo_secrets(fab):
         backend.read_machine(fab.machines[0])
     assert "refused (HTTP 401)" in info.value.msg
     assert "hunter2" not in json.dumps(info.value.to_result())
+
+
+@pytest.mark.parametrize("status, kind", [(500, "response"), (502, "transport"), (503, "transport"), (504, "transport")])
+def test_a_gateways_answer_to_a_mutation_is_an_unknown_outcome_of_the_transport_kind(fab, transport, status, kind):
+    # 502/503/504 come from a proxy in front of the manager, which may still be applying the change: the caller re-reads until
+    # it shows or the settle timeout (kind transport), never just once; a 500 is the manager's own answer (kind response)
+    fab.control.fault(op="detach", action="error", status=status, body="html")
+    with pytest.raises(AmbiguousOutcome) as info:
+        transport.request("DELETE", machine_path(fab) + "/update", params={"tenant_uuid": fab.tenant_id}, json_body={})
+    assert info.value.kind == kind and info.value.status == status
+    assert len(fab.control.requests(op="detach")) == 1

@@ -388,3 +388,71 @@ def test_parameter_errors(params, message):
     with pytest.raises(AicrError) as caught:
         publish.publish(dict(params, definition={}), cluster=NeverEstablished())
     assert caught.value.msg == message
+
+
+# --- state: absent deletes only a CRD this collection manages (on a double) ---------------------------------------------------
+
+
+class LiveCRD:
+    """One live CRD with the given field managers and labels; records DELETEs (and their body) and then reads as gone."""
+
+    def __init__(self, managers, labels):
+        self.live = {"apiVersion": publish.API_VERSION, "kind": publish.KIND,
+                     "metadata": {"name": "things.x.io", "uid": "u-1", "resourceVersion": "42", "labels": labels,
+                                  "managedFields": [{"manager": m, "operation": "Apply", "fieldsV1": {}} for m in managers]},
+                     "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": []}}
+        self.deleted = []
+
+    def request(self, method, path, query=None, body=None, content_type=None):
+        if method == "GET":
+            if self.live is None:
+                raise ClusterError("cluster: GET %s returned 404: not found" % path, status=404)
+            return self.live
+        if method == "DELETE":
+            self.deleted.append(body)
+            self.live = None
+            return {}
+        raise AssertionError("unexpected %s" % method)
+
+
+THINGS = {"apiVersion": publish.API_VERSION, "kind": publish.KIND, "metadata": {"name": "things.x.io"},
+          "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": []}}
+OURS = {"app.kubernetes.io/managed-by": "aicr-runtime"}
+
+
+@pytest.mark.parametrize("managers, labels, owner", [
+    (["helm"], {"app.kubernetes.io/managed-by": "Helm"}, "field managers helm, label app.kubernetes.io/managed-by=Helm"),
+    (["kubectl-client-side-apply"], {}, "field managers kubectl-client-side-apply, label app.kubernetes.io/managed-by not set"),
+    (["tenant-operator"], OURS, "field managers tenant-operator, label app.kubernetes.io/managed-by=aicr-runtime"),  # the label alone is data
+    (["aicr-runtime", "helm"], {"app.kubernetes.io/managed-by": "Helm"}, "field managers aicr-runtime, helm, label app.kubernetes.io/managed-by=Helm"),
+])
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_absent_refuses_a_crd_this_collection_does_not_manage(managers, labels, owner, check_mode):
+    cluster = LiveCRD(managers, labels)
+    with pytest.raises(AicrError) as caught:
+        publish.publish({"definition": THINGS, "state": "absent", "wait": False}, cluster=cluster, check_mode=check_mode)
+    assert caught.value.msg == ("definition: CRD things.x.io is not managed by aicr-runtime (%s); not deleted, nor any custom resource of its kind; "
+                                "allowed: adopt: true to delete it anyway" % owner)
+    assert cluster.deleted == [] and cluster.live is not None
+
+
+def test_absent_with_adopt_deletes_a_foreign_crd_pinned_to_what_was_read():
+    cluster = LiveCRD(["helm"], {"app.kubernetes.io/managed-by": "Helm"})
+    result = publish.publish({"definition": THINGS, "state": "absent", "adopt": True, "wait": False}, cluster=cluster)
+    assert result["changed"] is True and result["action"] == "delete"
+    assert cluster.deleted[0]["preconditions"] == {"uid": "u-1", "resourceVersion": "42"}
+
+
+def test_absent_deletes_a_crd_this_collection_manages():
+    cluster = LiveCRD(["aicr-runtime", "kube-apiserver"], OURS)
+    result = publish.publish({"definition": THINGS, "state": "absent", "wait": False}, cluster=cluster)
+    assert result["changed"] is True and result["action"] == "delete" and len(cluster.deleted) == 1
+
+
+def test_present_labels_the_crd_as_managed_unless_the_definition_says_otherwise():
+    cluster = NeverEstablished()
+    publish.publish({"definition": THINGS, "wait": False}, cluster=cluster)
+    assert cluster.live["metadata"]["labels"] == OURS and "labels" not in THINGS["metadata"]
+    theirs = dict(THINGS, metadata={"name": "things.x.io", "labels": {"app.kubernetes.io/managed-by": "Helm"}})
+    publish.publish({"definition": theirs, "wait": False}, cluster=cluster)
+    assert cluster.live["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "Helm"}
