@@ -328,6 +328,12 @@ class Guarded(object):
         self._target = target
         self._lease = lease
 
+    def holds(self):
+        """Raise as a mutating call would when the run was cancelled or no longer holds its Lease: for work that goes on
+        inside one call (helm run again after the API server did not answer: ``HelmRunner._retrying``)."""
+        cancel.check("a retried change")
+        self._lease.check()
+
     def __getattr__(self, name):
         attr = getattr(self._target, name)
         if not callable(attr):
