@@ -490,6 +490,10 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         result["helm_version"] = getattr(helm, "major", None)
         if getattr(helm, "warnings", None):
             result["warnings"] = list(result.get("warnings") or []) + list(helm.warnings)
+        retried = getattr(cluster, "retried", 0)  # KubeClient's count; the unit doubles have none
+        if isinstance(retried, int) and retried:
+            result["warnings"] = list(result.get("warnings") or []) + [
+                "the API server did not answer %d request(s) at first (no answer, 429 or 5xx): they were sent again" % retried]
         if checked is not None:
             result["preflight"] = checked
         if live is not None:
