@@ -44,6 +44,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._release import helmretry
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
@@ -363,53 +364,6 @@ def _revision(out):
     return Revision(int((answer or {}).get("version") or 0), answer)
 
 
-# What helm (client-go) says when the API server did not answer, or answered that it cannot serve now: the request
-# either never reached the server or the server refused it without acting, so running the same helm again is safe (an
-# upgrade --install of the same chart and values converges to the same release; a revision it left pending is cleared by
-# :meth:`HelmRunner._clear_own_pending`). helm's --timeout expiring ("context deadline exceeded" alone) is not among them.
-UNREACHABLE_MARKERS = (
-    "kubernetes cluster unreachable", "tls handshake timeout", "connection refused", "connection reset by peer", "i/o timeout",
-    "unexpected eof", ": eof", "http2: client connection lost", "http2: server sent goaway", "no route to host",
-    "the server is currently unable to handle the request", "the server was unable to return a response in the time allotted",
-    "request did not complete within requested timeout", "etcdserver: request timed out", "etcdserver: leader changed",
-    "too many requests", "the server has received too many requests", "server closed idle connection", "net/http: timeout awaiting response headers",
-)
-# helm refusing to touch a release whose latest revision is pending: after a retried failure, possibly our own helm's
-PENDING_MARKER = "another operation (install/upgrade/rollback) is in progress"
-RETRY_FIRST_PAUSE = 1.0  # seconds before the first retry; doubled after each, at most RETRY_MAX_PAUSE
-RETRY_MAX_PAUSE = 5.0
-RETRY_MIN_REMAINING = 2.0  # a retry is started only with at least this much of its deadline left
-
-
-def _unreachable_reason(exc):
-    """The marker that made a failure a retry, for the warning (helm's own words, short)."""
-    text = failure_text(exc)
-    for marker in UNREACHABLE_MARKERS + (PENDING_MARKER,):
-        if marker in text:
-            return marker
-    return "no answer"
-
-
-def failure_text(exc):
-    """What helm printed for a failed call (message and stderr), lower case, for the classification below."""
-    return " ".join([getattr(exc, "msg", "") or str(exc), str((getattr(exc, "details", None) or {}).get("stderr") or "")]).lower()
-
-
-# A chart repository or registry not answering says the same words; its outage is not the API server's and a retry of
-# the whole upgrade would only fail later: those failures name what helm was fetching.
-REPOSITORY_MARKERS = ("index.yaml", ".tgz", "chart repository", "/v2/", "failed to fetch", "failed to download", "oci://")
-
-
-def cluster_unreachable(exc):
-    """Whether a failed helm call failed because the API server did not answer (or could not serve): worth a retry."""
-    if getattr(exc, "details", {}).get("cancelled") or getattr(exc, "details", {}).get("field"):
-        return False  # SIGTERM, a missing helm, a repository's credentials: not the API server's outage
-    text = failure_text(exc)
-    if "kubernetes cluster unreachable" in text:
-        return True
-    return any(marker in text for marker in UNREACHABLE_MARKERS) and not any(marker in text for marker in REPOSITORY_MARKERS)
-
-
 class EarlyUpgrade(object):
     """A ``helm upgrade --install`` started by :meth:`HelmRunner.start_upgrade`, waiting at its gate. ``plain``: the argv of
     the same upgrade without its gate, for a retry after the API server did not answer."""
@@ -448,86 +402,25 @@ class HelmRunner(object):
         self._probe = None
         self._probe_error = None
         self.calls = []
-        # Retries of helm calls the API server did not answer (UNREACHABLE_MARKERS), within the call's deadline.
+        # Retries of helm calls the API server did not answer (``helmretry``), within the call's deadline.
         # ``release_client``: the run's client (lease-guarded), to clear a pending revision our own failed helm left; None: such a
         # revision fails the retry as any pending one does. ``retried``: (what, why) of each retry, for the run's warnings.
         self.release_client = None
         self.clock = time.monotonic
         self.sleep = cancel.pause
         self.retried = []
-        self._retry_lock = threading.Lock()
+        self.retry_lock = threading.Lock()
 
     @property
     def warnings(self):
         """What the run should warn about (TLS verification turned off for a repository; helm calls retried because the
         API server did not answer)."""
-        retried = {}
-        for what, why in self.retried:
-            count, _why = retried.get(what, (0, why))
-            retried[what] = (count + 1, why)
-        return list(self.repositories.warnings) + [
-            "%s: the API server did not answer (%s); retried %d time(s) within the component's timeout" % (what, why, count)
-            for what, (count, why) in sorted(retried.items())]
+        return list(self.repositories.warnings) + helmretry.warnings(self.retried)
 
     def _retrying(self, attempt, deadline, what, release=None, namespace=None, labels=None, gone_ok=False):
-        """``attempt(remaining)`` (one helm run, given the seconds left), run again while it fails because the API server
-        did not answer and ``deadline`` (a :attr:`clock` value; None: no retry) leaves time: the deadline bounds the retries,
-        not a count. Pauses 1, 2, 4, 5, 5... s between attempts.
-
-        ``release``/``namespace``/``labels``: an upgrade's, so that a revision its own interrupted attempt left pending is
-        cleared before the next one (helm would refuse it); ``gone_ok``: an uninstall whose retry finds no release any more
-        (the attempt whose answer was lost finished it) has succeeded."""
-        pause, retrying = RETRY_FIRST_PAUSE, False
-        began = time.time()
-        while True:
-            remaining = None if deadline is None else deadline - self.clock()
-            try:
-                return attempt(remaining)
-            except AicrError as exc:
-                if retrying and gone_ok and "not found" in failure_text(exc):
-                    return ""
-                own_pending = retrying and release is not None and PENDING_MARKER in failure_text(exc)
-                if deadline is None or not (cluster_unreachable(exc) or own_pending):
-                    raise
-                if own_pending and not self._clear_own_pending(release, namespace, labels, began):
-                    raise
-                if deadline - self.clock() < pause + RETRY_MIN_REMAINING:
-                    raise
-                with self._retry_lock:
-                    self.retried.append((what, _unreachable_reason(exc)))
-                self.sleep(pause)
-                cancel.check(what)
-                holds = getattr(self.release_client, "holds", None)
-                if holds is not None:
-                    holds()  # the Lease was checked before the call: each attempt is a change of its own
-                pause, retrying = min(RETRY_MAX_PAUSE, pause * 2), True
-
-    def _clear_own_pending(self, release, namespace, labels, began):
-        """Delete the pending revision of ``release`` an earlier attempt of this call left (True), or leave it (False).
-
-        Ours when it carries this upgrade's digest label and was recorded since this call began (measured as durations on
-        the API server's clock and this host's: no clock comparison): that attempt's helm has exited, nothing else finishes
-        it, and the run holds the stack's Lease. Anything else pending is someone else's: helm's refusal stands."""
-        client = self.release_client
-        if client is None:
-            return False
-        try:
-            deployed = read_release(client, release, namespace)
-            digest = (labels or {}).get(DIGEST_LABEL)
-            if deployed is None or not deployed.pending or not digest or deployed.digest != digest:
-                return deployed is not None and not deployed.pending  # no longer pending: retry as it is
-            age = deployed.age_seconds(client.server_time())
-            if age is None or age > time.time() - began + 2:
-                return False
-            meta_uid = None
-            secret = client.get("v1", "Secret", deployed.secret_name, namespace)
-            if secret is not None:
-                meta_uid = (secret.get("metadata") or {}).get("uid")
-            client.delete("v1", "Secret", deployed.secret_name, namespace, uid=meta_uid)
-        except AicrError:
-            return True  # the API server still does not answer: the next attempt is the retry, this is tried again then
-        cancel.note("helm: cleared revision %s of %s/%s, left pending by an interrupted attempt of this run" % (deployed.revision, namespace, release))
-        return True
+        """``attempt(remaining)`` run again while the API server does not answer, until ``deadline`` (``helmretry.retrying``)."""
+        return helmretry.retrying(self, attempt, deadline, what, release=release, namespace=namespace, labels=labels, gone_ok=gone_ok,
+                                  reader=read_release)
 
     def _env(self):
         """helm's environment, built rather than inherited (see :func:`helm_environment`)."""
