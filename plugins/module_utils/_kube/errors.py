@@ -31,8 +31,8 @@ class NotServed(ClusterError):
     """The API server does not serve this apiVersion/kind (yet)."""
 
 
-# Answers that say the server did not act on the request: retried (reads) and waited through (readiness waits).
-# 0 is no answer at all (refused, reset, timed out, TLS handshake).
+# Failures after which the same read may well be answered a moment later: retried (reads, server-side applies) and
+# waited through (readiness waits). 0 is no answer at all (refused, reset, timed out, TLS handshake).
 TRANSIENT_STATUS = (0, 429, 500, 502, 503, 504)
 
 

@@ -17,8 +17,9 @@ suffix) and what it is doing (annotation ``aicr.io/holder-message``).
   this run's unanswered renewals wrote (holder, acquireTime, transitions and that renewal's renewTime) is that renewal,
   applied with its answer lost: the Lease is still this run's.
 - **Held from before the request**: a renewal counts from the moment it was sent (before the server's clock is read for
-  its renewTime), never from its answer, so this run's idea of its Lease ends no later than another run's reading of
-  the renewTime it wrote: two runs never both believe they hold it.
+  its renewTime), never from its answer: a slow answer does not stretch this run's idea of its Lease past what another
+  run reads from the renewTime it wrote (to the whole second of the server's ``Date``), so two runs do not both believe
+  they hold it for up to a request's timeout.
 - **Release deletes only its own Lease**: preconditioned on the uid and resourceVersion of the last renewal, so a
   Lease another run took over meanwhile is left alone.
 """
