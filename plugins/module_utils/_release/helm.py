@@ -32,6 +32,7 @@ __metaclass__ = type
 import base64
 import gzip
 import json
+import math
 import os
 import re
 import shutil
@@ -364,6 +365,11 @@ def _revision(out):
     return Revision(int((answer or {}).get("version") or 0), answer)
 
 
+def _whole_seconds(remaining):
+    """helm's ``--timeout`` for ``remaining`` seconds (None: none): whole seconds, rounded up, at least 1."""
+    return None if remaining is None else max(1, int(math.ceil(remaining)))
+
+
 class EarlyUpgrade(object):
     """A ``helm upgrade --install`` started by :meth:`HelmRunner.start_upgrade`, waiting at its gate. ``plain``: the argv of
     the same upgrade without its gate, for a retry after the API server did not answer."""
@@ -509,7 +515,7 @@ class HelmRunner(object):
                 except subprocess.TimeoutExpired:
                     raise AicrError("%s: helm did not finish within %ss" % (early.what, int(timeout or 0)))
                 return self._outcome(proc, early.what)
-            argv = early.plain(remaining)
+            argv = early.plain(_whole_seconds(remaining))
             self.calls.append(list(argv))
             return self.run(argv, timeout=(remaining + 30) if remaining else None, what=early.what)
 
@@ -623,9 +629,10 @@ class HelmRunner(object):
         what = "helm upgrade --install %s" % release
 
         def attempt(remaining):
-            # each attempt's --timeout is what is left of the component's: helm's own waits end by the same deadline
+            # each attempt's --timeout is what is left of the component's (the first one's: all of it, rounded up as
+            # given): helm's own waits end by the same deadline
             argv = self.upgrade_argv(release, namespace, chart_ref, repo, version, values_file, labels, extra_flags, atomic,
-                                     max(1, remaining) if remaining is not None else None)
+                                     _whole_seconds(remaining))
             return self._authenticated(argv, (remaining + 30) if remaining is not None else None, what, where, cred)
 
         deadline = self.clock() + timeout if timeout else None
@@ -695,7 +702,7 @@ class HelmRunner(object):
         def attempt(remaining):
             argv = ["uninstall", release, "--namespace", namespace]
             if remaining is not None:
-                argv += ["--timeout", "%ds" % max(1, int(remaining))]
+                argv += ["--timeout", "%ds" % _whole_seconds(remaining)]
             return self.run(argv + self._global(), timeout=(remaining + 30) if remaining is not None else None, what=what)
 
         self._retrying(attempt, self.clock() + timeout if timeout else None, what, gone_ok=True)
