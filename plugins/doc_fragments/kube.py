@@ -37,6 +37,8 @@ options:
       - Seconds one component may take, from the moment its gate opens until it is Ready
         (objects applied, release installed, every resource current).
       - A component that runs out of time fails and names the first resource that is not ready.
+      - It also bounds how long an API server that stops answering is waited for - a restart, a pause - within the
+        component - its reads retried (no answer, 429, 5xx), its helm run again when helm found the cluster unreachable.
       - With O(clear_pending), a release whose latest revision has been C(pending-install), C(pending-upgrade) or
         C(pending-rollback) for longer than this (by the API server's clock) is taken as an interrupted helm operation -
         its revision record is removed and the release installed or upgraded again; a younger one fails the component

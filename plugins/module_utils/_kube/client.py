@@ -9,7 +9,10 @@ about (``/api/v1``, ``/apis/<group>/<version>``), so a CRD installed by one comp
 without a full re-discovery. A resource whose path is known (the ClusterStack CRD's) is registered (:meth:`KubeClient.register`)
 instead of discovered.
 
-Reads and server-side applies are retried on 429, 5xx and connection errors; other writes never are.
+Reads and server-side applies are retried on 429, 5xx and connection errors; other writes only when the server
+certainly did not act (429, a refused connection). Inside a :func:`retry_window` (a component's step, a readiness wait)
+they are retried until its deadline, with a backoff of 0.1 s doubling to 2 s: an API server restarting or paused for less
+than the component's timeout is waited for. Outside one, about 1.5 s (``retries``) before the error is the caller's.
 Every failure is a :class:`~.errors.ClusterError` (``NotServed`` for a kind the server does not serve).
 
 The object interface (``get``, ``list``, ``apply``, ``delete``, ``create``, ``replace``, ``is_namespaced``) is
@@ -21,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import copy
 import email.utils
 import json
@@ -30,7 +34,9 @@ import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed, status_message, transport_error
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import (
+    TRANSIENT_STATUS, ClusterError, NotServed, never_sent, status_message, transient, transport_error,
+)
 
 try:
     from urllib.parse import quote, urlencode
@@ -71,6 +77,26 @@ def comparable(obj):
     return result
 
 
+_window = threading.local()
+
+
+@contextlib.contextmanager
+def retry_window(seconds):
+    """Within it, this thread's requests (any client) that may be retried are retried until ``seconds`` from now: the
+    deadline of the work they are part of bounds the retries, not a count. The innermost window counts."""
+    previous = getattr(_window, "deadline", None)
+    _window.deadline = time.monotonic() + max(0.0, seconds)
+    try:
+        yield
+    finally:
+        _window.deadline = previous
+
+
+def retry_deadline():
+    """The :func:`retry_window` deadline of this thread (a ``time.monotonic`` value), or None outside one."""
+    return getattr(_window, "deadline", None)
+
+
 _UNREAD = object()  # KubeClient.server_version not read yet (None is an answer: unparsable)
 
 
@@ -95,22 +121,33 @@ class KubeClient(object):
         self._resources = {}
         self._lock = threading.Lock()
         self._server_version = _UNREAD
+        self.retried = 0  # requests this client sent again (every thread): what an outage cost, for tests and the bench
 
     # -- transport -------------------------------------------------------
-    RETRY_STATUS = (0, 429, 500, 502, 503, 504)
+    RETRY_STATUS = TRANSIENT_STATUS
 
     def request(self, method, path, query=None, body=None, content_type="application/json", attempts=None):
-        """Like :meth:`request_once`; reads and server-side applies (idempotent) are retried on 429/5xx/connection errors."""
+        """Like :meth:`request_once`; reads and server-side applies (idempotent) are retried on 429/5xx/connection errors,
+        other writes on 429 and refused connections (:func:`~.errors.never_sent`). ``attempts``: at most that many tries;
+        otherwise until the :func:`retry_window` deadline, or ``retries`` more tries outside one."""
         idempotent = method == "GET" or (method == "PATCH" and content_type == "application/apply-patch+yaml")
-        attempts = attempts or (self.retries + 1 if idempotent else 1)
-        for attempt in range(attempts):
+        deadline = retry_deadline()
+        if attempts is None and deadline is None:
+            attempts = self.retries + 1
+        attempt = 0
+        while True:
             try:
                 return self.request_once(method, path, query, body, content_type)
             except ClusterError as exc:
-                if exc.status not in self.RETRY_STATUS or attempt == attempts - 1:
+                attempt += 1
+                pause = min(2.0, 0.1 * (2 ** min(attempt - 1, 5)))
+                if not (transient(exc) if idempotent else never_sent(exc)) or cancel.requested():
                     raise
-                time.sleep(min(2.0, 0.1 * (2 ** attempt)))
-        raise ClusterError("cluster: %s %s failed" % (method, path))  # pragma: no cover - loop always returns or raises
+                if (attempts is not None and attempt >= attempts) or (deadline is not None and time.monotonic() + pause >= deadline):
+                    raise
+                with self._lock:
+                    self.retried += 1
+                cancel.pause(pause)  # SIGTERM ends the pause: the error is then the caller's (which stops)
 
     def _headers(self):
         """JSON, our user agent, and the client's credentials (bearer token, refreshed by the kubernetes client)."""

@@ -31,6 +31,23 @@ class NotServed(ClusterError):
     """The API server does not serve this apiVersion/kind (yet)."""
 
 
+# Failures after which the same read may well be answered a moment later: retried (reads, server-side applies) and
+# waited through (readiness waits). 0 is no answer at all (refused, reset, timed out, TLS handshake).
+TRANSIENT_STATUS = (0, 429, 500, 502, 503, 504)
+
+
+def transient(exc):
+    """Whether ``exc`` is a failed request the API server may answer a moment later (no answer, 429, 5xx); a
+    :class:`NotServed` or any other error (403, 404, 409, 422...) is an answer."""
+    return isinstance(exc, ClusterError) and not isinstance(exc, NotServed) and exc.status in TRANSIENT_STATUS
+
+
+def never_sent(exc):
+    """Whether a failed request certainly did not reach the server (refused connection) or was refused unread (429):
+    even a write is safe to send again."""
+    return isinstance(exc, ClusterError) and (exc.status == 429 or (exc.status == 0 and exc.reason == "connection refused"))
+
+
 def describe(exc):
     """``<status> <the API server's reason>``, or the transport failure when there was no answer."""
     if not getattr(exc, "status", 0):

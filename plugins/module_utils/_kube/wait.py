@@ -6,6 +6,10 @@
 Every wait has a deadline (a value of ``clock``) and observes the cluster; none sleeps a fixed time and
 hopes. :func:`until_current` watches the first pending object when the client can (``watch_until``), so
 readiness is seen the moment the controller reports it, and reads every ``poll_interval`` otherwise.
+
+A read the API server does not answer (no answer, 429, 5xx: ``errors.transient``) is not the wait's end: the client
+retries it until the wait's deadline (:func:`~.client.retry_window`), and one that still fails counts as "not ready
+yet" - the wait goes on until its deadline, which then names what the server last said.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +20,10 @@ import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import describe, transient
+
+_UNANSWERED = object()  # a read the API server did not answer (a transient error): pending, not gone
 
 WATCH_SECONDS = 30.0  # one readiness watch at most this long, then the objects are read again
 
@@ -24,11 +32,25 @@ def _where(namespace, name):
     return "%s%s" % ((namespace + "/") if namespace else "", name)
 
 
+def _read(client, ref, deadline, clock):
+    """``client.get`` of ``ref``, retried by the client until ``deadline``; ``(_UNANSWERED, reason)`` when the API server
+    still did not answer, ``(obj, None)`` otherwise."""
+    api_version, kind, name, namespace = ref
+    try:
+        with retry_window(deadline - clock()):
+            return client.get(api_version, kind, name, namespace), None
+    except AicrError as exc:
+        if not transient(exc):
+            raise
+        return _UNANSWERED, "the API server did not answer (%s)" % describe(exc)
+
+
 def until_current(client, refs, deadline, who, what, poll_interval=0.5, clock=time.monotonic, sleep=time.sleep, details=None):
     """Wait until every ``(apiVersion, kind, name, namespace)`` of ``refs`` is current; AicrError naming ``who`` otherwise.
 
     A terminal failure (a failed Job, ``Stalled``...) fails at once; the deadline fails naming the first object that
-    is not ready. ``details`` are added to the error (e.g. ``component=``).
+    is not ready. A read the API server does not answer is "not ready" until the deadline. ``details`` are added to the
+    error (e.g. ``component=``).
     """
     details = dict(details or {})
     pending = list(refs)
@@ -40,7 +62,10 @@ def until_current(client, refs, deadline, who, what, poll_interval=0.5, clock=ti
         watched = None
         for ref in pending:
             api_version, kind, name, namespace = ref
-            obj = seen.pop(ref) if ref in seen else client.get(api_version, kind, name, namespace)
+            obj, unanswered = (seen.pop(ref), None) if ref in seen else _read(client, ref, deadline, clock)
+            if obj is _UNANSWERED:
+                still.append((ref, unanswered))
+                continue
             state, reason = readiness.assess(obj)
             if state == readiness.FAILED:
                 raise AicrError("%s: %s %s failed (%s)" % (who, kind, _where(namespace, name), reason),
@@ -80,9 +105,16 @@ def until_current(client, refs, deadline, who, what, poll_interval=0.5, clock=ti
 
 def until(check, deadline, interval, on_timeout, clock=time.monotonic, sleep=time.sleep):
     """Call ``check()`` until it returns something truthy (returned), every ``interval`` seconds; at ``deadline`` raise
-    ``on_timeout()`` (an AicrError). ``check`` is called at least once."""
+    ``on_timeout()`` (an AicrError). ``check`` is called at least once; a check whose read the API server did not answer
+    (a transient ClusterError, retried by the client until ``deadline``) is a check that did not hold yet."""
     while True:
-        found = check()
+        try:
+            with retry_window(deadline - clock()):
+                found = check()
+        except AicrError as exc:
+            if not transient(exc) or clock() >= deadline:
+                raise
+            found = None
         if found:
             return found
         if clock() >= deadline:

@@ -41,6 +41,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
@@ -200,6 +201,8 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 raw_cluster, raw_helm = self.cluster, self.helm
                 self.cluster = self.inventory.cluster = Guarded(raw_cluster, lease)
                 self.helm = Guarded(raw_helm, lease)
+                # helm's retries clear a revision their own interrupted attempt left pending through the guarded client
+                raw_helm.release_client = self.cluster
                 try:
                     self._start_early_starts(raw_helm)
                     self.inventory.load(self._action)
@@ -220,6 +223,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                     self._stop_prefetch()
                     self.cluster = self.inventory.cluster = raw_cluster
                     self.helm = raw_helm
+                    raw_helm.release_client = None
                     lease.release()
                 lost = lease.lost_by_the_end()  # the run fails, reporting what it did: another run may hold the stack
             elif not self.opts.check_mode:
@@ -251,24 +255,34 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
             st.message = outcome.error or "not started"
         self._transition(st)
 
+    def _within_timeout(self, step, overall_deadline):
+        """``step`` (one component's deploy or removal) with its cluster requests retried (429, 5xx, no answer) until its
+        deadline - its ``timeout`` within the overall one - rather than a fixed count: an API server that stops answering
+        for less than that is waited for."""
+        def timed(*args):
+            with retry_window(max(0.0, min(self.opts.timeout, overall_deadline - self.clock()))):
+                return step(*args)
+        return timed
+
     def _run_dag(self, order, deps, work, overall_deadline):
         return run_dag(order, deps, work, concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock, on_block=self._mark_blocked)
 
     def _execute(self, start):
         overall_deadline = start + self.opts.overall_timeout
+        deploy, remove = self._within_timeout(self._deploy, overall_deadline), self._within_timeout(self._remove, overall_deadline)
         if self.opts.state == "present":
-            outcomes = self._run_dag(self.plan.order, self.plan.deps, lambda n: self._deploy(n, overall_deadline), overall_deadline)
+            outcomes = self._run_dag(self.plan.order, self.plan.deps, lambda n: deploy(n, overall_deadline), overall_deadline)
             if self.opts.prune and self.leftovers:
                 order, entries, deps = self._removal_entries(include_plan=False)
                 for name in order:
                     self.states[name] = self._leftover_state(name, entries[name], removing=False)
-                outcomes.update(self._run_dag(order, deps, lambda n: self._remove(n, entries[n], overall_deadline), overall_deadline))
+                outcomes.update(self._run_dag(order, deps, lambda n: remove(n, entries[n], overall_deadline), overall_deadline))
         else:
             order, entries, deps = self._removal_entries(include_plan=True)
             for name in order:
                 if name not in self.states:
                     self.states[name] = self._leftover_state(name, entries[name], removing=False)
-            outcomes = self._run_dag(order, deps, lambda n: self._remove(n, entries[n], overall_deadline), overall_deadline)
+            outcomes = self._run_dag(order, deps, lambda n: remove(n, entries[n], overall_deadline), overall_deadline)
         for outcome in outcomes.values():
             if outcome.status == BLOCKED:
                 self._mark_blocked(outcome)
@@ -480,6 +494,10 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         result["helm_version"] = getattr(helm, "major", None)
         if getattr(helm, "warnings", None):
             result["warnings"] = list(result.get("warnings") or []) + list(helm.warnings)
+        retried = getattr(cluster, "retried", 0)  # KubeClient's count; the unit doubles have none
+        if isinstance(retried, int) and retried:
+            result["warnings"] = list(result.get("warnings") or []) + [
+                "the API server did not answer %d request(s) at first (no answer, 429 or 5xx): they were sent again" % retried]
         if checked is not None:
             result["preflight"] = checked
         if live is not None:

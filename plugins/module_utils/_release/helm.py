@@ -32,6 +32,7 @@ __metaclass__ = type
 import base64
 import gzip
 import json
+import math
 import os
 import re
 import shutil
@@ -44,6 +45,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._release import helmretry
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
@@ -363,11 +365,18 @@ def _revision(out):
     return Revision(int((answer or {}).get("version") or 0), answer)
 
 
-class EarlyUpgrade(object):
-    """A ``helm upgrade --install`` started by :meth:`HelmRunner.start_upgrade`, waiting at its gate."""
+def _whole_seconds(remaining):
+    """helm's ``--timeout`` for ``remaining`` seconds (None: none): whole seconds, rounded up, at least 1."""
+    return None if remaining is None else max(1, int(math.ceil(remaining)))
 
-    def __init__(self, release, proc, gates, gate, what):
+
+class EarlyUpgrade(object):
+    """A ``helm upgrade --install`` started by :meth:`HelmRunner.start_upgrade`, waiting at its gate. ``plain``: the argv of
+    the same upgrade without its gate, for a retry after the API server did not answer."""
+
+    def __init__(self, release, proc, gates, gate, what, plain=None, labels=None, namespace=None):
         self.release, self.proc, self.gates, self.gate, self.what = release, proc, gates, gate, what
+        self.plain, self.labels, self.namespace = plain, labels, namespace
 
 
 class _Completed(object):
@@ -399,11 +408,25 @@ class HelmRunner(object):
         self._probe = None
         self._probe_error = None
         self.calls = []
+        # Retries of helm calls the API server did not answer (``helmretry``), within the call's deadline.
+        # ``release_client``: the run's client (lease-guarded), to clear a pending revision our own failed helm left; None: such a
+        # revision fails the retry as any pending one does. ``retried``: (what, why) of each retry, for the run's warnings.
+        self.release_client = None
+        self.clock = time.monotonic
+        self.sleep = cancel.pause
+        self.retried = []
+        self.retry_lock = threading.Lock()
 
     @property
     def warnings(self):
-        """What the run should warn about (TLS verification turned off for a repository)."""
-        return list(self.repositories.warnings)
+        """What the run should warn about (TLS verification turned off for a repository; helm calls retried because the
+        API server did not answer)."""
+        return list(self.repositories.warnings) + helmretry.warnings(self.retried)
+
+    def _retrying(self, attempt, deadline, what, release=None, namespace=None, labels=None, gone_ok=False):
+        """``attempt(remaining)`` run again while the API server does not answer, until ``deadline`` (``helmretry.retrying``)."""
+        return helmretry.retrying(self, attempt, deadline, what, release=release, namespace=namespace, labels=labels, gone_ok=gone_ok,
+                                  reader=read_release)
 
     def _env(self):
         """helm's environment, built rather than inherited (see :func:`helm_environment`)."""
@@ -467,20 +490,36 @@ class HelmRunner(object):
                                  list(extra_flags or []) + gates.helm_flags(gate), atomic, timeout)
         self.calls.append(list(argv))
         what = "helm upgrade --install %s" % release
+
+        def plain(remaining):
+            return self.upgrade_argv(release, namespace, chart_path, None, None, values_file, labels, extra_flags, atomic, remaining)
         try:
             proc = _start_child([self.binary] + argv, gates.helm_env(self._env()), what)
         except OSError as exc:
             raise self._cannot_run(exc)
-        return EarlyUpgrade(release, proc, gates, gate, what)
+        return EarlyUpgrade(release, proc, gates, gate, what, plain=plain, labels=labels, namespace=namespace)
 
     def finish_upgrade(self, early, timeout=None):
-        """Open the gate of a :meth:`start_upgrade` helm and wait for it; the :class:`Revision` it reports."""
+        """Open the gate of a :meth:`start_upgrade` helm and wait for it; the :class:`Revision` it reports.
+
+        When it failed because the API server did not answer, the same upgrade runs again without a gate (its gate's
+        decision is made: it opened) until ``timeout`` minus helm's 30 s grace (the component's deadline)."""
         early.gates.open(early.gate)
-        try:
-            proc = _Completed(*_collect_child(early.proc, timeout))
-        except subprocess.TimeoutExpired:
-            raise AicrError("%s: helm did not finish within %ss" % (early.what, int(timeout or 0)))
-        out = self._outcome(proc, early.what)
+        deadline = self.clock() + max(1.0, timeout - 30) if timeout else None
+        state = {"first": True}
+
+        def attempt(remaining):
+            if state.pop("first", False):
+                try:
+                    proc = _Completed(*_collect_child(early.proc, timeout))
+                except subprocess.TimeoutExpired:
+                    raise AicrError("%s: helm did not finish within %ss" % (early.what, int(timeout or 0)))
+                return self._outcome(proc, early.what)
+            argv = early.plain(_whole_seconds(remaining))
+            self.calls.append(list(argv))
+            return self.run(argv, timeout=(remaining + 30) if remaining else None, what=early.what)
+
+        out = self._retrying(attempt, deadline if early.plain else None, early.what, early.release, early.namespace, early.labels)
         cancel.note("%s done" % early.what)
         return _revision(out)
 
@@ -587,8 +626,17 @@ class HelmRunner(object):
         values_file = self._values_file(workdir, namespace, release, values)
         where = repo or chart_ref
         chart_ref, repo, extra_flags, cred = self._source(chart_ref, repo, extra_flags, timeout=timeout)
-        argv = self.upgrade_argv(release, namespace, chart_ref, repo, version, values_file, labels, extra_flags, atomic, timeout)
-        out = self._authenticated(argv, (timeout + 30) if timeout else None, "helm upgrade --install %s" % release, where, cred)
+        what = "helm upgrade --install %s" % release
+
+        def attempt(remaining):
+            # each attempt's --timeout is what is left of the component's (the first one's: all of it, rounded up as
+            # given): helm's own waits end by the same deadline
+            argv = self.upgrade_argv(release, namespace, chart_ref, repo, version, values_file, labels, extra_flags, atomic,
+                                     _whole_seconds(remaining))
+            return self._authenticated(argv, (remaining + 30) if remaining is not None else None, what, where, cred)
+
+        deadline = self.clock() + timeout if timeout else None
+        out = self._retrying(attempt, deadline, what, release, namespace, labels)
         cancel.note("helm upgrade --install %s done" % release)
         return _revision(out)
 
@@ -647,10 +695,17 @@ class HelmRunner(object):
                             stderr=exc.details.get("stderr"))
 
     def uninstall(self, release, namespace, timeout=None):
-        argv = ["uninstall", release, "--namespace", namespace]
-        if timeout:
-            argv += ["--timeout", "%ds" % max(1, int(timeout))]
-        self.run(argv + self._global(), timeout=(timeout + 30) if timeout else None, what="helm uninstall %s" % release)
+        """``helm uninstall``, retried within ``timeout`` while the API server does not answer (a retry that finds the
+        release gone: the attempt whose answer was lost removed it)."""
+        what = "helm uninstall %s" % release
+
+        def attempt(remaining):
+            argv = ["uninstall", release, "--namespace", namespace]
+            if remaining is not None:
+                argv += ["--timeout", "%ds" % _whole_seconds(remaining)]
+            return self.run(argv + self._global(), timeout=(remaining + 30) if remaining is not None else None, what=what)
+
+        self._retrying(attempt, self.clock() + timeout if timeout else None, what, gone_ok=True)
         cancel.note("helm uninstall %s done" % release)
 
     def template(self, release, chart_dir, namespace, values_file, output_dir, timeout=120):

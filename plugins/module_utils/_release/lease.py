@@ -13,7 +13,13 @@ suffix) and what it is doing (annotation ``aicr.io/holder-message``).
 - **Renewed on a schedule**, every third of its duration, in the background. A renewal the server refuses (409: the
   Lease changed under us), a Lease that names another holder, or renewals failing until the duration has passed since
   the last one that succeeded, mark the Lease *lost*: :meth:`StackLease.check`, which every mutation calls first
-  (:class:`Guarded`), then stops the run with a message saying why.
+  (:class:`Guarded`), then stops the run with a message saying why. A 409 whose re-read Lease is exactly what one of
+  this run's unanswered renewals wrote (holder, acquireTime, transitions and that renewal's renewTime) is that renewal,
+  applied with its answer lost: the Lease is still this run's.
+- **Held from before the request**: a renewal counts from the moment it was sent (before the server's clock is read for
+  its renewTime), never from its answer: a slow answer does not stretch this run's idea of its Lease past what another
+  run reads from the renewTime it wrote (to the whole second of the server's ``Date``), so two runs do not both believe
+  they hold it for up to a request's timeout.
 - **Release deletes only its own Lease**: preconditioned on the uid and resourceVersion of the last renewal, so a
   Lease another run took over meanwhile is left alone.
 """
@@ -84,8 +90,9 @@ class StackLease(object):
         self.taken_over = None
         self.lost = None  # why the Lease is no longer ours (None while it is)
         self.renewals = 0
-        self._renewed_at = None  # monotonic time of the last successful acquire/renewal
+        self._renewed_at = None  # monotonic time the last successful acquire/renewal was sent (not answered)
         self._current = None
+        self._unanswered = {}  # renewTime -> monotonic send time, of renewals sent since the last answered one
         self._stop = threading.Event()
         self._thread = None
         self._lock = threading.Lock()
@@ -125,6 +132,7 @@ class StackLease(object):
         return spec.get("holderIdentity"), message, stale, renewed
 
     def acquire(self):
+        sent = self.monotonic()  # before the server's clock is read for acquireTime/renewTime: the conservative start
         try:
             existing = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
             if existing is None:
@@ -152,7 +160,7 @@ class StackLease(object):
                 raise AicrError("lease: this identity may not use Leases in namespace %s (%s); %s - %s" % (self.namespace, self.field, advice, exc.msg),
                                 lease="%s/%s" % (self.namespace, self.name), field=self.field, status=403, **rbac)
             raise
-        self._renewed_at = self.monotonic()
+        self._renewed_at = sent
         self._thread = threading.Thread(target=self._renew_loop, name="aicr-lease-renew")
         self._thread.daemon = True
         self._thread.start()
@@ -169,8 +177,12 @@ class StackLease(object):
         with self._lock:
             if self.lost is not None or self._current is None:
                 return False
-            body = dict(self._current)
-            body["spec"] = dict(body.get("spec") or {}, renewTime=timeutil.microtime(self.clock()))
+            current = self._current
+        sent = self.monotonic()  # the renewal's validity counts from here (see the module's docstring)
+        body = dict(current)
+        body["spec"] = dict(current.get("spec") or {}, renewTime=timeutil.microtime(self.clock()))
+        with self._lock:
+            self._unanswered[body["spec"]["renewTime"]] = sent
         try:
             renewed = self.cluster.replace(body)
         except ClusterError as exc:
@@ -181,6 +193,12 @@ class StackLease(object):
                 except ClusterError:
                     pass
                 holder = ((live or {}).get("spec") or {}).get("holderIdentity")
+                landed = self._own_unanswered(live, current)
+                if landed is not None:
+                    # an earlier renewal of ours was applied but its answer lost (so this one, sent with the old
+                    # resourceVersion, conflicts): the Lease as it is now is that renewal's
+                    self._renewed(live, landed)
+                    return True
                 if live is None:
                     self._lose("Lease %s/%s was deleted by someone else" % (self.namespace, self.name))
                 elif holder != self.identity:
@@ -189,11 +207,33 @@ class StackLease(object):
                     self._lose("the renewal of Lease %s/%s was refused (%s): it changed under this run" % (self.namespace, self.name, exc.status))
                 return False
             raise
-        with self._lock:
-            self._current = renewed
-            self._renewed_at = self.monotonic()
-            self.renewals += 1
+        self._renewed(renewed, sent)
         return True
+
+    def _own_unanswered(self, live, current):
+        """The send time of the unanswered renewal of this run that ``live`` (the Lease re-read after a 409) is, or None.
+
+        It is ours only when nothing but its renewTime differs from the Lease this run last held: same holder, same
+        acquireTime and transitions (another run's takeover changes those), and a renewTime this run sent and never
+        heard back about (another run's renewal writes its own)."""
+        spec, held = (live or {}).get("spec") or {}, (current or {}).get("spec") or {}
+        if not live or spec.get("holderIdentity") != self.identity:
+            return None
+        if (live.get("metadata") or {}).get("uid") != (current.get("metadata") or {}).get("uid"):
+            return None
+        if any(spec.get(key) != held.get(key) for key in ("acquireTime", "leaseTransitions", "leaseDurationSeconds")):
+            return None
+        with self._lock:
+            return self._unanswered.get(spec.get("renewTime"))
+
+    def _renewed(self, lease, sent):
+        with self._lock:
+            if self.lost is not None or self._current is None:
+                return  # released or lost meanwhile: a late answer does not bring the Lease back
+            self._current = lease
+            self._renewed_at = max(self._renewed_at or sent, sent)
+            self._unanswered = {}
+            self.renewals += 1
 
     def _renew_loop(self):
         interval = self.duration / 3.0
@@ -289,6 +329,12 @@ class Guarded(object):
     def __init__(self, target, lease):
         self._target = target
         self._lease = lease
+
+    def holds(self):
+        """Raise as a mutating call would when the run was cancelled or no longer holds its Lease: for work that goes on
+        inside one call (helm run again after the API server did not answer: ``HelmRunner._retrying``)."""
+        cancel.check("a retried change")
+        self._lease.check()
 
     def __getattr__(self, name):
         attr = getattr(self._target, name)

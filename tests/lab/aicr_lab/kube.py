@@ -163,6 +163,11 @@ class Kube:
         self.require_lab("restarting the control plane").restart(component, down=down)
         self._audit.rest = self.rest = self.plane.admin
 
+    def paused(self, component):
+        """A context in which a control-plane process (``kube-apiserver``, ``etcd``, …) is stopped (SIGSTOP), continued
+        (SIGCONT) when it ends (``ControlPlane.paused``)."""
+        return self.require_lab("pausing the control plane").paused(component)
+
     # --- convenience -------------------------------------------------------------------------
 
     def get(self, path):

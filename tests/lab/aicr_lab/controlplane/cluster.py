@@ -4,6 +4,7 @@
     plane.kubeconfig                 # admin (client certificate, system:masters)
     plane.server, plane.ca_file
     plane.restart("kube-apiserver")  # the real process, stopped and started; state in etcd survives
+    with plane.paused("etcd"): ...   # SIGSTOP inside the block, SIGCONT after: a process that hangs
     plane.stop()
 
 What runs, each from the binaries ``build.ensure_binaries`` made:
@@ -22,6 +23,7 @@ Every process listens on 127.0.0.1 only, on free ports, and logs to ``<directory
 Start-to-ready waits for ``/readyz``, the ``default`` ServiceAccount and every node Ready.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -248,6 +250,19 @@ class ControlPlane:  # pylint: disable=too-many-instance-attributes
         else:
             self._start_controllers(self.binaries, only=component)
         self._wait_ready()
+
+    @contextlib.contextmanager
+    def paused(self, component):
+        """``with plane.paused("kube-apiserver"):`` - the component is stopped (SIGSTOP) inside the block and continued
+        (SIGCONT) when it ends, however it ends. Yields the monotonic time it was stopped at."""
+        if component not in COMPONENTS:
+            raise ValueError("component must be one of %s" % ", ".join(COMPONENTS))
+        pid = self.pids[component]
+        processes.pause(pid)
+        try:
+            yield time.monotonic()
+        finally:
+            processes.resume(pid)
 
     # --- pieces ------------------------------------------------------------------------------
 

@@ -103,6 +103,17 @@ def terminate(pids, timeout=15.0):
     return killed
 
 
+def pause(pid):
+    """SIGSTOP ``pid``: it stops answering yet keeps its sockets (the kernel still accepts connections and data), as a
+    process that hangs - not one that exits - does."""
+    os.kill(pid, signal.SIGSTOP)
+
+
+def resume(pid):
+    """SIGCONT a process :func:`pause` stopped."""
+    os.kill(pid, signal.SIGCONT)
+
+
 def wait_for(predicate, timeout, what, process=None, log_path=None, interval=0.05):
     """Poll ``predicate`` until it is true; fail early if ``process`` exits, with the log's tail."""
     deadline = time.monotonic() + timeout

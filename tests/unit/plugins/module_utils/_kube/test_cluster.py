@@ -58,6 +58,7 @@ class ApiClient:
 @pytest.fixture(autouse=True)
 def no_sleep(monkeypatch):
     monkeypatch.setattr(cluster_mod.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(cluster_mod.cancel, "pause", lambda _s: None)
 
 
 def test_paths_discovery_and_headers():
