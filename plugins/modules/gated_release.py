@@ -69,6 +69,8 @@ options:
       - Each component has C(name), C(chart), C(repository) (http(s) URL or C(oci://)), C(version), C(namespace),
         C(values), C(dependencies), C(pre_manifest_paths)/C(manifest_paths) (or catalog-relative
         C(pre_manifest_files)/C(manifest_files)) and C(manifest_only).
+      - A result whose secret values recipe_resolve hid (RV(aicr.runtime.recipe_resolve#module:values_hidden), its default
+        unless O(aicr.runtime.recipe_resolve#module:show_values)) is refused; O(resolve) returns no values at all.
       - Exactly one of O(recipe) and O(resolve) is required.
     type: raw
   resolve:

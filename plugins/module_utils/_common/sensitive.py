@@ -196,6 +196,16 @@ class Sensitive(object):
         return found
 
 
+def override_secrets(sensitive, overrides, found=None):
+    """The secret strings of the ``values`` of each entry of a ``component_overrides`` mapping (recipe_resolve's, and
+    gated_release's and its ``resolve``'s), for the module's no_log values."""
+    found = set() if found is None else found
+    for override in overrides.values() if isinstance(overrides, dict) else []:
+        if isinstance(override, dict):
+            sensitive.secret_strings(override.get("values"), found=found)
+    return found
+
+
 def _is_scalar(value):
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
