@@ -56,6 +56,8 @@ options:
     description:
       - O(backend=configmap) only - the stack's desired state (the ClusterStack C(spec) shape). The ConfigMap is created when
         missing; its generation goes up by one whenever the spec differs from the stored one.
+      - Its secret values (the default O(aicr.runtime.gated_release#module:sensitive_values) rule) are C(<hidden>) in the
+        diff (C(<changed>) after, when they changed), and their strings are masked in all of the task's output.
     type: dict
   phase:
     description:
@@ -195,7 +197,7 @@ zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
-from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import update_status
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import spec_secrets, update_status
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_PHASES
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import STACK_STORE_ARG_SPEC
 
@@ -225,7 +227,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     module.exit_json(**call_engine(module, "stack_status", lambda: update_status(module.params, check_mode=module.check_mode, diff=module._diff),
-                                   requires=["kubernetes"]))
+                                   requires=["kubernetes"], secrets=spec_secrets(module.params)))
 
 
 if __name__ == "__main__":

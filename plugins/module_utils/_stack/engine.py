@@ -14,6 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
@@ -39,8 +40,21 @@ def ensure_crd(client, crd, check_mode=False, timeout=30.0):
     return True, "%s%s CRD %s" % ("would " if check_mode else "", result["action"], name)
 
 
-def describe(stack, default_resync_seconds, default_auto_update, now):
-    """One stack with its catalog selection and reconcile decision."""
+def shown_spec(spec, show_values=False):
+    """A stack's spec as stack_info and stack_status return it: secrets (``_common.sensitive``'s default rule, the one
+    gated_release uses: ``componentOverrides.*.values`` keys, URL passwords in ``repositoryMirrors`` and anywhere else)
+    ``<hidden>``, unless ``show_values``. AWX keeps every task's result in its job events."""
+    return spec if show_values else Sensitive().redact(spec)
+
+
+def spec_secrets(params):
+    """The secret strings of a spec given to stack_status (``spec``), for the module's no_log values: the ``invocation``
+    Ansible returns then never has them."""
+    return Sensitive().secret_strings(params.get("spec") or {})
+
+
+def describe(stack, default_resync_seconds, default_auto_update, now, show_values=False):
+    """One stack with its catalog selection and reconcile decision (its spec's secrets hidden unless ``show_values``)."""
     spec = stack.get("spec") or {}
     status = stack.get("status") or {}
     auto_update, source = stack_decide.auto_update_of(spec, default_auto_update)
@@ -59,7 +73,7 @@ def describe(stack, default_resync_seconds, default_auto_update, now):
         decision["catalog_error"] = catalog_error
     meta = stack.get("metadata") or {}
     return {"name": meta.get("name"), "generation": meta.get("generation"), "annotations": meta.get("annotations") or {},
-            "spec": spec, "status": status,
+            "spec": shown_spec(spec, show_values), "status": status,
             "catalog": catalog or {"error": catalog_error, "auto_update": auto_update, "auto_update_source": source},
             "decision": decision, "needs_converge": bool(decision.get("needs_converge")), "reason": decision.get("reason")}
 
@@ -77,7 +91,7 @@ def info(params, now=None):
         stacks = [s for s in stacks if s["metadata"]["name"] in names]
     resync = stack_decide.parse_duration(params.get("resync_interval") if params.get("resync_interval") is not None else 300,
                                          field="resync_interval")
-    described = [describe(s, resync, bool(params.get("auto_update")), now) for s in stacks]
+    described = [describe(s, resync, bool(params.get("auto_update")), now, bool(params.get("show_values"))) for s in stacks]
     result = {"changed": False, "stacks": described, "converge": [s["name"] for s in described if s["needs_converge"]]}
     if backend.backend == "crd":
         result["crd_installed"] = True
@@ -125,6 +139,6 @@ def update_status(params, check_mode=False, diff=False):
     if diff:
         result["diff"] = {"before": {"status": before.get("status") or {}}, "after": {"status": after.get("status") or {}}}
         if spec_before is not None:
-            result["diff"]["before"]["spec"] = spec_before
-            result["diff"]["after"]["spec"] = params["spec"]
+            # secrets as gated_release's diff shows them: <hidden>, <changed> after when they changed
+            result["diff"]["before"]["spec"], result["diff"]["after"]["spec"] = Sensitive().redact_pair(spec_before, params["spec"])
     return result
