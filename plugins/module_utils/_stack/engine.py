@@ -12,9 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import HIDDEN, Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
@@ -24,6 +26,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import 
 
 UPDATE_KEYS = ("phase", "phase_message", "conditions", "components", "replace_components", "devices", "recipe", "events",
                "observed_generation", "reconcile", "catalog")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 CRD_WAIT = dict(allow_breaking=True, force_conflicts=True, wait=True, wait_timeout=30, wait_sleep=0.1)
 
 
@@ -45,6 +48,21 @@ def shown_spec(spec, show_values=False):
     gated_release uses: ``componentOverrides.*.values`` keys, URL passwords in ``repositoryMirrors`` and anywhere else)
     ``<hidden>``, unless ``show_values``. AWX keeps every task's result in its job events."""
     return spec if show_values else Sensitive().redact(spec)
+
+
+def shown_annotations(annotations, show_values=False):
+    """A stack's annotations as stack_info returns them: ``kubectl apply``'s last-applied-configuration holds the whole
+    object as JSON, spec and its secrets included; it is shown with them hidden (as :func:`shown_spec`)."""
+    if show_values:
+        return annotations
+    shown = Sensitive().redact(annotations)
+    text = annotations.get(LAST_APPLIED)
+    if isinstance(text, str):
+        try:
+            shown[LAST_APPLIED] = json.dumps(Sensitive().redact(json.loads(text)), sort_keys=True)
+        except ValueError:
+            shown[LAST_APPLIED] = HIDDEN
+    return shown
 
 
 def spec_secrets(params):
@@ -72,7 +90,7 @@ def describe(stack, default_resync_seconds, default_auto_update, now, show_value
     if catalog_error:
         decision["catalog_error"] = catalog_error
     meta = stack.get("metadata") or {}
-    return {"name": meta.get("name"), "generation": meta.get("generation"), "annotations": meta.get("annotations") or {},
+    return {"name": meta.get("name"), "generation": meta.get("generation"), "annotations": shown_annotations(meta.get("annotations") or {}, show_values),
             "spec": shown_spec(spec, show_values), "status": status,
             "catalog": catalog or {"error": catalog_error, "auto_update": auto_update, "auto_update_source": source},
             "decision": decision, "needs_converge": bool(decision.get("needs_converge")), "reason": decision.get("reason")}
