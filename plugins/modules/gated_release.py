@@ -270,7 +270,7 @@ options:
       - Everything under a sensitive key is shown as C(<hidden>) in the diff (C(<changed>) after, when it changed), for
         the release's deployed values (read from its Secret) and the new ones alike, and its strings (4 characters or
         longer) given in O(recipe) or O(component_overrides) are masked in all of the task's output (no_log values).
-      - V(auth) hides a string or a number only (C(auth: user:pass)), not a mapping of settings (C(auth.enabled)). A URL
+      - V(auth) hides a string or a number only (C(auth=user:pass)), not a mapping of settings (C(auth.enabled)). A URL
         with userinfo in any value (C(postgres://app:pw@db/x)) shows its password as C(<hidden>), whatever its key.
       - A bare C(key) that names something rather than holds a secret is not hidden by the default V(key) - the
         C(key) of a toleration, of a label or field selector requirement (C(matchExpressions), C(matchFields)), of a

@@ -112,14 +112,14 @@ options:
         are masked in all of the task's output, its C(invocation) included. Such a result is for reading (names, versions,
         order, digest); M(aicr.runtime.gated_release) refuses to deploy it - give gated_release O(aicr.runtime.gated_release#module:resolve)
         instead, which resolves in its own process and returns no values.
-      - With V(true) nothing is hidden, not even O(component_overrides) in C(invocation); put C(no_log: true) on the task,
+      - With V(true) nothing is hidden, not even O(component_overrides) in C(invocation); put C(no_log=true) on the task,
         since Ansible's output and AWX's job events keep a task's whole result.
     type: bool
     default: false
   sensitive_values:
     description:
       - Which Helm values are secret, as O(aicr.runtime.gated_release#module:sensitive_values) - key names (matched by
-        their words, in any case: V(password) hides C(adminPassword) and C(DB_PASSWORD)) and dotted paths.
+        their words, in any case - V(password) hides C(adminPassword) and C(DB_PASSWORD)) and dotted paths.
       - A URL with a user name and password in any value shows its password as C(<hidden>) whatever its key.
     type: list
     elements: str

@@ -62,7 +62,7 @@ options:
       - With V(false) (the default) the secret values of RV(stacks[].spec) are C(<hidden>) - the default
         O(aicr.runtime.gated_release#module:sensitive_values) rule over the whole spec (C(componentOverrides.*.values) keys
         such as C(password), C(token), C(dsn)), and the password of any URL with userinfo (C(repositoryMirrors)).
-      - With V(true) put C(no_log: true) on the task; Ansible's output and AWX's job events keep a task's whole result.
+      - With V(true) put C(no_log=true) on the task; Ansible's output and AWX's job events keep a task's whole result.
     type: bool
     default: false
 seealso:
