@@ -34,7 +34,8 @@ The key name ``key`` (a default) is not meant for the Kubernetes fields that *na
 ``topologyKey`` (a label name) is not secret either. ``{key: sk-...}``, ``auth.key``, ``privateKey``, ``apiKey``,
 ``API_KEY`` stay secret; to hide one of the fields above anyway, give its dotted path (``tolerations.key``).
 
-Everything under a sensitive key is secret. In a diff, a secret that did not change is ``<hidden>`` on both sides;
+Everything under a sensitive key is secret, except a boolean or a null as the key's own value
+(``automountServiceAccountToken: true``, ``token: null``): no credential, and hiding it would only blur a diff. In a diff, a secret that did not change is ``<hidden>`` on both sides;
 one that changed is ``<hidden>`` before and ``<changed>`` after. Values are never hashed: a hash of a short password
 can be reversed by trying candidates.
 """
@@ -43,6 +44,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import re
 
 DEFAULT_SENSITIVE_VALUES = ("password", "passwd", "token", "secret", "apiKey", "key", "credentials", "auth", "dsn", "connectionString")
@@ -79,9 +81,10 @@ def _names_a_field(path, mapping):
     return any(others and others <= allowed and others & required for allowed, required in _REFERENCE_SHAPES)
 
 
+@functools.lru_cache(maxsize=4096)  # the same few hundred keys are matched against every name, run after run
 def _words(text):
     """The lower-case words of a key: split at non-alphanumerics and camelCase humps (``DBPassword``: db, password)."""
-    return [w.lower() for part in re.split(r"[^A-Za-z0-9]+", text) for w in _WORD.findall(part)]
+    return tuple(w.lower() for part in re.split(r"[^A-Za-z0-9]+", text) for w in _WORD.findall(part))
 
 
 def _name_matches(key, word):
@@ -130,6 +133,8 @@ class Sensitive(object):
         if not path:
             return False
         key = str(path[-1])
+        if isinstance(mapping, dict) and (mapping.get(path[-1]) is None or isinstance(mapping.get(path[-1]), bool)):
+            return False  # a flag (automountServiceAccountToken: true) or nothing: no secret, and a diff then shows it
         for name in self.names:
             if not _name_matches(key, name):
                 continue

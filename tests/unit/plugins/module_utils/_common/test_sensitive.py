@@ -144,3 +144,11 @@ def test_a_changed_url_password_is_marked_changed_in_a_diff():
     assert before == {"url": "https://u:<hidden>@h/x"} and after == {"url": "https://u:<changed>@h/x"}
     assert Sensitive().redact_pair({"url": "https://u:p-1234@h/x"}, {"url": "https://u:p-1234@h/y"}) == (
         {"url": "https://u:<hidden>@h/x"}, {"url": "https://u:<hidden>@h/y"})
+
+
+def test_a_flag_under_a_sensitive_name_is_shown():
+    # the real AICR catalog has serviceAccount.automountServiceAccountToken: true - no secret, and not worth <hidden>
+    values = {"serviceAccount": {"automountServiceAccountToken": True}, "token": None, "grafana": {"adminPassword": "admin"}}
+    assert Sensitive().redact(values) == {"serviceAccount": {"automountServiceAccountToken": True}, "token": None,
+                                          "grafana": {"adminPassword": HIDDEN}}
+    assert Sensitive().redact_pair({"token": True}, {"token": "now-a-s3cret"}) == ({"token": HIDDEN}, {"token": CHANGED})
