@@ -380,10 +380,12 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Resolve the recipe
+- name: Resolve the recipe, its values as they are (secrets included, so the result is not shown)
   aicr.runtime.recipe_resolve:
     catalog: /opt/aicr/recipes
     criteria: {service: kind, accelerator: h100, intent: training}
+    show_values: true
+  no_log: true
   register: resolved
 
 - name: Roll it out
