@@ -267,7 +267,8 @@ options:
         camelCase humps) end with its words, in any case, or that is the name without separators (V(password) matches
         C(adminPassword), C(db_password), C(DBPassword), C(PASSWORD); not C(tokenFile); V(auth) not C(author) or C(oauth)),
         or a dotted path of keys from the top of a component's values (V(auth.users.*.credential); C(*) is any one key).
-      - Everything under a sensitive key is shown as C(<hidden>) in the diff (C(<changed>) after, when it changed), for
+      - Everything under a sensitive key (but a boolean or null as its own value) is shown as C(<hidden>) in the diff
+        (C(<changed>) after, when it changed), for
         the release's deployed values (read from its Secret) and the new ones alike, and its strings (4 characters or
         longer) given in O(recipe) or O(component_overrides) are masked in all of the task's output (no_log values).
       - V(auth) hides a string or a number only (C(auth=user:pass)), not a mapping of settings (C(auth.enabled)). A URL

@@ -250,7 +250,7 @@ def test_chart_and_repository_overrides_reach_the_rollout(run_playbook, kube, st
     resolve_args = broken.result("Resolve the stack's recipe")["invocation"]["module_args"]
     assert resolve_args["component_overrides"] == {"example-agent": {"values": {"env": {"LOG_LEVEL": "debug"}}}}
     rollout_args = broken.result("Roll out the stack's recipe")["invocation"]["module_args"]
-    assert rollout_args["component_overrides"] == {"example-agent": {"repository": dead}}, "values are applied once, by recipe_resolve"
+    assert rollout_args["component_overrides"] == {"example-agent": {"repository": dead}}, "values are applied once, in the resolution"
     comps = dict((c["name"], c) for c in get_stack(kube, stack)["status"]["components"])
     assert comps["example-agent"]["phase"] == "Failed" and comps["example-crds"]["ready"] is True
 

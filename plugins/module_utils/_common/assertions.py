@@ -368,7 +368,8 @@ def masked(obj, path, value):
     words = tuple(_PATH_WORD.findall(_LITERALS.sub("", path or "")))
     is_secret = isinstance(obj, dict) and obj.get("kind") == "Secret"
     # the value at a word before the last is a mapping (auth.enabled is a setting; auth: user:pass a credential)
-    if any(sensitive.is_sensitive(words[:i + 1], {word: value if i == len(words) - 1 else {}}) for i, word in enumerate(words)) or is_secret and words[:1] in (("data",), ("stringData",)):
+    on_path = any(sensitive.is_sensitive(words[:i + 1], {word: value if i == len(words) - 1 else {}}) for i, word in enumerate(words))
+    if on_path or is_secret and words[:1] in (("data",), ("stringData",)):
         return _hidden_leaves(value)
     if is_secret and not words and isinstance(value, dict):
         value = dict(value, **dict((k, _hidden_leaves(value[k])) for k in ("data", "stringData") if k in value))
