@@ -661,6 +661,7 @@ def test_a_specs_secrets_never_reach_the_job_events_and_clear_pending_reaches_th
     events = json.dumps(run.events)
     assert all(s not in events and s not in run.stdout for s in SECRETS), (leaks, [s for s in SECRETS if s in events])
     assert all(s not in json.dumps(get_stack(kube, stack)["status"]) for s in SECRETS), "nor the status"
+    assert run.result("Read the stack's component overrides as they are (not shown)").get("censored"), "the one raw read is no_log"
     rollout = run.result("Roll out the stack's recipe")
     assert rollout["invocation"]["module_args"]["clear_pending"] is True
     resolved = run.result("Resolve the stack's recipe")
