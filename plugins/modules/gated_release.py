@@ -69,6 +69,8 @@ options:
       - Each component has C(name), C(chart), C(repository) (http(s) URL or C(oci://)), C(version), C(namespace),
         C(values), C(dependencies), C(pre_manifest_paths)/C(manifest_paths) (or catalog-relative
         C(pre_manifest_files)/C(manifest_files)) and C(manifest_only).
+      - A result whose secret values recipe_resolve hid (RV(aicr.runtime.recipe_resolve#module:values_hidden), its default
+        unless O(aicr.runtime.recipe_resolve#module:show_values)) is refused; O(resolve) returns no values at all.
       - Exactly one of O(recipe) and O(resolve) is required.
     type: raw
   resolve:
@@ -265,19 +267,23 @@ options:
     default: false
   sensitive_values:
     description:
-      - Which Helm values are secret. Each entry is a key name, matching a key that is that word in any case or ends
-        with it at a word boundary (V(password) matches C(adminPassword), C(db_password), C(PASSWORD); not C(tokenFile)),
+      - Which Helm values are secret. Each entry is a key name, matching a key whose words (split at C(_), C(-), C(.) and
+        camelCase humps) end with its words, in any case, or that is the name without separators (V(password) matches
+        C(adminPassword), C(db_password), C(DBPassword), C(PASSWORD); not C(tokenFile); V(auth) not C(author) or C(oauth)),
         or a dotted path of keys from the top of a component's values (V(auth.users.*.credential); C(*) is any one key).
-      - Everything under a sensitive key is shown as C(<hidden>) in the diff (C(<changed>) after, when it changed), for
+      - Everything under a sensitive key (but a boolean or null as its own value) is shown as C(<hidden>) in the diff
+        (C(<changed>) after, when it changed), for
         the release's deployed values (read from its Secret) and the new ones alike, and its strings (4 characters or
         longer) given in O(recipe) or O(component_overrides) are masked in all of the task's output (no_log values).
+      - V(auth) hides a string or a number only (C(auth=user:pass)), not a mapping of settings (C(auth.enabled)). A URL
+        with userinfo in any value (C(postgres://app:pw@db/x)) shows its password as C(<hidden>), whatever its key.
       - A bare C(key) that names something rather than holds a secret is not hidden by the default V(key) - the
         C(key) of a toleration, of a label or field selector requirement (C(matchExpressions), C(matchFields)), of a
         C(*KeyRef) and of a C(KeyToPath) item; give a dotted path (V(tolerations.key)) to hide one of those anyway.
       - Validation errors never quote a value, whatever this option says; they name the path and the schema rule.
     type: list
     elements: str
-    default: [password, token, secret, apiKey, key]
+    default: [password, passwd, token, secret, apiKey, key, credentials, auth, dsn, connectionString]
   lease_namespace:
     description:
       - Namespace of the stack Lease and of the inventory ConfigMap; created (a plain create) when missing.
@@ -379,10 +385,12 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Resolve the recipe
+- name: Resolve the recipe, its values as they are (secrets included, so the result is not shown)
   aicr.runtime.recipe_resolve:
     catalog: /opt/aicr/recipes
     criteria: {service: kind, accelerator: h100, intent: training}
+    show_values: true
+  no_log: true
   register: resolved
 
 - name: Roll it out

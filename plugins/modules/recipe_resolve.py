@@ -21,6 +21,7 @@ description:
     order is computed (topological, ties broken alphabetically).
   - Returns the AICR C(RecipeResult) and, for deployers, the managed components in deployment order
     with chart, repository, version, namespace, effective Helm values and manifest files.
+  - Secret values (O(sensitive_values)) are C(<hidden>) in the result unless O(show_values=true).
   - The module only reads files; it never changes anything (C(changed) is always C(false)).
     The parsed catalog is cached by content digest under O(cache_dir).
 author:
@@ -102,6 +103,27 @@ options:
       - Persist and reuse the parsed catalog metadata in O(cache_dir), keyed by the catalog digest.
     type: bool
     default: true
+  show_values:
+    description:
+      - Return the effective Helm values as they are, secrets included (RV(components[].values), the recipe's
+        C(componentRefs[].overrides)).
+      - With V(false) (the default) everything secret by O(sensitive_values) is C(<hidden>) in the result and RV(values_hidden)
+        says whether anything was; the strings of secret values given in O(component_overrides) (4 characters or longer)
+        are masked in all of the task's output, its C(invocation) included. Such a result is for reading (names, versions,
+        order, digest); M(aicr.runtime.gated_release) refuses to deploy it - give gated_release O(aicr.runtime.gated_release#module:resolve)
+        instead, which resolves in its own process and returns no values.
+      - With V(true) nothing is hidden, not even O(component_overrides) in C(invocation); put C(no_log=true) on the task,
+        since Ansible's output and AWX's job events keep a task's whole result.
+    type: bool
+    default: false
+  sensitive_values:
+    description:
+      - Which Helm values are secret, as O(aicr.runtime.gated_release#module:sensitive_values) - key names (matched by
+        their words, in any case - V(password) hides C(adminPassword) and C(DB_PASSWORD)) and dotted paths.
+      - A URL with a user name and password in any value shows its password as C(<hidden>) whatever its key.
+    type: list
+    elements: str
+    default: [password, passwd, token, secret, apiKey, key, credentials, auth, dsn, connectionString]
   snapshot:
     description:
       - Resolve against a snapshot of the cluster, as C(aicr recipe --snapshot) does - an AICR C(Snapshot) mapping,
@@ -221,6 +243,7 @@ components:
       description:
         - Effective Helm values - the component's C(values.yaml), its C(valuesFile), the recipe C(overrides),
           then O(component_overrides) C(values); maps merge recursively and C(null) deletes a key.
+        - Secrets (O(sensitive_values)) are C(<hidden>) unless O(show_values=true).
       type: dict
     values_files:
       description: Catalog values files that were merged, in order.
@@ -279,6 +302,13 @@ graph:
   description: The dependency DAG of the managed components as Mermaid C(flowchart) text.
   returned: success
   type: str
+values_hidden:
+  description:
+    - Whether anything of RV(components[].values) or of the recipe's C(componentRefs[].overrides) is C(<hidden>)
+      (always V(false) with O(show_values=true)). M(aicr.runtime.gated_release) refuses a recipe for which it is V(true).
+  returned: success
+  type: bool
+  sample: false
 snapshot_criteria:
   description: The criteria the snapshot fingerprinted (dimensions it does not show are absent).
   returned: when O(snapshot) is given
@@ -302,14 +332,29 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import DEFAULT_SENSITIVE_VALUES, Sensitive, override_secrets
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC, resolve_from_options
 
 
+def argument_spec():
+    return dict(RESOLVE_SPEC, cache_dir=dict(type="path"), show_values=dict(type="bool", default=False),
+                sensitive_values=dict(type="list", elements="str", default=list(DEFAULT_SENSITIVE_VALUES)), **SNAPSHOT_SPEC)
+
+
+def run(params, check_mode=False):
+    """The module's result: the resolution, its secrets ``<hidden>`` unless ``show_values``."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.resolve import shown  # pylint: disable=import-outside-toplevel
+
+    result = resolve_from_options(params, cache_dir=params.get("cache_dir"), check_mode=check_mode)
+    return result if params.get("show_values") else shown(result, params.get("sensitive_values"))
+
+
 def main():
-    module = AnsibleModule(argument_spec=dict(RESOLVE_SPEC, cache_dir=dict(type="path"), **SNAPSHOT_SPEC), supports_check_mode=True)
-    result = call_engine(module, "recipe_resolve",
-                         lambda: resolve_from_options(module.params, cache_dir=module.params["cache_dir"], check_mode=module.check_mode),
-                         requires=["PyYAML"])
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    # the secrets the user gave stay out of the invocation too - unless asked for values as they are, which no_log
+    # values would mask in the result as well
+    secrets = () if module.params["show_values"] else override_secrets(Sensitive(module.params["sensitive_values"]), module.params["component_overrides"])
+    result = call_engine(module, "recipe_resolve", lambda: run(module.params, check_mode=module.check_mode), requires=["PyYAML"], secrets=secrets)
     module.exit_json(changed=False, **result)
 
 

@@ -63,6 +63,15 @@ options:
       - Operator-level default of C(autoUpdate); a stack's C(spec.autoUpdate) wins.
     type: bool
     default: false
+  show_values:
+    description:
+      - Return each spec as it is, secrets included.
+      - With V(false) (the default) the secret values of RV(stacks[].spec) are C(<hidden>) - the default
+        O(aicr.runtime.gated_release#module:sensitive_values) rule over the whole spec (C(componentOverrides.*.values) keys
+        such as C(password), C(token), C(dsn)), and the password of any URL with userinfo (C(repositoryMirrors)).
+      - With V(true) put C(no_log=true) on the task; Ansible's output and AWX's job events keep a task's whole result.
+    type: bool
+    default: false
 seealso:
   - module: aicr.runtime.stack_status
 """
@@ -92,7 +101,7 @@ stacks:
     name: {description: Stack name., type: str}
     generation: {description: C(metadata.generation)., type: int}
     annotations: {description: The object's annotations., type: dict}
-    spec: {description: Desired state., type: dict}
+    spec: {description: "Desired state; its secret values C(<hidden>) unless O(show_values=true).", type: dict}
     status: {description: Observed state., type: dict}
     needs_converge: {description: Whether a converge run is needed., type: bool}
     reason: {description: Why (or why not)., type: str}
@@ -168,6 +177,7 @@ def argument_spec():
         names=dict(type="list", elements="str", default=[]),
         resync_interval=dict(type="raw", default=300),
         auto_update=dict(type="bool", default=False),
+        show_values=dict(type="bool", default=False),
     )
     spec.update(KUBE_ARG_SPEC)
     spec.update(STACK_STORE_ARG_SPEC)

@@ -61,6 +61,8 @@ options:
       - The ConfigMap C(aicr-stack-<name>) is written with field manager C(aicr-runtime) and the label
         C(runtime.aicr.io/stack=<name>) - what makes it the stack's. One found at that name that the collection did not
         write, or labelled for another stack, is a foreign claim - the task fails naming it and writes nothing.
+      - Its secret values (the default O(aicr.runtime.gated_release#module:sensitive_values) rule) are C(<hidden>) in the
+        diff (C(<changed>) after, when they changed), and their strings are masked in all of the task's output.
     type: dict
   phase:
     description:
@@ -200,7 +202,7 @@ zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
-from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import update_status
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import spec_secrets, update_status
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_PHASES
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import STACK_STORE_ARG_SPEC
 
@@ -230,7 +232,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     module.exit_json(**call_engine(module, "stack_status", lambda: update_status(module.params, check_mode=module.check_mode, diff=module._diff),
-                                   requires=["kubernetes"]))
+                                   requires=["kubernetes"], secrets=spec_secrets(module.params)))
 
 
 if __name__ == "__main__":

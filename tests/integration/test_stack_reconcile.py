@@ -250,7 +250,7 @@ def test_chart_and_repository_overrides_reach_the_rollout(run_playbook, kube, st
     resolve_args = broken.result("Resolve the stack's recipe")["invocation"]["module_args"]
     assert resolve_args["component_overrides"] == {"example-agent": {"values": {"env": {"LOG_LEVEL": "debug"}}}}
     rollout_args = broken.result("Roll out the stack's recipe")["invocation"]["module_args"]
-    assert rollout_args["component_overrides"] == {"example-agent": {"repository": dead}}, "values are applied once, by recipe_resolve"
+    assert rollout_args["component_overrides"] == {"example-agent": {"repository": dead}}, "values are applied once, in the resolution"
     comps = dict((c["name"], c) for c in get_stack(kube, stack)["status"]["components"])
     assert comps["example-agent"]["phase"] == "Failed" and comps["example-crds"]["ready"] is True
 
@@ -640,3 +640,34 @@ def test_check_mode_reports_and_mutates_nothing(run_playbook, kube, stack, examp
     assert any(a.startswith("would uninstall example-jobs") or "example-jobs" in a for a in planned["actions"]), planned["actions"]
     record = check.result("Record the converged stack")
     assert record["changed"] is True and record["status"]["observedGeneration"] == 2
+
+
+SECRETS = ("stack-pw-0f9e8d7c", "dsn-pw-1a2b3c4d")
+
+
+def test_a_specs_secrets_never_reach_the_job_events_and_clear_pending_reaches_the_rollout(run_playbook, kube, stack, example_repo, releases,
+                                                                                          tmp_path):
+    """issue 35: stack_info returned the spec, recipe_resolve the effective values, both registered without no_log - AWX
+    keeps every event. The values still reach helm as they are; no event (nor the ClusterStack status) holds them."""
+    params = role_vars(kube, example_repo, tmp_path, stack_reconcile_clear_pending=True)
+    setup = run_playbook("stack_reconcile.yml", extravars=params)  # installs the CRD
+    assert setup.rc == 0, setup.stdout[-5000:]
+    apply_stack(kube, stack, stack_spec(releases, componentOverrides={"example-agent": {"values": {
+        "auth": {"password": SECRETS[0]}, "database_url": "postgres://app:%s@db.internal:5432/app" % SECRETS[1]}}}))
+    run = run_playbook("stack_reconcile.yml", extravars=params)
+    assert run.rc == 0, run.stdout[-5000:]
+    leaks = [(e.get("event"), (e.get("event_data") or {}).get("task"), k) for e in run.events for k, v in ((e.get("event_data") or {}).get("res") or {}).items()
+             if any(s in json.dumps(v) for s in SECRETS)]
+    events = json.dumps(run.events)
+    assert all(s not in events and s not in run.stdout for s in SECRETS), (leaks, [s for s in SECRETS if s in events])
+    assert all(s not in json.dumps(get_stack(kube, stack)["status"]) for s in SECRETS), "nor the status"
+    assert run.result("Read the stack's component overrides as they are (not shown)").get("censored"), "the one raw read is no_log"
+    rollout = run.result("Roll out the stack's recipe")
+    assert rollout["invocation"]["module_args"]["clear_pending"] is True
+    resolved = run.result("Resolve the stack's recipe")
+    agent = [c for c in resolved["components"] if c["name"] == "example-agent"][0]
+    assert agent["values"]["auth"] == {"password": "<hidden>"} and resolved["values_hidden"] is True
+    assert agent["values"]["database_url"] == "postgres://app:<hidden>@db.internal:5432/app"
+    deployed = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "get", "values", "example-agent", "-n", kube.namespace, "-o", "json"],
+                              capture_output=True, text=True, check=True)
+    assert json.loads(deployed.stdout)["auth"] == {"password": SECRETS[0]}, "helm got the value as it is"

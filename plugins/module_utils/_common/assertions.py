@@ -32,6 +32,7 @@ import traceback
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import HIDDEN, Sensitive
 
 try:
     import jmespath
@@ -51,6 +52,9 @@ DEFAULT_ASSERT_TIMEOUT = 30.0  # Chainsaw's default assert timeout (seconds)
 OPERATIONS = ("assert", "error")
 # step keys that do not take part in a read-only evaluation: descriptions, and diagnostics Chainsaw runs on failure
 IGNORED_STEP_KEYS = ("name", "description", "catch", "finally", "cleanup", "timeouts", "skipDelete", "bindings")
+# the keys a failure's path (``spec.auth.password``, ``~.(spec.containers)[0].env``, ``(data.token)``) goes through
+_PATH_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_LITERALS = re.compile(r"'[^']*'|`[^`]*`|\"[^\"]*\"")  # JMESPath literals in a path: what it compares with, not a key
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
 
 
@@ -344,13 +348,42 @@ def evaluate(operation, candidates):
         obj, failures = best
         path, expected, actual = failures[0]
         more = " (and %d more)" % (len(failures) - 1) if len(failures) > 1 else ""
+        expected, actual = masked(obj, path, expected), masked(obj, path, actual)
         return False, {"resource": _ref(obj), "expression": path, "expected": show(expected), "actual": show(actual),
                        "message": "%s: expected %s, got %s%s" % (path, show(expected), show(actual), more)}
     for obj in candidates:
         if not match(operation.tree, obj):
             return False, {"resource": _ref(obj), "expression": _first_expression(operation.tree), "expected": "no match",
-                           "actual": "matches", "message": "matches the error condition %s" % show(_leaves(operation.tree))}
+                           "actual": "matches", "message": "matches the error condition %s" % show(masked(obj, "", _leaves(operation.tree)))}
     return True, None
+
+
+def masked(obj, path, value):
+    """``value`` (what a failure shows of ``obj`` at ``path``) with its secrets hidden, as ``_common.sensitive`` hides
+    values: the whole of it when the path names a sensitive key (``data.password``, ``(spec.auth.token)``) or a
+    Secret's ``data``/``stringData``, else the sensitive keys inside it (a Secret's ``data`` among them when it is the
+    object itself) and the passwords of URLs. The message stays useful: the path, the expected shape and what was
+    not hidden. A health check's failure goes to the task's ``msg`` and to the ClusterStack status, both widely read."""
+    sensitive = Sensitive()
+    words = tuple(_PATH_WORD.findall(_LITERALS.sub("", path or "")))
+    is_secret = isinstance(obj, dict) and obj.get("kind") == "Secret"
+    # the value at a word before the last is a mapping (auth.enabled is a setting; auth: user:pass a credential)
+    on_path = any(sensitive.is_sensitive(words[:i + 1], {word: value if i == len(words) - 1 else {}}) for i, word in enumerate(words))
+    if on_path or is_secret and words[:1] in (("data",), ("stringData",)):
+        return _hidden_leaves(value)
+    if is_secret and not words and isinstance(value, dict):
+        value = dict(value, **dict((k, _hidden_leaves(value[k])) for k in ("data", "stringData") if k in value))
+    return sensitive.redact(value)
+
+
+def _hidden_leaves(value):
+    """``value`` with every leaf ``<hidden>`` and its keys kept (which keys a Secret has is not secret; what they hold is);
+    a boolean or null stays: what an expression such as ``(keys(data)[?@ == 'password'] | length(@) == `1`)`` computed."""
+    if isinstance(value, dict):
+        return dict((k, _hidden_leaves(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_hidden_leaves(v) for v in value]
+    return value if value is None or isinstance(value, bool) else HIDDEN
 
 
 def _ref(obj):

@@ -22,6 +22,7 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as _OVERRIDE_KEYS
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component, override_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_kept
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as constraints_mod
@@ -404,6 +405,23 @@ def component_of(catalog, ref, user_values=None):
         pre_manifest_files=ref.get("preManifestFiles"), pre_manifest_paths=[catalog.abspath(p) for p in ref.get("preManifestFiles") or []],
         manifest_files=ref.get("manifestFiles"), manifest_paths=[catalog.abspath(p) for p in ref.get("manifestFiles") or []],
         cleanup=ref.get("cleanup"), manifest_only=manifest_only)
+
+
+def shown(result, sensitive_values=None):
+    """``result`` as recipe_resolve returns it unless told ``show_values``: everything secret (``_common.sensitive``: the
+    ``sensitive_values`` key names and paths, URL userinfo) in the components' effective values and in the recipe's
+    ``componentRefs[].overrides`` is ``<hidden>``; ``values_hidden`` says whether anything was (such a result cannot be
+    deployed as it is: gated_release refuses it). The result itself is not changed."""
+    sensitive = Sensitive(sensitive_values)
+    out = dict(result)
+    out["components"] = [dict(comp, values=sensitive.redact(comp.get("values") or {})) for comp in result.get("components") or []]
+    recipe = dict(result.get("recipe") or {})
+    if recipe.get("componentRefs"):
+        recipe["componentRefs"] = [dict(ref, overrides=sensitive.redact(ref["overrides"])) if isinstance(ref, dict) and ref.get("overrides") else ref
+                                   for ref in recipe["componentRefs"]]
+    out["recipe"] = recipe
+    out["values_hidden"] = out["components"] != (result.get("components") or []) or recipe != (result.get("recipe") or {})
+    return out
 
 
 def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True,

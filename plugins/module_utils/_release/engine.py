@@ -40,7 +40,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING, STACK_NAMESPACE, check_stack_name
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
-from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
@@ -344,10 +344,9 @@ def secret_params(params):
     for comp in components if isinstance(components, list) else []:
         if isinstance(comp, dict):
             sensitive.secret_strings(comp.get("values"), found=found)
-    overrides = params.get("component_overrides")
-    for override in overrides.values() if isinstance(overrides, dict) else []:
-        if isinstance(override, dict):
-            sensitive.secret_strings(override.get("values"), found=found)
+    override_secrets(sensitive, params.get("component_overrides"), found)
+    # resolve.component_overrides' values are merged into the recipe here: theirs are as secret (issue 35)
+    override_secrets(sensitive, (params.get("resolve") or {}).get("component_overrides"), found)
     found.update(repository_url_secrets(params))
     return found
 
@@ -433,6 +432,10 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
 
     check_stack_options(params, "stack", "status_stack")  # before the catalog is read or the cluster is reached
     recipe, resolved = params.get("recipe"), None
+    if isinstance(recipe, dict) and recipe.get("values_hidden"):
+        # deploying it would install "<hidden>" as a password
+        raise AicrError("recipe: its secret values are <hidden> (recipe_resolve without show_values); allowed: resolve with the same options "
+                        "(resolved here, no values returned), or recipe_resolve with show_values: true on a no_log task", field="recipe")
     if params.get("resolve"):
         try:
             recipe = resolve_from_options(params["resolve"], cache_dir=params.get("cache_dir"), check_mode=check_mode)

@@ -18,7 +18,9 @@ refused read (403) fails the check naming the request. Nothing is ever written.
 The outcome is a dict (``status`` Passed / Failed / Skipped / NotRun, ``message``, ``check``, ``operations``,
 ``duration``, and for a failure ``step``, ``operation``, ``resource``, ``expression``, ``expected``, ``actual``);
 a failure raises :class:`~.errors.AicrError` with the same one-line message, which fails the component and blocks
-its dependents.
+its dependents. ``expected``/``actual`` and the message never quote a secret (``_common.assertions.masked``: a sensitive
+key on the path, a Secret's ``data``, URL passwords are ``<hidden>``): they reach the task's ``msg`` and the ClusterStack
+status.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -12,9 +12,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_NAMESPACE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import HIDDEN, Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
@@ -25,6 +28,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import 
 
 UPDATE_KEYS = ("phase", "phase_message", "conditions", "components", "replace_components", "devices", "recipe", "events",
                "observed_generation", "reconcile", "catalog")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 CRD_WAIT = dict(allow_breaking=True, force_conflicts=True, wait=True, wait_timeout=30, wait_sleep=0.1)
 
 
@@ -41,8 +45,36 @@ def ensure_crd(client, crd, check_mode=False, timeout=30.0):
     return True, "%s%s CRD %s" % ("would " if check_mode else "", result["action"], name)
 
 
-def describe(stack, default_resync_seconds, default_auto_update, now):
-    """One stack with its catalog selection and reconcile decision."""
+def shown_spec(spec, show_values=False):
+    """A stack's spec as stack_info and stack_status return it: secrets (``_common.sensitive``'s default rule, the one
+    gated_release uses: ``componentOverrides.*.values`` keys, URL passwords in ``repositoryMirrors`` and anywhere else)
+    ``<hidden>``, unless ``show_values``. AWX keeps every task's result in its job events."""
+    return spec if show_values else Sensitive().redact(spec)
+
+
+def shown_annotations(annotations, show_values=False):
+    """A stack's annotations as stack_info returns them: ``kubectl apply``'s last-applied-configuration holds the whole
+    object as JSON, spec and its secrets included; it is shown with them hidden (as :func:`shown_spec`)."""
+    if show_values:
+        return annotations
+    shown = Sensitive().redact(annotations)
+    text = annotations.get(LAST_APPLIED)
+    if isinstance(text, str):
+        try:
+            shown[LAST_APPLIED] = json.dumps(Sensitive().redact(json.loads(text)), sort_keys=True)
+        except ValueError:
+            shown[LAST_APPLIED] = HIDDEN
+    return shown
+
+
+def spec_secrets(params):
+    """The secret strings of a spec given to stack_status (``spec``), for the module's no_log values: the ``invocation``
+    Ansible returns then never has them."""
+    return Sensitive().secret_strings(params.get("spec") or {})
+
+
+def describe(stack, default_resync_seconds, default_auto_update, now, show_values=False):
+    """One stack with its catalog selection and reconcile decision (its spec's secrets hidden unless ``show_values``)."""
     spec = stack.get("spec") or {}
     status = stack.get("status") or {}
     auto_update, source = stack_decide.auto_update_of(spec, default_auto_update)
@@ -60,8 +92,8 @@ def describe(stack, default_resync_seconds, default_auto_update, now):
     if catalog_error:
         decision["catalog_error"] = catalog_error
     meta = stack.get("metadata") or {}
-    return {"name": meta.get("name"), "generation": meta.get("generation"), "annotations": meta.get("annotations") or {},
-            "spec": spec, "status": status,
+    return {"name": meta.get("name"), "generation": meta.get("generation"), "annotations": shown_annotations(meta.get("annotations") or {}, show_values),
+            "spec": shown_spec(spec, show_values), "status": status,
             "catalog": catalog or {"error": catalog_error, "auto_update": auto_update, "auto_update_source": source},
             "decision": decision, "needs_converge": bool(decision.get("needs_converge")), "reason": decision.get("reason")}
 
@@ -85,7 +117,7 @@ def info(params, now=None):
     refused = sorted((name, msg) for name, msg in backend.refused.items() if not names or name in names)
     if names:
         stacks = [s for s in stacks if s["metadata"]["name"] in names]
-    described = [describe(s, resync, bool(params.get("auto_update")), now) for s in stacks]
+    described = [describe(s, resync, bool(params.get("auto_update")), now, bool(params.get("show_values"))) for s in stacks]
     result = {"changed": False, "stacks": described, "converge": [s["name"] for s in described if s["needs_converge"]],
               # every foreign claim of the store, whatever ``names`` says: each is a forgery or a stale object to look at
               "foreign_claims": list(backend.foreign_claims),
@@ -140,6 +172,6 @@ def update_status(params, check_mode=False, diff=False):
     if diff:
         result["diff"] = {"before": {"status": before.get("status") or {}}, "after": {"status": after.get("status") or {}}}
         if spec_before is not None:
-            result["diff"]["before"]["spec"] = spec_before
-            result["diff"]["after"]["spec"] = params["spec"]
+            # secrets as gated_release's diff shows them: <hidden>, <changed> after when they changed
+            result["diff"]["before"]["spec"], result["diff"]["after"]["spec"] = Sensitive().redact_pair(spec_before, params["spec"])
     return result

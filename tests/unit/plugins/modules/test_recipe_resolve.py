@@ -105,3 +105,40 @@ def test_snapshot_option_excludes_an_overlay_the_cluster_fails(capsys, catalog_d
     assert code == 0 and out["recipe_name"] == "h100-eks-ubuntu-training"
     assert out["snapshot_criteria"] == {"service": "eks", "accelerator": "h100", "os": "ubuntu"} and out["relaxed_dimensions"] == []
     assert "excludedOverlays" not in out["recipe"]["metadata"]
+
+
+# issue 35: recipe_resolve's result is stored by Ansible and AWX (job events); its secrets are <hidden> unless asked.
+SECRET_OVERRIDES = {"gpu-operator": {"values": {"driver": {"version": "x", "repoConfig": {"password": "hunter2-s3cret"}},
+                                                "proxy": {"url": "http://ops:pr0xy-pass@proxy.internal:3128"}}}}
+EKS = {"service": "eks", "accelerator": "h100", "os": "ubuntu", "intent": "training"}
+
+
+def test_secret_values_are_hidden_by_default_everywhere_in_the_result(capsys, catalog_dir, tmp_path):
+    code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": EKS, "component_overrides": SECRET_OVERRIDES})
+    assert code == 0
+    text = json.dumps(out)
+    assert "hunter2-s3cret" not in text and "pr0xy-pass" not in text, "neither in the components nor in the invocation"
+    gpu = [c for c in out["components"] if c["name"] == "gpu-operator"][0]
+    assert gpu["values"]["driver"]["version"] == "x" and gpu["values"]["driver"]["repoConfig"] == {"password": "<hidden>"}
+    assert gpu["values"]["proxy"]["url"] == "http://ops:<hidden>@proxy.internal:3128"
+    assert out["values_hidden"] is True
+
+
+def test_show_values_returns_them_as_they_are(capsys, catalog_dir, tmp_path):
+    code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": EKS, "component_overrides": SECRET_OVERRIDES,
+                                    "show_values": True})
+    assert code == 0
+    gpu = [c for c in out["components"] if c["name"] == "gpu-operator"][0]
+    assert gpu["values"]["driver"]["repoConfig"]["password"] == "hunter2-s3cret"
+    assert gpu["values"]["proxy"]["url"] == "http://ops:pr0xy-pass@proxy.internal:3128"
+
+
+def test_the_recipes_own_overrides_are_masked_too(tmp_path):
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.resolve import shown
+    result = {"recipe": {"componentRefs": [{"name": "db", "overrides": {"auth": {"rootPassword": "r00t-pw", "enabled": True}}}, {"name": "x"}]},
+              "components": [{"name": "db", "values": {"auth": {"rootPassword": "r00t-pw", "enabled": True}, "replicas": 1}}]}
+    out = shown(result)
+    assert "r00t-pw" not in json.dumps(out) and out["values_hidden"] is True
+    assert out["components"][0]["values"] == {"auth": {"rootPassword": "<hidden>", "enabled": True}, "replicas": 1}
+    assert result["components"][0]["values"]["auth"]["rootPassword"] == "r00t-pw", "the engine's result is not changed"
+    assert shown({"recipe": {}, "components": [{"name": "a", "values": {"replicas": 2}}]})["values_hidden"] is False

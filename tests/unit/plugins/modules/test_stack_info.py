@@ -1,6 +1,8 @@
 """stack_info module against the lab's real kube-apiserver, as the least-privilege ``stack`` identity: decisions, catalog
 selection, operator defaults, no CRD."""
 
+import json
+
 from modules_testlib import run_main
 
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
@@ -82,3 +84,22 @@ def test_a_forged_configmap_is_a_warning_and_a_foreign_claim_never_a_stack(capsy
 
     code, out = run(capsys, {"kubeconfig": kubeconfig, "backend": "configmap", "namespace": kube.namespace, "names": ["Gpu"]})
     assert code == 1 and out["msg"].startswith("names[0]: 'Gpu' is not a DNS-1123 label; allowed: ")
+
+
+SECRET_SPEC = {"catalog": {"source": "/c"}, "componentOverrides": {"db": {"version": "1.2.3", "values": {
+    "auth": {"enabled": True, "rootPassword": "r00t-s3cret"}, "dsn": "postgres://app:dsn-s3cret@db/x"}}},
+    "repositoryMirrors": {"https://charts.example": "https://ops:mirror-s3cret@mirror.internal/charts"}}
+
+
+def test_secrets_of_the_spec_are_hidden_unless_show_values(capsys, kube, stacks):
+    # issue 35: stack_info's result goes to AWX's job events; a spec's secrets stay out of it by default
+    kubeconfig = kube.kubeconfig_for("stack")
+    name = stacks.create("secret", SECRET_SPEC)
+    code, out = run(capsys, {"kubeconfig": kubeconfig, "names": [name]})
+    assert code == 0 and "s3cret" not in json.dumps(out)
+    spec = out["stacks"][0]["spec"]
+    assert spec["componentOverrides"]["db"] == {"version": "1.2.3", "values": {"auth": {"enabled": True, "rootPassword": "<hidden>"},
+                                                                               "dsn": "<hidden>"}}
+    assert spec["repositoryMirrors"] == {"https://charts.example": "https://ops:<hidden>@mirror.internal/charts"}
+    code, out = run(capsys, {"kubeconfig": kubeconfig, "names": [name], "show_values": True})
+    assert code == 0 and out["stacks"][0]["spec"] == SECRET_SPEC

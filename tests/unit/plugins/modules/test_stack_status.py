@@ -85,3 +85,16 @@ def test_errors_are_one_line(capsys, kube, stacks, args, message):
         message = message.replace("'absent'", "'%s'" % args["name"])
     code, out = run(capsys, dict(args, kubeconfig=kubeconfig))
     assert code == 1 and message in out["msg"] and "\n" not in out["msg"]
+
+
+def test_a_configmap_specs_secrets_stay_out_of_the_diff_and_the_invocation(capsys, kube):
+    # issue 35: the diff and the invocation of stack_status carried a spec's secrets as given
+    base = {"name": "lab-secret", "backend": "configmap", "namespace": kube.namespace, "kubeconfig": kube.kubeconfig_for("stack")}
+    spec = {"catalog": {"source": "/c"}, "componentOverrides": {"db": {"values": {"password": "first-s3cret", "replicas": 1}}}}
+    code, out = run(capsys, dict(base, spec=spec, _ansible_diff=True))
+    assert code == 0 and out["changed"] and "first-s3cret" not in json.dumps(out)
+    changed = {"catalog": {"source": "/c"}, "componentOverrides": {"db": {"values": {"password": "second-s3cret", "replicas": 2}}}}
+    code, out = run(capsys, dict(base, spec=changed, _ansible_diff=True))
+    assert code == 0 and out["changed"] and "s3cret" not in json.dumps(out)
+    assert out["diff"]["before"]["spec"]["componentOverrides"]["db"]["values"] == {"password": "<hidden>", "replicas": 1}
+    assert out["diff"]["after"]["spec"]["componentOverrides"]["db"]["values"] == {"password": "<changed>", "replicas": 2}

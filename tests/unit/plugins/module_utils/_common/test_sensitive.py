@@ -98,3 +98,57 @@ def test_a_dotted_path_hides_a_kubernetes_key_field_anyway():
     sensitive = Sensitive(["tolerations.key"])
     assert sensitive.redact({"tolerations": [{"key": "team-a", "operator": "Exists"}]}) == {"tolerations": [{"key": HIDDEN, "operator": "Exists"}]}
     assert Sensitive(["topologyKey"]).is_sensitive(("podAffinityTerm", "topologyKey")), "an explicit name is an explicit name"
+
+
+# issue 35: credentials, passwd, auth and connection strings are secret by default; URLs with userinfo are masked by value.
+@pytest.mark.parametrize("key", ["credentials", "awsCredentials", "gcp_credentials", "passwd", "dbPasswd", "DB_PASSWD", "auth", "basicAuth",
+                                 "proxy_auth", "x-auth", "dsn", "sentryDsn", "DATABASE_DSN", "connectionString", "dbConnectionString",
+                                 "CONNECTION_STRING", "connection_string", "DBPassword"])
+def test_new_default_names_match_at_word_boundaries(key):
+    assert Sensitive().is_sensitive(("a", key), {key: "s3cr3t-value"})
+
+
+@pytest.mark.parametrize("key", ["author", "authors", "oauth", "authority", "credentialsFile", "credentialsSecretName", "dsnFile", "connection",
+                                 "passwdFile", "url", "uri"])
+def test_new_default_names_do_not_catch_other_words(key):
+    assert not Sensitive().is_sensitive(("a", key), {key: "visible"})
+
+
+def test_auth_hides_a_credential_string_not_a_settings_block():
+    values = {"auth": {"enabled": True, "existingSecret": "", "password": "pw-123456", "database": "app"},
+              "auths": {"registry.example": {"auth": "dXNlcjpwYXNz"}}, "proxy": {"auth": "user:pass"}}
+    assert Sensitive().redact(values) == {
+        "auth": {"enabled": True, "existingSecret": HIDDEN, "password": HIDDEN, "database": "app"},
+        "auths": {"registry.example": {"auth": HIDDEN}}, "proxy": {"auth": HIDDEN}}
+    assert Sensitive().secret_strings(values) == {"pw-123456", "dXNlcjpwYXNz", "user:pass"}
+
+
+@pytest.mark.parametrize("text,shown", [
+    ("postgres://app:pw-123456@db:5432/x", "postgres://app:<hidden>@db:5432/x"),
+    ("https://ghp_0123456789@github.com/org/repo.git", "https://<hidden>@github.com/org/repo.git"),
+    ("--db=mysql://root:pw-123456@10.0.0.1/app --cache=redis://:pw-654321@cache:6379", "--db=mysql://root:<hidden>@10.0.0.1/app "
+     "--cache=redis://:<hidden>@cache:6379"),
+    ("https://example.com/@user/path", "https://example.com/@user/path"),
+    ("admin@example.com", "admin@example.com"),
+])
+def test_urls_with_userinfo_are_masked_by_value_under_any_key(text, shown):
+    values = {"database_url": text, "backend": {"uri": text}, "mirrors": [text], "webhookUrl": text}
+    redacted = Sensitive().redact(values)
+    assert redacted == {"database_url": shown, "backend": {"uri": shown}, "mirrors": [shown], "webhookUrl": shown}
+    secrets = Sensitive().secret_strings(values)
+    assert all(s not in shown for s in secrets) and ("pw-123456" in secrets or "ghp_0123456789" in secrets) == (shown != text)
+
+
+def test_a_changed_url_password_is_marked_changed_in_a_diff():
+    before, after = Sensitive().redact_pair({"url": "https://u:old-pass@h/x"}, {"url": "https://u:new-pass@h/x"})
+    assert before == {"url": "https://u:<hidden>@h/x"} and after == {"url": "https://u:<changed>@h/x"}
+    assert Sensitive().redact_pair({"url": "https://u:p-1234@h/x"}, {"url": "https://u:p-1234@h/y"}) == (
+        {"url": "https://u:<hidden>@h/x"}, {"url": "https://u:<hidden>@h/y"})
+
+
+def test_a_flag_under_a_sensitive_name_is_shown():
+    # the real AICR catalog has serviceAccount.automountServiceAccountToken: true - no secret, and not worth <hidden>
+    values = {"serviceAccount": {"automountServiceAccountToken": True}, "token": None, "grafana": {"adminPassword": "admin"}}
+    assert Sensitive().redact(values) == {"serviceAccount": {"automountServiceAccountToken": True}, "token": None,
+                                          "grafana": {"adminPassword": HIDDEN}}
+    assert Sensitive().redact_pair({"token": True}, {"token": "now-a-s3cret"}) == ({"token": HIDDEN}, {"token": CHANGED})

@@ -81,3 +81,22 @@ def test_a_snapshot_that_fails_a_constraint_fails_naming_the_excluded_overlay(fa
     assert failure.value.details["field"] == "resolve.snapshot"
     assert "declared by overlay 'h100-kind-training' was excluded by failing constraints" in failure.value.msg
     assert any(item["name"] == "h100-kind-training" for item in failure.value.details["excludedOverlays"])
+
+
+# issue 35: a recipe_resolve result whose secrets were hidden is never deployed ("<hidden>" as a password), and the
+# values given in resolve.component_overrides are as secret in the task's output as component_overrides' own.
+def test_a_recipe_with_hidden_values_is_refused_before_anything_runs(fakes):
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.resolve import shown
+    registered = resolve_from_options(resolve_options(component_overrides={"example-jobs": {"values": {"db": {"password": "pw-123456"}}}}))
+    with pytest.raises(AicrError) as failure:
+        plan({"recipe": shown(registered)}, fakes)
+    assert failure.value.msg.startswith("recipe: its secret values are <hidden> (recipe_resolve without show_values); allowed: resolve")
+    assert plan({"recipe": shown(resolve_from_options(resolve_options()))}, fakes)["summary"]["component_count"] == 6, \
+        "a result with nothing hidden deploys as before"
+
+
+def test_resolve_component_overrides_secrets_are_no_log_values():
+    from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import secret_params
+    params = {"resolve": resolve_options(component_overrides={"example-jobs": {"values": {"db": {"password": "pw-123456"}}}}),
+              "component_overrides": {}, "sensitive_values": None}
+    assert "pw-123456" in secret_params(params)
