@@ -10,9 +10,10 @@ This module is the orchestration only; each step is a section of its own:
 2. If anything must change: take the stack Lease (``lease``), survey again (the cluster may have moved
    meanwhile), then run every component through the scheduler (``scheduler``) as soon as its gate opens
    (``deploy``). Readiness is always observed from the cluster.
-3. ``prune`` removes what this stack installed earlier (per the inventory ConfigMap, ``inventory``, and the
-   stack label on helm releases) and the recipe no longer has; ``state: absent`` removes everything in
-   reverse dependency order (``remove``).
+3. ``prune`` removes what this stack installed earlier and the recipe no longer has, per its inventory ConfigMap
+   (``inventory``, written ahead of every change) and only while the live cluster still holds what it recorded
+   (``ownership``); ``state: absent`` removes all of it in reverse dependency order (``remove``). What is labelled
+   for the stack but not in its inventory is reported (``foreign_claims``), never removed.
 4. The result (``result``): every component, the waves, the actions, the diff and the summary.
 
 ``on_transition(component_result)``, when given, is called on every component phase change
@@ -134,6 +135,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self._transition_lock = threading.Lock()
         self._notified = {}
         self.warnings = []
+        self.foreign_claims = []  # releases and objects labelled for the stack that its inventory does not vouch for
         self.lease = None  # the stack Lease while this run holds it
 
     # -- helpers ---------------------------------------------------------------
@@ -145,6 +147,15 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         with self._actions_lock:
             if text not in self.warnings and len(self.warnings) < 10:
                 self.warnings.append(text)
+
+    def _claim(self, found, text):
+        """Report a foreign claim (``ownership.claim``): in ``foreign_claims`` and as a warning ``foreign claim: <text>``."""
+        with self._actions_lock:
+            key = (found["kind"], found.get("namespace"), found["name"])
+            if any((c["kind"], c.get("namespace"), c["name"]) == key for c in self.foreign_claims):
+                return
+            self.foreign_claims.append(found)
+        self._warn("foreign claim: %s" % text)
 
     def _transition(self, st):
         """Tell ``on_transition`` about the component's phase (once per phase / blockers); a failing callback is a warning."""
@@ -174,7 +185,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self.workdir = tempfile.mkdtemp(prefix="aicr-release-")
         start = self.clock()
         try:
-            self.inventory.load(self._action)
+            self.inventory.load(self._action, self._warn)
             lease, lost = None, None
             if self.opts.check_mode or self.opts.state == "absent":
                 self.survey()
@@ -201,7 +212,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 self.helm = Guarded(raw_helm, lease)
                 try:
                     self._start_early_starts(raw_helm)
-                    self.inventory.load(self._action)
+                    self.inventory.load(self._action, self._warn)
                     self.survey(objects=self.opts.state == "absent")
                     self._prefetch_renders()
                     outcomes = self._execute(start)
@@ -211,7 +222,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                         if lease.loss() is None:
                             raise
                         # another run may hold the stack now: its inventory is not overwritten; the run fails below, reporting
-                        # what it did (the stack's releases carry its label, so the next run finds them all the same)
+                        # what it did (what it installed was written ahead into the inventory, so the next run knows it)
                         self._warn("stack %s: its inventory ConfigMap %s/%s was not updated: the Lease was lost"
                                    % (self.opts.stack, self.inventory.namespace, self.inventory.name))
                 finally:
@@ -442,7 +453,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         # the readiness pre-flight: before the helm probe, the Lease or any other request that could change something
         checked = preflight.run(params.get("preflight") or "auto", recipe, snapshot, cluster)
         if checked is not None and not checked["passed"]:
-            failed = {"changed": False, "components": [], "waves": [], "actions": [], "preflight": checked,
+            failed = {"changed": False, "components": [], "waves": [], "actions": [], "foreign_claims": [], "preflight": checked,
                       "failed_message": preflight.failure_message(checked)}
             if resolved is not None:
                 failed["resolved"] = resolved

@@ -18,6 +18,8 @@ import pytest
 from aicr_lab.controlplane import stages
 
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
+from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
 from doubles import wait_for  # pylint: disable=import-error
 
@@ -42,7 +44,7 @@ def pending_revision_age(kube, namespace):
 
 
 @pytest.mark.skipif(not HELM.exists(), reason="needs the project's helm (make helm)")
-def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube):
+def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube, client):
     ns = kube.namespace
     kubeconfig = kube.kubeconfig_for("release")
     env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path / "hc"), HELM_CONFIG_HOME=str(tmp_path / "hcfg"), HELM_DATA_HOME=str(tmp_path / "hd"))
@@ -61,6 +63,10 @@ def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube)
     hook = kube.rest.get(jobs)["items"][0]
     assert hook["spec"]["template"]["metadata"]["annotations"][stages.NEVER_READY] == "true", "the hook that held helm never completes"
     assert not any(c.get("type") == "Complete" for c in (hook.get("status") or {}).get("conditions") or [])
+    # the killed helm was a run of this stack's: before it ran helm, that run wrote into the stack's inventory what it was
+    # about to install (what makes the release this stack's, not its label)
+    hooks = build_plan(recipe(ns)).by_name["hooks"]
+    Inventory(client("release"), "interrupted", ns).write_ahead(hooks, next_digest=hooks.digest())
     params = {"recipe": recipe(ns), "kubeconfig": kubeconfig, "helm_binary": str(HELM), "lease_namespace": ns,
               "repository_mirrors": {"https://charts.example/interrupted": str(CHARTS)}, "cache_dir": str(tmp_path / "cache"),
               "poll_interval": 0.1}
