@@ -16,8 +16,9 @@ One ConfigMap ``aicr-runtime-<stack>-inventory`` in the lease namespace; ``data.
 carries; an object's ``uid`` and ``digest`` (sha256 of the body applied) are what the stack last applied.
 
 - Only the collection's field manager (``aicr-runtime``) writes it: a ConfigMap of that name whose fields that manager
-  holds none of was written by someone else and is not trusted - a warning, and the run takes it as no inventory
-  (nothing is removed on its word; it is neither read nor deleted).
+  holds none of, or whose ``data.inventory`` another manager wrote (an edit), is not trusted - a warning, and the run
+  takes it as no inventory (nothing is removed on its word; it is neither read nor deleted). What the stack installed
+  is then a foreign claim until a run with ``adopt: true`` records it again.
 - Written ahead (:meth:`Inventory.write_ahead`): what a component is about to install or apply is recorded *before* it
   is (the release with ``next_digest``, objects without their uid), so a run interrupted afterwards, or whose final write
   fails, leaves its objects known; entries are dropped only after their removal succeeded (:meth:`Inventory.record`).
@@ -39,7 +40,7 @@ import json
 import threading
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, FIELD_MANAGER, READY, UNCHANGED, managed_labels, slug
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import managed_by_us, managers_of
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 
 
@@ -78,10 +79,11 @@ class Inventory(object):
         cm = self.cluster.get("v1", "ConfigMap", self.name, self.namespace)
         if cm is None:
             return
-        if not managed_by_us(cm):
+        if not data_written_by_us(cm, "inventory"):
             self.untrusted = True
             (warn or note)("inventory ConfigMap %s/%s was not written by %s (field managers: %s): not trusted, taken as no inventory "
-                           "(nothing is removed on its word)" % (self.namespace, self.name, FIELD_MANAGER, ", ".join(managers_of(cm)) or "none"))
+                           "(nothing is removed on its word; a run with adopt: true records the stack's releases and objects again)"
+                           % (self.namespace, self.name, FIELD_MANAGER, ", ".join(managers_of(cm)) or "none"))
             return
         try:
             loaded = json.loads((cm.get("data") or {}).get("inventory") or "{}")

@@ -45,6 +45,18 @@ def managed_by_us(live):
     return any((entry or {}).get("manager") == FIELD_MANAGER for entry in ((live or {}).get("metadata") or {}).get("managedFields") or [])
 
 
+def data_written_by_us(live, key):
+    """Whether the collection's field manager wrote ``data.<key>`` of the live ConfigMap: it holds fields of it, and no
+    other manager owns that key (``managedFields[].fieldsV1``; an entry without ``fieldsV1`` owns nothing known)."""
+    if not managed_by_us(live):
+        return False
+    for entry in ((live or {}).get("metadata") or {}).get("managedFields") or []:
+        owned = (((entry or {}).get("fieldsV1") or {}).get("f:data") or {})
+        if (entry or {}).get("manager") != FIELD_MANAGER and "f:%s" % key in owned:
+            return False
+    return True
+
+
 def managers_of(live):
     return sorted(set((entry or {}).get("manager") or "?" for entry in ((live or {}).get("metadata") or {}).get("managedFields") or []))
 

@@ -297,3 +297,21 @@ def test_an_inventory_from_before_records_is_read_and_removes_as_it_did(fakes, t
     result = run(cluster, helm, {"recipe_name": "x", "components": [comp("agent")]}, prune=True)
     assert result["summary"]["failed"] == [] and result["foreign_claims"] == []
     assert [c[1] for c in uninstalls(helm)] == ["web"] and cluster.get("v1", "ConfigMap", "site-config", "apps") is None
+
+
+def test_an_inventory_whose_document_another_field_manager_edited_is_not_trusted(fakes, tmp_path):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, charts(fakes))
+    path = write(tmp_path, "cfg.yaml", [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "site-config"}, "data": {"site": "lab"}}])
+    recipe = {"recipe_name": "x", "components": [comp("agent"), comp("config", chart="", post=[path])]}
+    assert run(cluster, helm, recipe)["summary"]["failed"] == []
+    inventory = Inventory(cluster, "mine", "aicr-system")
+    cm = cluster.get("v1", "ConfigMap", inventory.name, "aicr-system")
+    # `kubectl edit`: the API server records the editor as the manager of data.inventory (aicr-runtime keeps the labels)
+    cm["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {"f:data": {"f:inventory": {}}}})
+    cluster.replace(cm)
+    result = run(cluster, helm, {"recipe_name": "x", "components": [comp("agent")]}, prune=True)
+    assert cluster.get("v1", "ConfigMap", "site-config", "apps") is not None  # nothing removed on an edited inventory's word
+    assert any(w.startswith("inventory ConfigMap aicr-system/%s was not written by aicr-runtime (field managers: aicr-runtime, kubectl-edit)"
+                            % inventory.name) for w in result["warnings"]), result["warnings"]
+    assert [c["name"] for c in result["foreign_claims"]] == ["agent"] and uninstalls(helm) == []
