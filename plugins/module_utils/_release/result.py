@@ -91,8 +91,11 @@ class Result(object):
         if self.opts.state == "absent":
             for name in plan.order:
                 st = self.states[name]
-                present = st.deployed is not None or bool(self.inventory.objects_of(name))
-                st.action, st.reason = ("remove", "state is absent") if present else ("unchanged", "nothing deployed")
+                present = (st.deployed is not None and not st.release_foreign) or bool(self.inventory.objects_of(name))
+                if present:
+                    st.action, st.reason = "remove", "state is absent"
+                else:  # a release of another stack (or labelled for this one without its inventory) is never removed
+                    st.action, st.reason = "unchanged", "nothing of stack %s deployed" % self.opts.stack if st.deployed is not None else "nothing deployed"
         if self.opts.state == "present":
             for name in plan.order:
                 if self.states[name].health is None:
