@@ -28,7 +28,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release import healt
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import DONE
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import object_digest
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import UNRECORDED, claim, object_owner, upgrade_refusal
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, UNRECORDED, claim, object_owner, upgrade_refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
 
 
@@ -228,8 +228,9 @@ class Deploy(object):
             return deployed
         verdict, why = refusal
         st.release_foreign = True
-        if verdict == UNRECORDED:
-            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack, "labelled for stack %s but not in its inventory" % self.opts.stack),
+        if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.opts.stack):
+            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack,
+                              "labelled for stack %s but not in its inventory" % self.opts.stack if verdict == UNRECORDED else why),
                         "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
         raise AicrError("component %s: release %s/%s %s: it is not upgraded (set adopt: true to take it over)" % (comp.name, comp.namespace, comp.name, why),
                         component=comp.name, owner=why)

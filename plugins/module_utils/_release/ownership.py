@@ -15,7 +15,8 @@ manager wrote is not trusted at all); the live cluster can then only take author
   (:func:`release_standing`); one that now carries another stack's label was adopted by that stack: it is *released*
   (forgotten with a warning, never uninstalled);
 - a release is upgraded only when nothing is deployed under its name, or the inventory lists it and its latest revision
-  carries the stack's label, unless ``adopt: true`` (:func:`upgrade_refusal`);
+  is still what the stack recorded (the same rule as for removal: ``helm upgrade`` deletes what the stored manifest has
+  and the new one lacks), unless ``adopt: true`` (:func:`upgrade_refusal`);
 - a release or object labelled for the stack that the inventory does not list is a *foreign claim*: reported
   (:func:`claim`), never removed.
 
@@ -146,6 +147,11 @@ def upgrade_refusal(deployed, entry, stack, adopt):
         return OTHER, "belongs to %s, not stack %s" % (owner, stack)
     if not listed(entry, deployed.name, deployed.namespace):
         return UNRECORDED, "is labelled for stack %s but is not in its inventory (a record anyone may forge)" % stack
+    # helm upgrade deletes what the stored manifest has and the new one lacks: a release record rewritten since the
+    # stack wrote it (another digest, another Secret) is not upgraded over either
+    verdict, why = release_standing(deployed, entry, stack)
+    if verdict != OURS:
+        return verdict, "is not what stack %s recorded (%s)" % (stack, why)
     return None
 
 

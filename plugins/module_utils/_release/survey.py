@@ -21,7 +21,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, read_releases, stack_releases
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import OTHER, UNRECORDED, claim, listed, upgrade_refusal
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, OTHER, UNRECORDED, claim, listed, upgrade_refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState
 
@@ -66,8 +66,9 @@ class Survey(object):
                 st.action, st.reason = "upgrade", "adopt: release %s/%s %s" % (comp.namespace, comp.name, why)
             return
         st.release_foreign = True
-        if verdict == UNRECORDED:
-            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack, "labelled for stack %s but not in its inventory" % self.opts.stack),
+        if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.opts.stack):
+            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack,
+                              "labelled for stack %s but not in its inventory" % self.opts.stack if verdict == UNRECORDED else why),
                         "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
         elif verdict == OTHER and deployed.stack and listed(self.inventory.loaded_entry(comp.name), comp.name, comp.namespace):
             self._warn("release %s/%s: released to stack %s (it carries that stack's label now); stack %s forgets it"

@@ -315,3 +315,23 @@ def test_an_inventory_whose_document_another_field_manager_edited_is_not_trusted
     assert any(w.startswith("inventory ConfigMap aicr-system/%s was not written by aicr-runtime (field managers: aicr-runtime, kubectl-edit)"
                             % inventory.name) for w in result["warnings"]), result["warnings"]
     assert [c["name"] for c in result["foreign_claims"]] == ["agent"] and uninstalls(helm) == []
+
+
+def test_a_listed_release_rewritten_since_the_stack_recorded_it_is_not_upgraded_over(fakes):
+    """helm upgrade deletes what the stored manifest has and the new one lacks: a release record someone rewrote (a
+    manifest naming kube-system/coredns) is not upgraded over, whatever its label says."""
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, charts(fakes))
+    cluster.create(dict(COREDNS))
+    recipe = {"recipe_name": "x", "components": [comp("web")]}
+    assert run(cluster, helm, recipe)["summary"]["failed"] == []
+    secret = latest_secret(cluster, "web", "apps")
+    secret["metadata"]["labels"]["aicr.io/digest"] = "tampered"
+    cluster.replace(secret)
+    upgrades = len(helm.upgrades())
+    recipe["components"][0]["values"] = {"replicas": 3}
+    result = run(cluster, helm, recipe)
+    [web] = result["components"]
+    assert web["phase"] == "Failed" and "is not what stack mine recorded" in web["message"] and "carries digest tampered" in web["message"], web
+    assert len(helm.upgrades()) == upgrades
+    assert [(c["kind"], c["namespace"], c["name"]) for c in result["foreign_claims"]] == [("release", "apps", "web")]
