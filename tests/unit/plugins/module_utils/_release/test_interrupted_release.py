@@ -47,9 +47,13 @@ def pending_revision_age(kube, namespace):
 def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube, client):
     ns = kube.namespace
     kubeconfig = kube.kubeconfig_for("release")
+    # the killed helm is a run of this stack's: before it ran helm, that run wrote into the stack's inventory what it was
+    # about to install (what makes the release this stack's, not its labels), and gave helm the labels it gives
+    hooks = build_plan(recipe(ns)).by_name["hooks"]
+    Inventory(client("release"), "interrupted", ns).write_ahead(hooks, next_digest=hooks.digest())
     env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path / "hc"), HELM_CONFIG_HOME=str(tmp_path / "hcfg"), HELM_DATA_HOME=str(tmp_path / "hd"))
     helm = subprocess.Popen([str(HELM), "upgrade", "hooks", str(CHARTS / "example-hooks"), "--install", "--namespace", ns,
-                             "--timeout", "300s", "--kubeconfig", kubeconfig, "--labels", "aicr.io/stack=interrupted",  # a run of this stack's
+                             "--timeout", "300s", "--kubeconfig", kubeconfig, "--labels", "aicr.io/stack=interrupted,aicr.io/digest=%s" % hooks.digest(),
                              "--set-string", "hook.podAnnotations.lab\\.aicr\\.io/never-ready=true"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     jobs = "/apis/batch/v1/namespaces/%s/jobs" % ns
@@ -63,10 +67,6 @@ def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube,
     hook = kube.rest.get(jobs)["items"][0]
     assert hook["spec"]["template"]["metadata"]["annotations"][stages.NEVER_READY] == "true", "the hook that held helm never completes"
     assert not any(c.get("type") == "Complete" for c in (hook.get("status") or {}).get("conditions") or [])
-    # the killed helm was a run of this stack's: before it ran helm, that run wrote into the stack's inventory what it was
-    # about to install (what makes the release this stack's, not its label)
-    hooks = build_plan(recipe(ns)).by_name["hooks"]
-    Inventory(client("release"), "interrupted", ns).write_ahead(hooks, next_digest=hooks.digest())
     params = {"recipe": recipe(ns), "kubeconfig": kubeconfig, "helm_binary": str(HELM), "lease_namespace": ns,
               "repository_mirrors": {"https://charts.example/interrupted": str(CHARTS)}, "cache_dir": str(tmp_path / "cache"),
               "poll_interval": 0.1}
