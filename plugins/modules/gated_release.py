@@ -255,8 +255,9 @@ options:
         carry this stack's label without being in its inventory.
       - This stack's are what its inventory ConfigMap lists (written only by the collection's field manager
         C(aicr-runtime); one another manager wrote is not trusted, with a warning, and taken as no inventory). A listed
-        release is upgraded while its latest revision carries the release label C(aicr.io/stack) with this stack's name; a
-        listed object is changed while it carries that label and C(aicr-runtime) holds fields of it. Ownership is read
+        release is upgraded while its latest revision is still what this stack recorded (the rule for removal below, since
+        C(helm upgrade) deletes what the stored manifest has and the new one lacks); a listed object is changed while it
+        carries the stack label C(aicr.io/stack) and C(aicr-runtime) holds fields of it. Ownership is read
         again right before each C(helm upgrade), C(helm uninstall) and delete, not only when the run surveys the cluster.
       - With V(false) (the default) a component whose release or object belongs to someone else fails with a message
         naming the owner, and nothing of it is changed.
