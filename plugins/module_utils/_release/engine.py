@@ -126,6 +126,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self._actions_lock = threading.Lock()
         self.inventory = Inventory(cluster, options.stack, options.lease_namespace)
         self.leftovers = []
+        self.leftover_notes = {}  # {leftover: why its release is not uninstalled (``ownership.release_standing``), from the survey}
         self._namespaces_present = set()  # namespaces this run saw or created (Deploy._ensure_namespace)
         self._namespace_locks = KeyedLocks()  # the one read of a namespace (Deploy._namespace_present)
         self._rendered = {}
@@ -177,8 +178,12 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
     def _leftover_state(self, name, entry, removing=True):
         st = ComponentState(Component.leftover(name, entry))
         if removing:
-            st.action, st.reason = "remove", "installed by stack %s earlier; no longer in the recipe" % self.opts.stack
+            st.action, st.reason = "remove", self._leftover_reason(name)
         return st
+
+    def _leftover_reason(self, name):
+        note = self.leftover_notes.get(name)
+        return "installed by stack %s earlier; no longer in the recipe" % self.opts.stack + ("; its release is not uninstalled: %s" % note if note else "")
 
     # -- run -----------------------------------------------------------------------------
     def run(self):

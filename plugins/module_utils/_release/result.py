@@ -87,7 +87,7 @@ class Result(object):
                     self.states[name] = self._leftover_state(name, entry)
                 else:
                     self.states[name].action = "remove"
-                    self.states[name].reason = "installed by stack %s earlier; no longer in the recipe" % self.opts.stack
+                    self.states[name].reason = self._leftover_reason(name)
         if self.opts.state == "absent":
             for name in plan.order:
                 st = self.states[name]

@@ -21,7 +21,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, read_releases, stack_releases
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, OTHER, UNRECORDED, claim, listed, upgrade_refusal
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
+    CHANGED, OTHER, OURS, UNRECORDED, claim, listed, release_standing, upgrade_refusal,
+)
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState
 
@@ -221,6 +223,14 @@ class Survey(object):
             self._claim(claim("release", rel.name, rel.namespace, self.opts.stack, "labelled for stack %s but not in its inventory" % self.opts.stack),
                         "release %s/%s is labelled for stack %s (component %s) but is not in its inventory; it is never removed"
                         % (rel.namespace, rel.name, self.opts.stack, rel.component or "-"))
+        self.leftover_notes = {}
+        if self.opts.prune or self.opts.state == "absent":
+            # the plan says which leftover releases will not be uninstalled (removal reads them again right before)
+            for name, entry in leftovers.items():
+                if entry.get("release"):
+                    verdict, why = release_standing(read_release(self.cluster, entry["release"], entry.get("namespace")), entry, self.opts.stack)
+                    if verdict != OURS:
+                        self.leftover_notes[name] = why
         inv_order = self.inventory.order
         self.leftovers = sorted(leftovers.items(), key=lambda kv: (inv_order.index(kv[0]) if kv[0] in inv_order else len(inv_order), kv[0]))
 

@@ -335,3 +335,14 @@ def test_a_listed_release_rewritten_since_the_stack_recorded_it_is_not_upgraded_
     assert web["phase"] == "Failed" and "is not what stack mine recorded" in web["message"] and "carries digest tampered" in web["message"], web
     assert len(helm.upgrades()) == upgrades
     assert [(c["kind"], c["namespace"], c["name"]) for c in result["foreign_claims"]] == [("release", "apps", "web")]
+
+
+def test_the_plan_says_a_leftover_release_another_stack_adopted_is_not_uninstalled(fakes):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, charts(fakes))
+    assert run(cluster, helm, {"recipe_name": "x", "components": [comp("other"), comp("web")]}, stack="A")["summary"]["failed"] == []
+    assert run(cluster, helm, {"recipe_name": "x", "components": [comp("web")]}, stack="B", adopt=True)["summary"]["failed"] == []
+    plan = run(cluster, helm, {"recipe_name": "x", "components": [comp("other")]}, stack="A", prune=True, check_mode=True)
+    [web] = [c for c in plan["components"] if c["name"] == "web"]
+    assert web["reason"].endswith("its release is not uninstalled: released to stack B"), web
+    assert any(a.startswith("would remove web (") and "released to stack B" in a for a in plan["actions"]), plan["actions"]
