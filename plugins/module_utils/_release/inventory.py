@@ -90,7 +90,7 @@ class Inventory(object):
             self.components, self.order = dict(loaded.get("components") or {}), list(loaded.get("order") or [])
             self.loaded = copy.deepcopy(self.components)
             self.found = True
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, TypeError):  # not JSON, or not the document's shape
             note("inventory ConfigMap %s/%s is unreadable; ignored" % (self.namespace, self.name))
 
     def _document(self):
