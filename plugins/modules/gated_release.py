@@ -38,8 +38,9 @@ description:
     (without a leading C(v)). Object identity is C(<component>-<pre|post>-<kind>-<slug of name>)."
   - A C(coordination.k8s.io/v1) Lease per stack keeps two runs from interleaving; a stale Lease is taken over
     after its duration. The Lease is taken only when something has to change, so a no-op run writes nothing.
-  - An inventory ConfigMap C(aicr-runtime-<stack>-inventory) (in O(lease_namespace)) records which objects each
-    component owns, for O(prune) and O(state=absent).
+  - An inventory ConfigMap C(aicr-runtime-<stack>-inventory) (in O(lease_namespace)) records which release and objects each
+    component owns (each with its uid and the digest this stack last wrote); it is the only source of what O(prune) and
+    O(state=absent) remove. Labels never make anything this stack's; see O(adopt) and RV(foreign_claims).
 author:
   - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
@@ -256,13 +257,28 @@ options:
     default: false
   adopt:
     description:
-      - Take over releases and objects that belong to another stack, or to nobody.
-      - A release belongs to this stack when its latest revision carries the release label C(aicr.io/stack) with this
-        stack's name; an object when it carries that label and the field manager C(aicr-runtime) holds fields of it.
+      - Take over (upgrade and relabel) releases and objects of the recipe that belong to another stack, to nobody, or that
+        carry this stack's label without being in its inventory.
+      - This stack's are what its inventory ConfigMap lists (written only by the collection's field manager
+        C(aicr-runtime); one another manager wrote is not trusted, with a warning, and taken as no inventory). A listed
+        release is upgraded while its latest revision is still what this stack recorded (the rule for removal below, since
+        C(helm upgrade) deletes what the stored manifest has and the new one lacks); a listed object is changed while it
+        carries the stack label C(aicr.io/stack) and C(aicr-runtime) holds fields of it. Ownership is read
+        again right before each C(helm upgrade), C(helm uninstall) and delete, not only when the run surveys the cluster.
       - With V(false) (the default) a component whose release or object belongs to someone else fails with a message
-        naming the owner, and nothing of it is changed; prune and O(state=absent) leave such objects alone (with a
-        warning naming the owner, whatever the inventory lists) and refuse to uninstall such a release.
-      - With V(true) they are upgraded, relabelled and removed as this stack's own.
+        naming the owner, and nothing of it is changed.
+      - With V(true) they are upgraded and relabelled, and then recorded in the inventory as this stack's own (so a later
+        prune or O(state=absent) removes them). O(adopt) never widens what prune and O(state=absent) remove.
+      - Prune and O(state=absent) remove only what the inventory lists and the cluster still holds as this stack recorded
+        it - a release whose latest revision carries this stack's label and the recorded C(aicr.io/digest) and is the
+        recorded release Secret (uid) or a newer revision; an object with the recorded uid, this stack's label and the
+        C(aicr-runtime) field manager. Anything else is left alone with a warning. A listed release that now carries
+        another stack's label was adopted by that stack; this stack forgets it (warning C(... released to stack B ...)),
+        never uninstalls it, and its prune succeeds. A release or object labelled for this stack that the inventory does
+        not list is reported in RV(foreign_claims), never removed.
+      - An inventory written before uids and digests were recorded is read; its entries are trusted for what they name
+        and checked live by label (and field manager) as before; each gets its record the next time it is installed or
+        applied.
     type: bool
     default: false
   sensitive_values:
@@ -287,9 +303,8 @@ options:
   lease_namespace:
     description:
       - Namespace of the stack Lease and of the inventory ConfigMap; created (a plain create) when missing.
-      - Keep it a namespace only the collection's identities may write in (see the RBAC guide), since whoever can write
-        ConfigMaps there can edit the inventory. The inventory only ever narrows what prune and O(state=absent) remove
-        (what is removed must carry this stack's label and field manager, see O(adopt)), but it is not a place to share.
+      - Keep it a namespace only the collection's identities may write in (see the RBAC guide), since the inventory is what
+        prune and O(state=absent) remove (see O(adopt)). An inventory ConfigMap another field manager wrote is not trusted.
     type: str
     default: aicr-system
   lease_duration:
@@ -571,6 +586,25 @@ waves:
   sample:
     - wave: 1
       components: [{name: example-crds, action: install, reason: release example-crds not found in namespace example-system, objects: {}}]
+foreign_claims:
+  description:
+    - Helm releases and objects labelled for this stack that its inventory does not vouch for - not listed in it, or no
+      longer what this stack recorded (another digest, uid or revision). They are never upgraded nor removed (a release
+      only with O(adopt) upgraded and taken over); each is also a warning starting with C(foreign claim:) naming it.
+    - Releases are looked for in the namespaces the recipe and the inventory name (never cluster-wide); objects among
+      those the recipe renders.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind: {description: "C(release) for a helm release, else the object's Kubernetes kind.", type: str}
+    apiVersion: {description: "The object's apiVersion (objects only).", type: str}
+    name: {description: "Release or object name.", type: str}
+    namespace: {description: "Its namespace (null for a cluster-scoped object).", type: str}
+    claims_stack: {description: "The stack label value it carries (this stack's).", type: str}
+    reason: {description: "Why it is not taken as this stack's.", type: str}
+  sample:
+    - {kind: release, name: evil, namespace: tenant-a, claims_stack: gpu, reason: labelled for stack gpu but not in its inventory}
 actions:
   description: What was done (or, in check mode, what would be done), in order.
   returned: always

@@ -477,9 +477,12 @@ def test_a_secret_value_never_appears_in_verbose_output_diff_or_result(run_playb
 
 
 def test_a_forged_inventory_entry_naming_an_object_in_kube_system_is_left_alone(run_playbook, kube, catalog, example_repo):
-    """Issue 15, item 1: anyone who may write ConfigMaps where the inventory lives could make the next run delete any
-    object. A hand-written inventory entry naming a ConfigMap in kube-system is NOT deleted, by prune or by state=absent,
-    and the run says so; the stack's own objects and releases still go."""
+    """Issue 15, item 1, and issue 35: anyone who may write ConfigMaps where the inventory lives could make the next run
+    delete any object. A hand-written inventory entry naming a ConfigMap in kube-system is NOT deleted, by prune or by
+    state=absent, and the run says so: an inventory edited by another field manager is not trusted at all (nothing is
+    removed on its word); one applied under the collection's field manager name (anyone may claim a manager name) is
+    read, but the object it names is not the stack's (label, field manager), and the stack's own objects and releases
+    still go."""
     target = "forged-%s" % kube.namespace[-8:]
     kube.rest.create("/api/v1/namespaces/kube-system/configmaps",
                      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": target}, "data": {"keep": "me"}})
@@ -488,23 +491,35 @@ def test_a_forged_inventory_entry_naming_an_object_in_kube_system_is_left_alone(
         assert run_playbook("release_converge.yml", extravars=params).rc == 0
         path = "/api/v1/namespaces/%s/configmaps/aicr-runtime-%s-inventory" % (kube.namespace, kube.namespace)
 
-        def forge():
+        def forge(spoofed):
             inventory = kube.rest.get(path)
             document = json.loads(inventory["data"]["inventory"])
             document["components"]["ghost"] = {"namespace": "kube-system", "release": None, "dependencies": [], "objects": [
                 {"id": "ghost-post-configmap-%s" % target, "apiVersion": "v1", "kind": "ConfigMap", "name": target, "namespace": "kube-system",
                  "wave": "post"}]}
             document["order"].append("ghost")
-            inventory["data"]["inventory"] = json.dumps(document)
-            kube.rest.request("PUT", path, body=inventory)
+            if spoofed:
+                kube.rest.apply(path, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": inventory["metadata"]["name"]},
+                                       "data": {"inventory": json.dumps(document)}}, manager="aicr-runtime")
+            else:
+                inventory["data"]["inventory"] = json.dumps(document)
+                kube.rest.request("PUT", path, body=inventory)
 
-        for extra in ({"prune": True}, {"state": "absent"}):
-            forge()
+        releases = len(kubectl_json(kube, "get", "secrets", "-n", kube.namespace, "-l", "owner=helm")["items"])
+        for spoofed, extra in ((True, {"prune": True}), (False, {"state": "absent"}), (True, {"state": "absent"})):
+            forge(spoofed)
             mark = kube.audit_mark()
             run = run_playbook("release_converge.yml", extravars=dict(params, **extra))
             assert run.rc == 0, run.stdout[-4000:]
             assert kube.rest.exists("/api/v1/namespaces/kube-system/configmaps/%s" % target), extra
-            assert "left ConfigMap kube-system/%s alone" % target in run.stdout and "belongs to nobody" in run.stdout, run.stdout[-4000:]
+            if spoofed:
+                assert "left ConfigMap kube-system/%s alone" % target in run.stdout and "belongs to nobody" in run.stdout, run.stdout[-4000:]
+            else:
+                assert "was not written by aicr-runtime" in run.stdout and "not trusted" in run.stdout, run.stdout[-4000:]
+                removed = [e["path"] for e in kube.audit(since=mark, user=kube.user(IDENTITY))
+                           if e["verb"] == "delete" and e["resource"] != "leases"]  # (the run's own Lease, taken and given back)
+                assert removed == [], removed  # nothing removed on its word, not even the stack's own releases
+                assert len(kubectl_json(kube, "get", "secrets", "-n", kube.namespace, "-l", "owner=helm")["items"]) == releases
             deletes = [e for e in kube.audit(since=mark, user=kube.user(IDENTITY)) if e["verb"] == "delete" and e["namespace"] == "kube-system"]
             assert deletes == [], deletes
         assert kubectl_json(kube, "get", "secrets", "-n", kube.namespace, "-l", "owner=helm")["items"] == [], "state=absent removed the stack's own"

@@ -3,9 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Deploying one component once its gate opens, and checking values against the chart's own schema.
 
-pre objects -> wait Ready -> ``helm upgrade --install`` (only if the digest differs; the chart pulled and its
-values checked first when asked) -> wait for every resource of the release -> post objects -> wait Ready ->
-prune the objects it no longer renders. Readiness is always observed from the cluster (``_kube.wait``).
+what it is about to install and apply written ahead into the inventory -> pre objects -> wait Ready -> ``helm upgrade
+--install`` (only if the digest differs; the chart pulled and its values checked first when asked; the release's
+ownership read again right before) -> wait for every resource of the release -> post objects -> wait Ready -> prune the
+objects it no longer renders. Readiness is always observed from the cluster (``_kube.wait``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,7 +27,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import C
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import DONE
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import object_owner, release_owner
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import object_digest
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, UNRECORDED, claim, object_owner, upgrade_refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
 
 
@@ -107,7 +109,8 @@ class Deploy(object):
                     raise AicrError("component %s: object %s (%s %s/%s) belongs to %s, not stack %s: it is not changed (set adopt: true to take it over)"
                                     % (comp.name, mobj.identity, mobj.kind, mobj.namespace or "-", mobj.name, owner, self.opts.stack),
                                     component=comp.name, object=mobj.identity, owner=owner)
-            apply_object(self.cluster, mobj, comp.namespace)
+            applied = apply_object(self.cluster, mobj, comp.namespace) or {}
+            st.applied[mobj.identity] = {"uid": (applied.get("metadata") or {}).get("uid"), "digest": object_digest(mobj.body)}
             st.changed = True
             self._action("apply %s (%s %s/%s: %s)" % (mobj.identity, mobj.kind, mobj.namespace or "-", mobj.name, action))
         refs = [(m.api_version, m.kind, m.name, m.namespace) for (m, _a, _r) in entries]
@@ -180,11 +183,9 @@ class Deploy(object):
         """``helm upgrade --install`` of a component whose release must change (its helm started early, waiting at its
         gate, when ``st.waiting_helm`` holds one: this takes it and opens the gate); returns the release helm reports
         (read back from its Secret only when helm's answer cannot be read)."""
-        comp, deployed = st.comp, st.deployed
-        owner = release_owner(deployed, self.opts.stack)
-        if owner is not None and not self.opts.adopt:
-            raise AicrError("component %s: release %s/%s belongs to %s, not stack %s: it is not upgraded (set adopt: true to take it over)"
-                            % (comp.name, comp.namespace, comp.name, owner, self.opts.stack), component=comp.name, owner=owner)
+        comp = st.comp
+        # read again right before helm: whose the release is may have changed since the survey
+        deployed = st.deployed = self._check_release(st, read_release(self.cluster, comp.name, comp.namespace))
         if deployed is not None and deployed.pending:
             self._clear_interrupted(comp, deployed)
         if st.waiting_helm is not None:
@@ -208,12 +209,39 @@ class Deploy(object):
         self._action("%s %s (chart %s %s into namespace %s: %s)" % (st.action, comp.name, comp.chart, comp.version, comp.namespace, st.reason))
         answer = getattr(revision, "release", None) or {}
         installed = DeployedRelease(None, answer) if answer.get("version") and "manifest" in answer else None
+        stored = read_release(self.cluster, comp.name, comp.namespace)  # the release Secret's uid, for the inventory
         if installed is None:  # helm's answer could not be read: the release it stored tells
-            installed = read_release(self.cluster, comp.name, comp.namespace)
+            installed = stored
         if installed is None:
             raise AicrError("component %s: helm reported success but release %s/%s is not stored in the cluster" % (comp.name, comp.namespace, comp.name))
         st.revision = installed.revision
+        uid = stored.uid if stored is not None and stored.revision == installed.revision else None
+        st.release_record = {"uid": uid, "revision": installed.revision, "digest": comp.digest()}
         return installed
+
+    def _check_release(self, st, deployed):
+        """``deployed`` when ``helm upgrade`` may run over it (``ownership.upgrade_refusal`` against the inventory as read);
+        otherwise the component fails and nothing of the release is changed."""
+        comp = st.comp
+        refusal = upgrade_refusal(deployed, self.inventory.loaded_entry(comp.name), self.opts.stack, self.opts.adopt)
+        if refusal is None:
+            return deployed
+        verdict, why = refusal
+        st.release_foreign = True
+        if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.opts.stack):
+            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack,
+                              "labelled for stack %s but not in its inventory" % self.opts.stack if verdict == UNRECORDED else why),
+                        "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
+        raise AicrError("component %s: release %s/%s %s: it is not upgraded (set adopt: true to take it over)" % (comp.name, comp.namespace, comp.name, why),
+                        component=comp.name, owner=why)
+
+    def _write_ahead(self, st):
+        """Record in the inventory, before anything is created, what the component is about to install and apply."""
+        comp = st.comp
+        installing = not comp.manifest_only and st.action != "unchanged"
+        refs = [(dict(mobj.ref(), wave=wave), action) for wave in ("pre", "post") for mobj, action, _r in st.objects[wave] if action != "unchanged"]
+        if installing or refs:
+            self.inventory.write_ahead(comp, deployed=st.deployed if installing else None, next_digest=comp.digest() if installing else None, refs=refs)
 
     def _deploy(self, name, overall_deadline):
         st = self.states[name]
@@ -231,6 +259,9 @@ class Deploy(object):
         def install(deadline):
             if not st.objects_surveyed:
                 self._survey_objects(st)
+            if not comp.manifest_only and st.action != "unchanged":
+                self._check_release(st, st.deployed)  # before anything of it is written ahead or applied
+            self._write_ahead(st)
             self._objects_wave(st, "pre", deadline)
             if not comp.manifest_only:
                 installing = st.action != "unchanged"

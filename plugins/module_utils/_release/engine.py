@@ -10,9 +10,10 @@ This module is the orchestration only; each step is a section of its own:
 2. If anything must change: take the stack Lease (``lease``), survey again (the cluster may have moved
    meanwhile), then run every component through the scheduler (``scheduler``) as soon as its gate opens
    (``deploy``). Readiness is always observed from the cluster.
-3. ``prune`` removes what this stack installed earlier (per the inventory ConfigMap, ``inventory``, and the
-   stack label on helm releases) and the recipe no longer has; ``state: absent`` removes everything in
-   reverse dependency order (``remove``).
+3. ``prune`` removes what this stack installed earlier and the recipe no longer has, per its inventory ConfigMap
+   (``inventory``, written ahead of every change) and only while the live cluster still holds what it recorded
+   (``ownership``); ``state: absent`` removes all of it in reverse dependency order (``remove``). What is labelled
+   for the stack but not in its inventory is reported (``foreign_claims``), never removed.
 4. The result (``result``): every component, the waves, the actions, the diff and the summary.
 
 ``on_transition(component_result)``, when given, is called on every component phase change
@@ -127,6 +128,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self._actions_lock = threading.Lock()
         self.inventory = Inventory(cluster, options.stack, options.lease_namespace)
         self.leftovers = []
+        self.leftover_notes = {}  # {leftover: why its release is not uninstalled (``ownership.release_standing``), from the survey}
         self._namespaces_present = set()  # namespaces this run saw or created (Deploy._ensure_namespace)
         self._namespace_locks = KeyedLocks()  # the one read of a namespace (Deploy._namespace_present)
         self._rendered = {}
@@ -136,6 +138,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self._transition_lock = threading.Lock()
         self._notified = {}
         self.warnings = []
+        self.foreign_claims = []  # releases and objects labelled for the stack that its inventory does not vouch for
         self.lease = None  # the stack Lease while this run holds it
 
     # -- helpers ---------------------------------------------------------------
@@ -147,6 +150,15 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         with self._actions_lock:
             if text not in self.warnings and len(self.warnings) < 10:
                 self.warnings.append(text)
+
+    def _claim(self, found, text):
+        """Report a foreign claim (``ownership.claim``): in ``foreign_claims`` and as a warning ``foreign claim: <text>``."""
+        with self._actions_lock:
+            key = (found["kind"], found.get("namespace"), found["name"])
+            if any((c["kind"], c.get("namespace"), c["name"]) == key for c in self.foreign_claims):
+                return
+            self.foreign_claims.append(found)
+        self._warn("foreign claim: %s" % text)
 
     def _transition(self, st):
         """Tell ``on_transition`` about the component's phase (once per phase / blockers); a failing callback is a warning."""
@@ -168,15 +180,19 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
     def _leftover_state(self, name, entry, removing=True):
         st = ComponentState(Component.leftover(name, entry))
         if removing:
-            st.action, st.reason = "remove", "installed by stack %s earlier; no longer in the recipe" % self.opts.stack
+            st.action, st.reason = "remove", self._leftover_reason(name)
         return st
+
+    def _leftover_reason(self, name):
+        note = self.leftover_notes.get(name)
+        return "installed by stack %s earlier; no longer in the recipe" % self.opts.stack + ("; its release is not uninstalled: %s" % note if note else "")
 
     # -- run -----------------------------------------------------------------------------
     def run(self):
         self.workdir = tempfile.mkdtemp(prefix="aicr-release-")
         start = self.clock()
         try:
-            self.inventory.load(self._action)
+            self.inventory.load(self._action, self._warn)
             lease, lost = None, None
             if self.opts.check_mode or self.opts.state == "absent":
                 self.survey()
@@ -205,7 +221,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 raw_helm.release_client = self.cluster
                 try:
                     self._start_early_starts(raw_helm)
-                    self.inventory.load(self._action)
+                    self.inventory.load(self._action, self._warn)
                     self.survey(objects=self.opts.state == "absent")
                     self._prefetch_renders()
                     outcomes = self._execute(start)
@@ -215,7 +231,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                         if lease.loss() is None:
                             raise
                         # another run may hold the stack now: its inventory is not overwritten; the run fails below, reporting
-                        # what it did (the stack's releases carry its label, so the next run finds them all the same)
+                        # what it did (what it installed was written ahead into the inventory, so the next run knows it)
                         self._warn("stack %s: its inventory ConfigMap %s/%s was not updated: the Lease was lost"
                                    % (self.opts.stack, self.inventory.namespace, self.inventory.name))
                 finally:
@@ -463,7 +479,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
         # the readiness pre-flight: before the helm probe, the Lease or any other request that could change something
         checked = preflight.run(params.get("preflight") or "auto", recipe, snapshot, cluster)
         if checked is not None and not checked["passed"]:
-            failed = {"changed": False, "components": [], "waves": [], "actions": [], "preflight": checked,
+            failed = {"changed": False, "components": [], "waves": [], "actions": [], "foreign_claims": [], "preflight": checked,
                       "failed_message": preflight.failure_message(checked)}
             if resolved is not None:
                 failed["resolved"] = resolved

@@ -177,27 +177,41 @@ def _latest(secrets, name):
 
 
 def read_release(cluster, name, namespace):
-    """The latest revision of helm release ``name`` in ``namespace``, or None."""
-    return _latest(cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % name), name)
+    """The latest revision of helm release ``name`` in ``namespace``, or None; ``uid`` is its release Secret's uid."""
+    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % name)
+    return _with_uid(_latest(secrets, name), secrets)
 
 
 def read_releases(cluster, names, namespace):
     """``{name: latest revision or None}`` of several releases of one namespace: one Secret list (every helm release
     of the namespace), where :func:`read_release` of each would make one request per release."""
     secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm")
-    return dict((name, _latest(secrets, name)) for name in names)
+    return dict((name, _with_uid(_latest(secrets, name), secrets)) for name in names)
 
 
-def stack_releases(cluster, stack):
-    """Latest revision of every helm release labelled with this stack, all namespaces."""
-    secrets = cluster.list("v1", "Secret", label_selector="owner=helm,%s=%s" % (STACK_LABEL, stack))
+def _with_uid(release, secrets):
+    """``release`` with ``uid``, the uid of the release Secret it was read from (None when unknown): what a stack's
+    inventory records, so a Secret re-created under the same name is not taken for the one the stack wrote."""
+    if release is not None:
+        release.uid = next((((s.get("metadata") or {}).get("uid")) for s in secrets
+                            if (s.get("metadata") or {}).get("name") == release.secret_name), None)
+    return release
+
+
+def stack_releases(cluster, stack, namespace):
+    """Latest revision of every helm release of ``namespace`` labelled with this stack (``stack``: the label value).
+
+    Only ever one namespace at a time, and only to *report* releases that claim the stack without being in its
+    inventory: labels are data anyone who may write a Secret there can set, so they never make a release the stack's
+    (``_release.ownership``), and the release identity needs no cluster-wide list of Secrets."""
+    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,%s=%s" % (STACK_LABEL, stack))
     latest = {}
     for secret in secrets:
         labels = (secret.get("metadata") or {}).get("labels") or {}
         key = ((secret.get("metadata") or {}).get("namespace"), labels.get("name"))
         if key not in latest or int(labels.get("version") or 0) > int(((latest[key].get("metadata") or {}).get("labels") or {}).get("version") or 0):
             latest[key] = secret
-    return [DeployedRelease(s, None) for s in latest.values()]
+    return [_with_uid(DeployedRelease(s, None), [s]) for s in latest.values()]
 
 
 def chart_schema_and_defaults(path):

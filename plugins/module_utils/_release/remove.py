@@ -3,18 +3,22 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Removing what a stack deployed: ``state: absent`` (everything, in reverse dependency order) and ``prune``.
 
-One component: its post objects, its release (``helm uninstall``), its pre objects, each waited for until gone.
+One component: its post objects, its release (``helm uninstall``), its pre objects, each waited for until gone. Only
+what the stack's inventory lists, and only while the live cluster still holds what the stack recorded
+(``_release.ownership``, checked right before each delete and uninstall); ``adopt`` never widens what is removed.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import REMOVED, UNCHANGED
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import REMOVED, STACK_LABEL, UNCHANGED, label_value
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import read_release
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import object_owner, release_owner
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
+    OURS, RELEASED, claim, labels_of, listed, object_refusal, release_standing,
+)
 
 
 class Remove(object):
@@ -24,24 +28,25 @@ class Remove(object):
         return self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace")) is not None
 
     def _delete_refs(self, comp, refs, deadline):
-        """Delete the objects of ``refs`` that the live cluster says are this stack's (``ownership.object_owner``); the
-        others are left alone, with a warning naming their owner, whatever the inventory says."""
+        """Delete the objects of ``refs`` (inventory refs) that are still what this stack recorded (``ownership.object_refusal``:
+        its uid, label and field manager, read right before the delete, which is preconditioned on that uid); the others
+        are left alone, with a warning saying why, whatever the inventory says."""
         gone = []
+        who = comp if isinstance(comp, str) else comp.name
         for ref in refs:
             live = self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
             if live is None:
                 continue
-            owner = object_owner(live, self.opts.stack)
-            if owner is not None:
-                self._warn("left %s %s/%s alone: the inventory lists it for component %s, but it belongs to %s, not stack %s"
-                           % (ref["kind"], ref.get("namespace") or "-", ref["name"], comp if isinstance(comp, str) else comp.name, owner, self.opts.stack))
-                self._action("leave %s %s/%s alone (belongs to %s)" % (ref["kind"], ref.get("namespace") or "-", ref["name"], owner))
+            why = object_refusal(live, ref, self.opts.stack)
+            if why is not None:
+                self._warn("left %s %s/%s alone: the inventory lists it for component %s, but %s; stack %s does not delete it"
+                           % (ref["kind"], ref.get("namespace") or "-", ref["name"], who, why, self.opts.stack))
+                self._action("leave %s %s/%s alone (%s)" % (ref["kind"], ref.get("namespace") or "-", ref["name"], why))
                 continue
             uid = (live.get("metadata") or {}).get("uid")
             if self.cluster.delete(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"), uid=uid):
                 self._action("delete %s (%s %s/%s)" % (ref.get("id") or ref["name"], ref["kind"], ref.get("namespace") or "-", ref["name"]))
                 gone.append(ref)
-        who = comp if isinstance(comp, str) else comp.name
         left = [gone]
 
         def all_gone():
@@ -51,39 +56,67 @@ class Remove(object):
         if gone:
             wait.until(all_gone, deadline, self.opts.poll_interval, clock=self.clock, sleep=self.sleep, on_timeout=lambda: AicrError(
                 "component %s: timed out waiting for %s %s to be deleted" % (who, left[0][0]["kind"], left[0][0]["name"])))
-        return bool(refs)
+        return bool(gone)
+
+    def _unrecorded_objects(self, name, refs):
+        """Rendered objects the inventory does not list (``state: absent``): never deleted; one labelled for this stack is
+        a foreign claim."""
+        for ref in refs:
+            live = self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
+            if live is not None and labels_of(live).get(STACK_LABEL) == label_value(self.opts.stack):
+                where = "%s %s/%s" % (ref["kind"], ref.get("namespace") or "-", ref["name"])
+                self._claim(claim(ref["kind"], ref["name"], ref.get("namespace"), self.opts.stack,
+                                  "labelled for stack %s but not in its inventory" % self.opts.stack, api_version=ref["apiVersion"]),
+                            "%s (component %s) is labelled for stack %s but is not in its inventory; it is not deleted" % (where, name, self.opts.stack))
+
+    def _remove_release(self, name, entry, st, deadline):
+        """Uninstall the component's release when the inventory lists it and its latest revision, read right before
+        ``helm uninstall``, is still what this stack recorded (``ownership.release_standing``); never otherwise: one another
+        stack adopted is forgotten (released), one labelled for this stack without the record is a foreign claim."""
+        release = entry.get("release") or entry.get("planned_release")
+        if not release:
+            return
+        namespace = entry.get("namespace") or st.comp.namespace
+        deployed = read_release(self.cluster, release, namespace)
+        if deployed is None:
+            return
+        verdict, why = release_standing(deployed, entry if listed(entry, release, namespace) else None, self.opts.stack)
+        where = "%s/%s" % (namespace, release)
+        if verdict == OURS:
+            self.helm.uninstall(release, namespace, timeout=max(1, deadline - self.clock()))
+            self._action("uninstall %s (namespace %s)" % (release, namespace))
+            st.changed = True
+            wait.until(lambda: read_release(self.cluster, release, namespace) is None, deadline, self.opts.poll_interval, clock=self.clock,
+                       sleep=self.sleep, on_timeout=lambda: AicrError("component %s: timed out waiting for release %s to be uninstalled" % (name, release)))
+            return
+        if verdict == RELEASED:
+            text = "release %s: %s (it carries that stack's label now); stack %s forgets it and does not uninstall it" % (where, why, self.opts.stack)
+            self._warn(text)
+            self._action("forget release %s (%s)" % (where, why))
+        elif deployed.stack == label_value(self.opts.stack):  # UNRECORDED, or CHANGED: labelled for this stack, not vouched for
+            self._claim(claim("release", release, namespace, self.opts.stack, why), "%s; it is not uninstalled" % why)
+            self._action("leave release %s alone (%s)" % (where, why))
+        else:
+            self._warn("left release %s alone: %s; stack %s does not uninstall it" % (where, why, self.opts.stack))
+            self._action("leave release %s alone (%s)" % (where, why))
+        st.left_alone = why
 
     def _remove(self, name, entry, overall_deadline):
-        """Remove one component: post objects, release, pre objects; wait until gone."""
+        """Remove one component: post objects, release, pre objects; wait until gone. Only what the inventory lists."""
         st = self.states[name]
 
         def work(deadline):
             refs = dict((r["id"], r) for r in entry.get("objects") or [])
-            for ref in st.object_refs():
-                refs.setdefault(ref["id"], ref)
-            post = [r for r in refs.values() if r.get("wave", "post") == "post" and self._exists(r)]
-            pre = [r for r in refs.values() if r.get("wave") == "pre" and self._exists(r)]
-            if post:
-                self._delete_refs(name, post, deadline)
+            self._unrecorded_objects(name, [r for r in st.object_refs() if r["id"] not in refs])
+            post = [r for r in refs.values() if r.get("wave", "post") == "post"]
+            pre = [r for r in refs.values() if r.get("wave") == "pre"]
+            if post and self._delete_refs(name, post, deadline):
                 st.changed = True
-            release = entry.get("release")
-            namespace = entry.get("namespace") or st.comp.namespace
-            deployed = read_release(self.cluster, release, namespace) if release else None
-            owner = release_owner(deployed, self.opts.stack)
-            if owner is not None and not self.opts.adopt:
-                raise AicrError("component %s: release %s/%s belongs to %s, not stack %s: it is not uninstalled (set adopt: true to remove it anyway)"
-                                % (name, namespace, release, owner, self.opts.stack), component=name, owner=owner)
-            if deployed is not None:
-                self.helm.uninstall(release, namespace, timeout=max(1, deadline - self.clock()))
-                self._action("uninstall %s (namespace %s)" % (release, namespace))
-                st.changed = True
-                wait.until(lambda: read_release(self.cluster, release, namespace) is None, deadline, self.opts.poll_interval, clock=self.clock,
-                           sleep=self.sleep, on_timeout=lambda: AicrError("component %s: timed out waiting for release %s to be uninstalled" % (name, release)))
-            if pre:
-                self._delete_refs(name, pre, deadline)
+            self._remove_release(name, entry, st, deadline)
+            if pre and self._delete_refs(name, pre, deadline):
                 st.changed = True
             st.phase = REMOVED if st.changed else UNCHANGED
-            st.message = "removed" if st.changed else "nothing deployed"
+            st.message = "removed" if st.changed else ("left alone: %s" % st.left_alone if st.left_alone else "nothing deployed")
 
         return self._step(st, overall_deadline, work)
 
@@ -97,7 +130,7 @@ class Remove(object):
                 entry = dict(self.inventory.entry(name))
                 entry.setdefault("namespace", st.comp.namespace)
                 if not st.comp.manifest_only:
-                    entry["release"] = name
+                    entry["planned_release"] = name  # removed only if the inventory lists it (``release``) and it still matches
                 entries[name] = entry
                 order.append(name)
             rev = self.plan.reverse_deps()

@@ -39,6 +39,11 @@ class ComponentState(object):
         self.health = None  # the health check's entry (``_release.health``), once planned or run
         self.early_start = False  # its helm was started early and waited at its gate (``_release.early``)
         self.waiting_helm = None  # that helm (``helm.EarlyUpgrade``) from the step's start until its gate opens
+        # what the inventory records (``_release.inventory.entry_of``)
+        self.applied = {}  # {object id: {uid, digest}} of the objects this run applied
+        self.release_record = None  # the release this run installed ({uid, revision, digest}), once helm succeeded
+        self.release_foreign = False  # the deployed release is not this stack's: the inventory does not record it
+        self.left_alone = None  # removal: why the release was not uninstalled
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -82,12 +87,15 @@ class Result(object):
                     self.states[name] = self._leftover_state(name, entry)
                 else:
                     self.states[name].action = "remove"
-                    self.states[name].reason = "installed by stack %s earlier; no longer in the recipe" % self.opts.stack
+                    self.states[name].reason = self._leftover_reason(name)
         if self.opts.state == "absent":
             for name in plan.order:
                 st = self.states[name]
-                present = st.deployed is not None or bool(self.inventory.objects_of(name))
-                st.action, st.reason = ("remove", "state is absent") if present else ("unchanged", "nothing deployed")
+                present = (st.deployed is not None and not st.release_foreign) or bool(self.inventory.objects_of(name))
+                if present:
+                    st.action, st.reason = "remove", "state is absent"
+                else:  # a release of another stack (or labelled for this one without its inventory) is never removed
+                    st.action, st.reason = "unchanged", "nothing of stack %s deployed" % self.opts.stack if st.deployed is not None else "nothing deployed"
         if self.opts.state == "present":
             for name in plan.order:
                 if self.states[name].health is None:
@@ -112,6 +120,7 @@ class Result(object):
             result["summary"]["lease_taken_over_from"] = lease.taken_over
         if self.opts.diff:
             result["diff"] = self._diff()
+        result["foreign_claims"] = list(self.foreign_claims)
         if self.warnings:
             result["warnings"] = list(self.warnings)
         if failed or blocked:

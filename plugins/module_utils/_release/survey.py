@@ -6,7 +6,9 @@
 Per component: the deployed helm release (from helm's Secret storage; the digest label), the manifests
 rendered with ``helm template`` (prefetched in the background once a rollout starts) and each object
 compared with a server-side dry-run apply; then what this stack deployed earlier that the recipe no
-longer has (the inventory, and helm releases carrying the stack label). This is the check-mode plan.
+longer has (its inventory, the one source: ``_release.ownership``). Helm releases labelled for the stack are listed
+only in the namespaces the plan and the inventory name, and only to report those the inventory does not list
+(``foreign_claims``). This is the check-mode plan.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +21,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, read_releases, stack_releases
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
+    CHANGED, OTHER, OURS, UNRECORDED, claim, listed, release_standing, upgrade_refusal,
+)
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState
 
@@ -43,10 +48,33 @@ class Survey(object):
             st.action, st.reason = self._release_action(comp, st.deployed)
             if st.deployed is not None:
                 st.revision = st.deployed.revision
+                self._release_standing(st)
         elif comp.name not in self.inventory.components:
             # provisional until the objects are surveyed: this stack never deployed them
             st.action, st.reason = "install", "manifest-only component not deployed by stack %s yet" % self.opts.stack
         return st
+
+    def _release_standing(self, st):
+        """Whether the deployed release of a planned component is this stack's to upgrade (``ownership.upgrade_refusal``,
+        checked again right before helm runs): one it is not is never recorded in the inventory as this stack's; one
+        labelled for the stack that the inventory does not list is a foreign claim; with ``adopt`` it is taken over."""
+        comp, deployed = st.comp, st.deployed
+        refusal = upgrade_refusal(deployed, self.inventory.loaded_entry(comp.name), self.opts.stack, adopt=False)
+        if refusal is None:
+            return
+        verdict, why = refusal
+        if self.opts.adopt:
+            if st.action == "unchanged":  # upgraded all the same: the release then carries this stack's label and record
+                st.action, st.reason = "upgrade", "adopt: release %s/%s %s" % (comp.namespace, comp.name, why)
+            return
+        st.release_foreign = True
+        if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.opts.stack):
+            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack,
+                              "labelled for stack %s but not in its inventory" % self.opts.stack if verdict == UNRECORDED else why),
+                        "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
+        elif verdict == OTHER and deployed.stack and listed(self.inventory.loaded_entry(comp.name), comp.name, comp.namespace):
+            self._warn("release %s/%s: released to stack %s (it carries that stack's label now); stack %s forgets it"
+                       % (comp.namespace, comp.name, deployed.stack, self.opts.stack))
 
     def _render(self, comp):
         """The component's rendered manifests (prefetched in the background once a rollout starts)."""
@@ -142,14 +170,19 @@ class Survey(object):
             if not comp.manifest_only:
                 shared.setdefault(comp.namespace, []).append(comp.name)
         shared = dict((ns, names) for ns, names in shared.items() if len(names) > 1)
+        self.foreign_claims = []
         with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
+            # releases labelled for the stack, per namespace the plan or the inventory names (never cluster-wide): to report
+            # the ones the inventory does not list, read while the components are surveyed
+            labelled = pool.map(lambda ns: stack_releases(self.cluster, label_value(self.opts.stack), ns), self._claim_namespaces())
             known = {}
             for found in pool.map(lambda item: read_releases(self.cluster, item[1], item[0]), sorted(shared.items())):
                 known.update(found)
             survey_one = self._survey_one if objects else self._survey_release
             results = list(pool.map(lambda comp: survey_one(comp, known), comps))
+            labelled = [rel for found in labelled for rel in found]
         self.states = dict((st.comp.name, st) for st in results)
-        self._survey_leftovers()
+        self._survey_leftovers(labelled)
 
     def survey_objects(self):
         """Survey the objects of the components whose releases :meth:`survey` (``objects=False``) just read."""
@@ -164,18 +197,40 @@ class Survey(object):
             with ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, len(rendering)))) as pool:
                 list(pool.map(self._survey_objects, rendering))
 
-    def _survey_leftovers(self):
-        listed = set(self.plan.order) | set(s["name"] for s in self.plan.skipped if s["reason"] == "skip_components")
+    def _claim_namespaces(self):
+        """The namespaces whose releases labelled for the stack are read: the plan's and the inventory's."""
+        names = set(self.plan.by_name[n].namespace for n in self.plan.order)
+        names.update(entry.get("namespace") for entry in self.inventory.loaded.values() if entry.get("release") and entry.get("namespace"))
+        return sorted(names)
+
+    def _survey_leftovers(self, labelled=()):
+        """What the inventory lists that the recipe no longer has (the only leftovers: labels make none); and every
+        release of ``labelled`` (labelled for the stack) the inventory does not list, reported as a foreign claim."""
+        planned = set(self.plan.order) | set(s["name"] for s in self.plan.skipped if s["reason"] == "skip_components")
         leftovers = {}
         for name, entry in self.inventory.components.items():
-            if name not in listed:
+            if name not in planned:
                 leftovers[name] = dict(entry)
-        for rel in stack_releases(self.cluster, label_value(self.opts.stack)):
-            name = rel.component or rel.name
-            if name not in listed:
-                entry = leftovers.setdefault(name, {"namespace": rel.namespace, "objects": [], "dependencies": []})
-                entry["release"] = rel.name
-                entry["namespace"] = rel.namespace
+        for rel in labelled:
+            if any(listed(entry, rel.name, rel.namespace) for entry in self.inventory.loaded.values()):
+                continue
+            comp = self.plan.by_name.get(rel.name)
+            if comp is not None and not comp.manifest_only and comp.namespace == rel.namespace:
+                continue  # the component's own survey reported it (_release_standing)
+            latest = read_release(self.cluster, rel.name, rel.namespace)  # the label list sees old revisions too: is the latest one labelled?
+            if latest is None or latest.stack != label_value(self.opts.stack):
+                continue
+            self._claim(claim("release", rel.name, rel.namespace, self.opts.stack, "labelled for stack %s but not in its inventory" % self.opts.stack),
+                        "release %s/%s is labelled for stack %s (component %s) but is not in its inventory; it is never removed"
+                        % (rel.namespace, rel.name, self.opts.stack, rel.component or "-"))
+        self.leftover_notes = {}
+        if self.opts.prune or self.opts.state == "absent":
+            # the plan says which leftover releases will not be uninstalled (removal reads them again right before)
+            for name, entry in leftovers.items():
+                if entry.get("release"):
+                    verdict, why = release_standing(read_release(self.cluster, entry["release"], entry.get("namespace")), entry, self.opts.stack)
+                    if verdict != OURS:
+                        self.leftover_notes[name] = why
         inv_order = self.inventory.order
         self.leftovers = sorted(leftovers.items(), key=lambda kv: (inv_order.index(kv[0]) if kv[0] in inv_order else len(inv_order), kv[0]))
 

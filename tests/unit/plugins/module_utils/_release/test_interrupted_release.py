@@ -18,6 +18,8 @@ import pytest
 from aicr_lab.controlplane import stages
 
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
+from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
 from doubles import wait_for  # pylint: disable=import-error
 
@@ -42,12 +44,16 @@ def pending_revision_age(kube, namespace):
 
 
 @pytest.mark.skipif(not HELM.exists(), reason="needs the project's helm (make helm)")
-def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube):
+def test_interrupted_install_is_refused_while_young_then_cleared(tmp_path, kube, client):
     ns = kube.namespace
     kubeconfig = kube.kubeconfig_for("release")
+    # the killed helm is a run of this stack's: before it ran helm, that run wrote into the stack's inventory what it was
+    # about to install (what makes the release this stack's, not its labels), and gave helm the labels it gives
+    hooks = build_plan(recipe(ns)).by_name["hooks"]
+    Inventory(client("release"), "interrupted", ns).write_ahead(hooks, next_digest=hooks.digest())
     env = dict(os.environ, HELM_CACHE_HOME=str(tmp_path / "hc"), HELM_CONFIG_HOME=str(tmp_path / "hcfg"), HELM_DATA_HOME=str(tmp_path / "hd"))
     helm = subprocess.Popen([str(HELM), "upgrade", "hooks", str(CHARTS / "example-hooks"), "--install", "--namespace", ns,
-                             "--timeout", "300s", "--kubeconfig", kubeconfig, "--labels", "aicr.io/stack=interrupted",  # a run of this stack's
+                             "--timeout", "300s", "--kubeconfig", kubeconfig, "--labels", "aicr.io/stack=interrupted,aicr.io/digest=%s" % hooks.digest(),
                              "--set-string", "hook.podAnnotations.lab\\.aicr\\.io/never-ready=true"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     jobs = "/apis/batch/v1/namespaces/%s/jobs" % ns

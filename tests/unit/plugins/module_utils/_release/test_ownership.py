@@ -1,5 +1,5 @@
-"""Prune and state=absent remove only what the live cluster says is this stack's; another stack's (or nobody's) release
-or object is refused, naming the owner, unless adopt: true. The inventory ConfigMap only ever narrows what is removed."""
+"""Prune and state=absent remove only what the stack's inventory lists and the live cluster still says is this stack's;
+another stack's (or nobody's) release or object is not upgraded unless adopt: true, and never removed."""
 
 import json
 
@@ -78,8 +78,14 @@ def test_another_stacks_release_is_neither_upgraded_nor_uninstalled_unless_adopt
     assert agent["message"] == ("component agent: release apps/agent belongs to stack theirs, not stack mine: it is not upgraded "
                                 "(set adopt: true to take it over)")
     assert len(helm.upgrades()) == upgrades
-    absent = run(cluster, helm, recipe, stack="mine", state="absent")
-    assert absent["components"][0]["phase"] == "Failed" and "belongs to stack theirs" in absent["components"][0]["message"]
+    # absent removes only what the inventory of stack mine lists: another stack's release is left alone (never an advice to
+    # adopt it, which would uninstall that stack's release), and absent succeeds
+    for adopt in (False, True):
+        absent = run(cluster, helm, recipe, stack="mine", state="absent", adopt=adopt)
+        [agent] = absent["components"]
+        assert agent["phase"] == "Unchanged" and "belongs to stack theirs" in agent["message"], agent
+        assert "adopt" not in agent["message"] and absent["summary"]["failed"] == []
+        assert any(w.startswith("left release apps/agent alone") for w in absent["warnings"]), absent["warnings"]
     assert [c for c in helm.calls if c[0] == "uninstall"] == []
     adopted = run(cluster, helm, recipe, stack="mine", adopt=True)
     assert adopted["components"][0]["phase"] == "Ready" and len(helm.upgrades()) == upgrades + 1
