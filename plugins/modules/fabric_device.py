@@ -485,10 +485,26 @@ records:
   description:
     - With O(stack) - C(stack), C(namespace), C(writes) (record writes made), C(adopted) (devices of open intents adopted
       into the stack's records, same fields as RV(devices)) and C(foreign_claims) (records ConfigMaps not read - C(kind),
-      C(namespace), C(name), C(claims) (the stack it names), C(reason), C(managers), C(message), the warning).
+      C(namespace), C(name), C(claims_stack) (the stack it names), C(reason), C(managers), C(message), the warning).
   returned: when O(stack) is set
   type: dict
   sample: {stack: gpu, namespace: aicr-system, writes: 4, adopted: [], foreign_claims: []}
+foreign_claims:
+  description:
+    - Every foreign claim of the run - RV(records.foreign_claims) and RV(orphans.foreign_claims) in one list (the shape
+      gated_release and stack_info give theirs) - objects that claim a stack but that the collection did not write under
+      that stack's own name, never acted on. Each is also a warning, its C(message).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - kind: ConfigMap
+      namespace: aicr-system
+      name: aicr-devices-forged
+      claims_stack: gpu
+      reason: "is not named aicr-devices-gpu, the records ConfigMap of stack gpu"
+      managers: [kubectl-create]
+      message: "foreign claim: ConfigMap aicr-system/aicr-devices-forged (claims stack gpu) is not named aicr-devices-gpu, the records ConfigMap of stack gpu; ignored"
 lease:
   description:
     - With O(stack) - the stack's fabric Lease (C(namespace/name)) the run held while it changed something; null when it

@@ -603,8 +603,14 @@ foreign_claims:
     namespace: {description: "Its namespace (null for a cluster-scoped object).", type: str}
     claims_stack: {description: "The stack label value it carries (this stack's).", type: str}
     reason: {description: "Why it is not taken as this stack's.", type: str}
+    message: {description: "The warning given for it (C(foreign claim: ...)).", type: str}
   sample:
-    - {kind: release, name: evil, namespace: tenant-a, claims_stack: gpu, reason: labelled for stack gpu but not in its inventory}
+    - kind: release
+      name: evil
+      namespace: tenant-a
+      claims_stack: gpu
+      reason: labelled for stack gpu but not in its inventory
+      message: "foreign claim: release tenant-a/evil is labelled for stack gpu (component -) but is not in its inventory; it is never removed"
 actions:
   description: What was done (or, in check mode, what would be done), in order.
   returned: always

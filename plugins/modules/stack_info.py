@@ -134,7 +134,7 @@ foreign_claims:
     kind: {description: C(ConfigMap)., type: str}
     namespace: {description: Its namespace., type: str}
     name: {description: Its name., type: str}
-    claims: {description: "The stack its C(runtime.aicr.io/stack) label names (empty when none).", type: str}
+    claims_stack: {description: "The stack its C(runtime.aicr.io/stack) label names (empty when none).", type: str}
     reason: {description: "Why it is not that stack's - its name, its label or its field managers.", type: str}
     managers: {description: "Its field managers (C(metadata.managedFields[].manager)).", type: list, elements: str}
     message: {description: "The warning - C(foreign claim: ConfigMap <namespace>/<name> (claims stack <s>) <reason>; ignored).", type: str}
@@ -142,7 +142,7 @@ foreign_claims:
     - kind: ConfigMap
       namespace: aicr-system
       name: evil
-      claims: gpu
+      claims_stack: gpu
       reason: is not named aicr-stack-<stack name> (a DNS-1123 label)
       managers: [kubectl-create]
       message: "foreign claim: ConfigMap aicr-system/evil (claims stack gpu) is not named aicr-stack-<stack name> (a DNS-1123 label); ignored"

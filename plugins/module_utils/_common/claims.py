@@ -28,6 +28,19 @@ def written_by_us(obj):
     return FIELD_MANAGER in managers_of(obj)
 
 
+def data_written_by_us(obj, key):
+    """Whether the collection's field manager wrote ``data.<key>`` of the ConfigMap ``obj``: it holds fields of it, and no
+    other manager owns that key (``managedFields[].fieldsV1``; an entry without ``fieldsV1`` owns nothing known) - a
+    ``kubectl edit`` of the key by anyone else makes the whole document untrusted."""
+    if not written_by_us(obj):
+        return False
+    for entry in ((obj or {}).get("metadata") or {}).get("managedFields") or []:
+        owned = (((entry or {}).get("fieldsV1") or {}).get("f:data") or {})
+        if (entry or {}).get("manager") != FIELD_MANAGER and "f:%s" % key in owned:
+            return False
+    return True
+
+
 def not_ours(obj):
     """The reason ``obj`` is not the collection's (its field managers), or None when it is."""
     if written_by_us(obj):
@@ -35,12 +48,24 @@ def not_ours(obj):
     return "was not written by %s (field managers: %s)" % (FIELD_MANAGER, ", ".join(managers_of(obj)) or "none")
 
 
-def foreign_claim(kind, obj, claims, reason):
-    """``{kind, namespace, name, claims, reason, managers, message}``: ``claims`` is the stack the object claims (``""``
-    when none), ``message`` the warning - ``foreign claim: <kind> <namespace>/<name> (claims stack <s>) <reason>; ignored``."""
+def claim(kind, namespace, name, claims_stack, reason, api_version=None, managers=None, message=None):
+    """The one shape of a ``foreign_claims`` entry, in every engine: ``{kind, apiVersion (objects), namespace, name,
+    claims_stack, reason, managers (when read from a live object), message}``. ``claims_stack`` is the stack the object
+    claims (``""`` when none); ``message`` the warning, by default ``foreign claim: <kind> <namespace>/<name> (claims
+    stack <s>) <reason>; ignored``."""
+    claims_stack = str(claims_stack or "")
+    found = {"kind": kind, "namespace": namespace, "name": name, "claims_stack": claims_stack, "reason": reason}
+    if api_version:
+        found["apiVersion"] = api_version
+    if managers is not None:
+        found["managers"] = managers
+    where = "%s/%s" % (namespace, name) if namespace else str(name)
+    found["message"] = message or "foreign claim: %s %s%s %s; ignored" % (
+        kind, where, " (claims stack %s)" % claims_stack if claims_stack else "", reason)
+    return found
+
+
+def foreign_claim(kind, obj, claims_stack, reason):
+    """:func:`claim` of the live object ``obj`` (its namespace, name and field managers)."""
     meta = (obj or {}).get("metadata") or {}
-    where = "%s/%s" % (meta.get("namespace"), meta.get("name")) if meta.get("namespace") else str(meta.get("name"))
-    claims = str(claims or "")
-    return {"kind": kind, "namespace": meta.get("namespace"), "name": meta.get("name"), "claims": claims, "reason": reason,
-            "managers": managers_of(obj),
-            "message": "foreign claim: %s %s%s %s; ignored" % (kind, where, " (claims stack %s)" % claims if claims else "", reason)}
+    return claim(kind, meta.get("namespace"), meta.get("name"), claims_stack, reason, managers=managers_of(obj))

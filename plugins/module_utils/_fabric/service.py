@@ -191,6 +191,9 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             result["changed"] = bool(result["records"]["adopted"])
         if sweep is not None:
             result["orphans"] = sweep
+        # every foreign claim of the run in one list, the key every module's result has
+        claims = list((result.get("records") or {}).get("foreign_claims") or []) + list((sweep or {}).get("foreign_claims") or [])
+        result["foreign_claims"] = [c for i, c in enumerate(claims) if c not in claims[:i]]
         result["changed"] = bool(result["actions"]) or bool(result["changed"])
         result["token_requests"] = self.backend.token_requests
         result["fabric_requests"] = dict(self.backend.transport.counts)

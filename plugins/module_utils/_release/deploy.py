@@ -16,6 +16,7 @@ __metaclass__ = type
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import claim
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeutil, validation
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
     COMPONENT_LABEL, DEPLOYING, DIGEST_LABEL, FAILED, READY, STACK_LABEL, UNCHANGED, label_value,
@@ -28,7 +29,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release import healt
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import DONE
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import object_digest
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, UNRECORDED, claim, object_owner, upgrade_refusal
+from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, UNRECORDED, object_owner, upgrade_refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
 
 
@@ -229,7 +230,7 @@ class Deploy(object):
         verdict, why = refusal
         st.release_foreign = True
         if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.opts.stack):
-            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack,
+            self._claim(claim("release", comp.namespace, comp.name, label_value(self.opts.stack),
                               "labelled for stack %s but not in its inventory" % self.opts.stack if verdict == UNRECORDED else why),
                         "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
         raise AicrError("component %s: release %s/%s %s: it is not upgraded (set adopt: true to take it over)" % (comp.name, comp.namespace, comp.name, why),

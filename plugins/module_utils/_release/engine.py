@@ -152,13 +152,14 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 self.warnings.append(text)
 
     def _claim(self, found, text):
-        """Report a foreign claim (``ownership.claim``): in ``foreign_claims`` and as a warning ``foreign claim: <text>``."""
+        """Report a foreign claim (``claims.claim``): in ``foreign_claims`` and as a warning ``foreign claim: <text>``."""
         with self._actions_lock:
             key = (found["kind"], found.get("namespace"), found["name"])
             if any((c["kind"], c.get("namespace"), c["name"]) == key for c in self.foreign_claims):
                 return
+            found["message"] = "foreign claim: %s" % text
             self.foreign_claims.append(found)
-        self._warn("foreign claim: %s" % text)
+        self._warn(found["message"])
 
     def _transition(self, st):
         """Tell ``on_transition`` about the component's phase (once per phase / blockers); a failing callback is a warning."""

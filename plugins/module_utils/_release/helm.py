@@ -199,11 +199,13 @@ def _with_uid(release, secrets):
 
 
 def stack_releases(cluster, stack, namespace):
-    """Latest revision of every helm release of ``namespace`` labelled with this stack (``stack``: the label value).
+    """Latest revision of every helm release of ``namespace`` (None: every namespace) labelled with this stack (``stack``:
+    the label value).
 
-    Only ever one namespace at a time, and only to *report* releases that claim the stack without being in its
-    inventory: labels are data anyone who may write a Secret there can set, so they never make a release the stack's
-    (``_release.ownership``), and the release identity needs no cluster-wide list of Secrets."""
+    Only to *report* releases that claim the stack without being in its inventory: labels are data anyone who may write
+    a Secret there can set, so they never make a release the stack's (``_release.ownership``); the survey lists every
+    namespace where it may and falls back to its own namespaces where it may not, so the release identity needs no
+    cluster-wide list of Secrets."""
     secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,%s=%s" % (STACK_LABEL, stack))
     latest = {}
     for secret in secrets:

@@ -39,8 +39,8 @@ import hashlib
 import json
 import threading
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, FIELD_MANAGER, READY, UNCHANGED, fit_name, managed_labels
-from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 
 

@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import written_by_us
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER, STACK_LABEL, label_value
 
 # release_standing verdicts
@@ -41,25 +42,10 @@ def labels_of(live):
     return ((live or {}).get("metadata") or {}).get("labels") or {}
 
 
-def managed_by_us(live):
-    """Whether the collection's field manager holds fields of the live object."""
-    return any((entry or {}).get("manager") == FIELD_MANAGER for entry in ((live or {}).get("metadata") or {}).get("managedFields") or [])
 
 
-def data_written_by_us(live, key):
-    """Whether the collection's field manager wrote ``data.<key>`` of the live ConfigMap: it holds fields of it, and no
-    other manager owns that key (``managedFields[].fieldsV1``; an entry without ``fieldsV1`` owns nothing known)."""
-    if not managed_by_us(live):
-        return False
-    for entry in ((live or {}).get("metadata") or {}).get("managedFields") or []:
-        owned = (((entry or {}).get("fieldsV1") or {}).get("f:data") or {})
-        if (entry or {}).get("manager") != FIELD_MANAGER and "f:%s" % key in owned:
-            return False
-    return True
 
 
-def managers_of(live):
-    return sorted(set((entry or {}).get("manager") or "?" for entry in ((live or {}).get("metadata") or {}).get("managedFields") or []))
 
 
 def object_owner(live, stack):
@@ -67,7 +53,7 @@ def object_owner(live, stack):
     owner = labels_of(live).get(STACK_LABEL)
     if owner != label_value(stack):
         return "stack %s" % owner if owner else "nobody (no %s label)" % STACK_LABEL
-    if not managed_by_us(live):
+    if not written_by_us(live):
         return "another field manager (labelled for stack %s, but %s holds none of its fields)" % (owner, FIELD_MANAGER)
     return None
 
@@ -154,10 +140,3 @@ def upgrade_refusal(deployed, entry, stack, adopt):
         return verdict, "is not what stack %s recorded (%s)" % (stack, why)
     return None
 
-
-def claim(kind, name, namespace, stack, reason, api_version=None):
-    """A ``foreign_claims`` entry: something labelled for ``stack`` that its inventory does not vouch for."""
-    found = {"kind": kind, "name": name, "namespace": namespace, "claims_stack": label_value(stack), "reason": reason}
-    if api_version:
-        found["apiVersion"] = api_version
-    return found

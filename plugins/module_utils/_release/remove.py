@@ -12,12 +12,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import claim
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import REMOVED, STACK_LABEL, UNCHANGED, label_value
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import read_release
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
-    OURS, RELEASED, claim, labels_of, listed, object_refusal, release_standing,
+    OURS, RELEASED, labels_of, listed, object_refusal, release_standing,
 )
 
 
@@ -65,7 +66,7 @@ class Remove(object):
             live = self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
             if live is not None and labels_of(live).get(STACK_LABEL) == label_value(self.opts.stack):
                 where = "%s %s/%s" % (ref["kind"], ref.get("namespace") or "-", ref["name"])
-                self._claim(claim(ref["kind"], ref["name"], ref.get("namespace"), self.opts.stack,
+                self._claim(claim(ref["kind"], ref.get("namespace"), ref["name"], label_value(self.opts.stack),
                                   "labelled for stack %s but not in its inventory" % self.opts.stack, api_version=ref["apiVersion"]),
                             "%s (component %s) is labelled for stack %s but is not in its inventory; it is not deleted" % (where, name, self.opts.stack))
 
@@ -94,7 +95,7 @@ class Remove(object):
             self._warn(text)
             self._action("forget release %s (%s)" % (where, why))
         elif deployed.stack == label_value(self.opts.stack):  # UNRECORDED, or CHANGED: labelled for this stack, not vouched for
-            self._claim(claim("release", release, namespace, self.opts.stack, why), "%s; it is not uninstalled" % why)
+            self._claim(claim("release", namespace, release, label_value(self.opts.stack), why), "%s; it is not uninstalled" % why)
             self._action("leave release %s alone (%s)" % (where, why))
         else:
             self._warn("left release %s alone: %s; stack %s does not uninstall it" % (where, why, self.opts.stack))

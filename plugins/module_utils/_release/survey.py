@@ -17,12 +17,14 @@ __metaclass__ = type
 
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import claim
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import label_value
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, read_releases, stack_releases
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
-    CHANGED, OTHER, OURS, UNRECORDED, claim, listed, release_standing, upgrade_refusal,
+    CHANGED, OTHER, OURS, UNRECORDED, listed, release_standing, upgrade_refusal,
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import render_manifests_cached
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState
@@ -69,7 +71,7 @@ class Survey(object):
             return
         st.release_foreign = True
         if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.opts.stack):
-            self._claim(claim("release", comp.name, comp.namespace, self.opts.stack,
+            self._claim(claim("release", comp.namespace, comp.name, label_value(self.opts.stack),
                               "labelled for stack %s but not in its inventory" % self.opts.stack if verdict == UNRECORDED else why),
                         "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
         elif verdict == OTHER and deployed.stack and listed(self.inventory.loaded_entry(comp.name), comp.name, comp.namespace):
@@ -172,15 +174,15 @@ class Survey(object):
         shared = dict((ns, names) for ns, names in shared.items() if len(names) > 1)
         self.foreign_claims = []
         with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
-            # releases labelled for the stack, per namespace the plan or the inventory names (never cluster-wide): to report
-            # the ones the inventory does not list, read while the components are surveyed
-            labelled = pool.map(lambda ns: stack_releases(self.cluster, label_value(self.opts.stack), ns), self._claim_namespaces())
+            # releases labelled for the stack, only to report the ones the inventory does not list (labels give no authority),
+            # read while the components are surveyed
+            labelled = pool.submit(self._labelled_releases)
             known = {}
             for found in pool.map(lambda item: read_releases(self.cluster, item[1], item[0]), sorted(shared.items())):
                 known.update(found)
             survey_one = self._survey_one if objects else self._survey_release
             results = list(pool.map(lambda comp: survey_one(comp, known), comps))
-            labelled = [rel for found in labelled for rel in found]
+            labelled = labelled.result()
         self.states = dict((st.comp.name, st) for st in results)
         self._survey_leftovers(labelled)
 
@@ -196,6 +198,19 @@ class Survey(object):
         if rendering:
             with ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, len(rendering)))) as pool:
                 list(pool.map(self._survey_objects, rendering))
+
+    def _labelled_releases(self):
+        """Releases labelled for the stack: one cluster-wide list where the identity may list Secrets everywhere (the
+        shipped ClusterRoleBinding), so a forgery in a namespace the stack never touches is reported too; where it may
+        not (the release role bound per namespace: 403), one list per namespace the plan or the inventory names."""
+        stack = label_value(self.opts.stack)
+        try:
+            return stack_releases(self.cluster, stack, None)
+        except ClusterError as exc:
+            if exc.status != 403:
+                raise
+        # in this worker, not the pool's: with concurrency 1 the pool's only worker is this one
+        return [rel for ns in self._claim_namespaces() for rel in stack_releases(self.cluster, stack, ns)]
 
     def _claim_namespaces(self):
         """The namespaces whose releases labelled for the stack are read: the plan's and the inventory's."""
@@ -220,7 +235,7 @@ class Survey(object):
             latest = read_release(self.cluster, rel.name, rel.namespace)  # the label list sees old revisions too: is the latest one labelled?
             if latest is None or latest.stack != label_value(self.opts.stack):
                 continue
-            self._claim(claim("release", rel.name, rel.namespace, self.opts.stack, "labelled for stack %s but not in its inventory" % self.opts.stack),
+            self._claim(claim("release", rel.namespace, rel.name, label_value(self.opts.stack), "labelled for stack %s but not in its inventory" % self.opts.stack),
                         "release %s/%s is labelled for stack %s (component %s) but is not in its inventory; it is never removed"
                         % (rel.namespace, rel.name, self.opts.stack, rel.component or "-"))
         self.leftover_notes = {}

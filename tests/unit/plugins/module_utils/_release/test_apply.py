@@ -35,7 +35,7 @@ def test_identity_with_and_without_kind_name():
 
 
 def test_manifest_object_labels_and_errors():
-    mobj = apply.ManifestObject("agent", "post", 0, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "labels": {"a": "b"}}}, "prod/east")
+    mobj = apply.ManifestObject("agent", "post", 0, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "labels": {"a": "b"}}}, "prod-east")
     labels = mobj.body["metadata"]["labels"]
     assert labels["a"] == "b"
     assert labels[apply.STACK_LABEL] == "prod-east"

@@ -70,7 +70,8 @@ def test_a_forged_release_in_another_namespace_is_neither_pruned_nor_removed_and
         assert [c for c in uninstalls(helm) if c[1] in ("evil", "evil2")] == [], state
         assert latest_secret(cluster, "evil", "tenant-a") is not None
         [found] = result["foreign_claims"]
-        assert dict(found, reason=None) == {"kind": "release", "name": "evil", "namespace": "tenant-a", "claims_stack": "mine", "reason": None}
+        assert dict(found, reason=None, message=None) == {"kind": "release", "name": "evil", "namespace": "tenant-a", "claims_stack": "mine",
+                                                         "reason": None, "message": None}
         assert "not in its inventory" in found["reason"]
         assert any(w.startswith("foreign claim: release tenant-a/evil ") for w in result["warnings"]), result["warnings"]
         assert "evil" not in [c["name"] for c in result["components"]]
@@ -78,22 +79,43 @@ def test_a_forged_release_in_another_namespace_is_neither_pruned_nor_removed_and
     assert sorted(c[1] for c in uninstalls(helm)) == ["agent", "tool"]  # absent removed the stack's own releases
 
 
-def test_the_release_list_is_read_per_namespace_of_the_plan_and_the_inventory_never_cluster_wide(fakes):
-    cluster = fakes.FakeCluster()
-    helm = fakes.FakeHelm(cluster, charts(fakes))
+def _recording_lists(cluster, cluster_wide_secrets=True):
+    """Record every list call; with ``cluster_wide_secrets=False`` a Secret list of every namespace is refused (403), as
+    for a release identity bound per namespace."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+
     lists = []
     real_list = cluster.list
 
     def recording_list(api_version, kind, namespace=None, **kwargs):
         lists.append((kind, namespace))
+        if kind == "Secret" and namespace is None and not cluster_wide_secrets:
+            raise ClusterError("list secrets: Kubernetes API answered 403 forbidden", status=403)
         return real_list(api_version, kind, namespace=namespace, **kwargs)
 
     cluster.list = recording_list
+    return lists
+
+
+def test_a_release_identity_bound_per_namespace_lists_the_plans_and_the_inventorys_namespaces(fakes):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, charts(fakes))
+    lists = _recording_lists(cluster, cluster_wide_secrets=False)
     recipe = {"recipe_name": "mine", "components": [comp("agent"), comp("tool", namespace="tools")]}
     run(cluster, helm, recipe)
-    run(cluster, helm, {"recipe_name": "mine", "components": [comp("agent")]}, prune=True)
-    assert lists and all(namespace for kind, namespace in lists if kind == "Secret"), lists
+    result = run(cluster, helm, {"recipe_name": "mine", "components": [comp("agent")]}, prune=True)
+    assert result["summary"]["failed"] == [], result
     assert ("Secret", "tools") in lists  # the inventory's namespace, though the recipe has nothing there any more
+    assert ("Secret", None) in lists  # tried once per run, refused: the fallback is per namespace
+
+
+def test_labelled_releases_are_listed_once_cluster_wide_where_the_identity_may(fakes):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, charts(fakes))
+    lists = _recording_lists(cluster)
+    run(cluster, helm, {"recipe_name": "mine", "components": [comp("agent"), comp("tool", namespace="tools")]})
+    secret_lists = [ns for kind, ns in lists if kind == "Secret"]
+    assert secret_lists.count(None) == 1, lists
 
 
 def test_a_forged_labelled_object_not_in_the_inventory_is_not_deleted(fakes, tmp_path):
@@ -107,8 +129,10 @@ def test_a_forged_labelled_object_not_in_the_inventory_is_not_deleted(fakes, tmp
     recipe = {"recipe_name": "x", "components": [comp("config", chart="", post=[path])]}
     result = run(cluster, helm, recipe, state="absent")
     assert cluster.get("v1", "ConfigMap", "site-config", "apps")["data"] == {"site": "tenant"}
-    assert result["foreign_claims"] == [{"kind": "ConfigMap", "apiVersion": "v1", "name": "site-config", "namespace": "apps", "claims_stack": "mine",
-                                         "reason": "labelled for stack mine but not in its inventory"}]
+    assert [dict(c, message=None) for c in result["foreign_claims"]] == [{
+        "kind": "ConfigMap", "apiVersion": "v1", "name": "site-config", "namespace": "apps", "claims_stack": "mine",
+        "reason": "labelled for stack mine but not in its inventory", "message": None}]
+    assert result["foreign_claims"][0]["message"] in result["warnings"]
     assert any(w.startswith("foreign claim: ConfigMap apps/site-config ") for w in result["warnings"]), result["warnings"]
     assert result["summary"]["failed"] == []
 

@@ -189,7 +189,7 @@ def test_a_forged_configmap_labelled_for_a_stack_is_a_foreign_claim_not_the_stac
     assert claims["evil"]["message"] == ("foreign claim: ConfigMap %s/evil (claims stack gpu) is not named aicr-stack-<stack name> "
                                          "(a DNS-1123 label); ignored" % kube.namespace)
     assert claims["aicr-stack-other"]["reason"] == "has the label runtime.aicr.io/stack=gpu, which is not its name's stack other"
-    assert claims["evil"]["managers"] == ["aicr-lab"] and claims["evil"]["claims"] == "gpu" and claims["evil"]["kind"] == "ConfigMap"
+    assert claims["evil"]["managers"] == ["aicr-lab"] and claims["evil"]["claims_stack"] == "gpu" and claims["evil"]["kind"] == "ConfigMap"
 
     result = info_of(kube, names=["gpu"])
     assert [(s["name"], s["spec"]) for s in result["stacks"]] == [("gpu", REAL)] and result["refused"] == []
