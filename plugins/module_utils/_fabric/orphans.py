@@ -26,6 +26,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import APP_COMPONENT_LABEL, FIELD_MANAGER, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.timeutil import millis_from_epoch
@@ -60,7 +61,7 @@ class OrphanLedger:
             raise AicrError("orphans: reading ConfigMap %s/%s failed: %s%s" % (self.namespace, LEDGER_NAME, describe(exc), advice),
                             field="orphans", **details)
         try:
-            entries = json.loads(((obj or {}).get("data") or {}).get(LEDGER_KEY) or "{}")
+            entries = bounded.load_json(((obj or {}).get("data") or {}).get(LEDGER_KEY) or "{}", "ConfigMap %s/%s" % (self.namespace, LEDGER_NAME))
         except ValueError:
             entries = None
         if not isinstance(entries, dict):

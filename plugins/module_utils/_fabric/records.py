@@ -30,6 +30,7 @@ import threading
 import time
 import uuid
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
     APP_COMPONENT_LABEL, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL, managed_labels,
 )
@@ -107,7 +108,7 @@ class DeviceRecords:
                 data = item.get("data") or {}
                 owner = data.get(STACK_KEY) or ((item.get("metadata") or {}).get("labels") or {}).get("aicr.io/stack") or ""
                 try:
-                    entries = json.loads(data.get(RECORDS_KEY) or "[]")
+                    entries = bounded.load_json(data.get(RECORDS_KEY) or "[]", "device records ConfigMap %s" % (item.get("metadata") or {}).get("name"))
                 except ValueError:
                     entries = None
                 if not isinstance(entries, list):

@@ -38,6 +38,7 @@ except ImportError:
     HAS_REQUESTS = False
     REQUESTS_IMPORT_ERROR = traceback.format_exc()
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
 
 MUTATING = ("POST", "PATCH", "PUT", "DELETE")
@@ -127,9 +128,9 @@ def describe_body(text, content_type=""):
         return "empty body"
     if text.startswith("{") or "json" in (content_type or ""):
         try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
+            data = bounded.load_json(text, "a fabric answer")
+        except (ValueError, AicrError):
+            data = None  # described as text instead
         fields = error_fields(data)
         if fields is not None:
             return _join(*fields)[:300] or "empty error object"
@@ -173,7 +174,7 @@ class Response:
     def json(self, what):
         """The parsed JSON body; AicrError naming ``what`` when it is not JSON."""
         try:
-            return json.loads(self.text) if self.text else None
+            return bounded.load_json(self.text, "%s: response" % what) if self.text else None
         except ValueError:
             raise AicrError("%s: response is not JSON (%s)" % (what, describe_body(self.text, self.content_type)), status=self.status)
 

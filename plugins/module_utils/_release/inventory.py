@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, READY, UNCHANGED, managed_labels, slug
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 
@@ -42,7 +43,7 @@ class Inventory(object):
         if cm is None:
             return
         try:
-            loaded = json.loads((cm.get("data") or {}).get("inventory") or "{}")
+            loaded = bounded.load_json((cm.get("data") or {}).get("inventory") or "{}", "inventory ConfigMap %s/%s" % (self.namespace, self.name))
             self.components, self.order = dict(loaded.get("components") or {}), list(loaded.get("order") or [])
             self.found = True
         except ValueError:

@@ -22,6 +22,7 @@ import contextlib
 import copy
 import json
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_STORE_LABEL, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import STACK_CONFIGMAP_ROLE, ClusterError, binding_advice
@@ -107,8 +108,9 @@ class ConfigMapStore:
         meta = cm.get("metadata") or {}
         data = cm.get("data") or {}
         try:
-            spec = json.loads(data.get("spec") or "{}")
-            status = json.loads(data.get("status") or "{}")
+            where = "stack ConfigMap %s/%s" % (meta.get("namespace"), meta.get("name"))
+            spec = bounded.load_json(data.get("spec") or "{}", where + " spec")
+            status = bounded.load_json(data.get("status") or "{}", where + " status")
             generation = int(data.get("generation") or 1)
         except ValueError as exc:
             raise AicrError("ConfigMap %s/%s: data is not valid JSON (%s); allowed: spec and status as JSON, generation as an integer"
