@@ -5,9 +5,9 @@
 start included), ``peak_rss_mb`` (the child's own ``ru_maxrss``: interpreter and imports included), whether it was
 refused and the line it was refused with:
 - ``alias_bomb``: nine levels of nine aliases (9**9 = 387 420 489 nodes once expanded) read by ``_common.deps.load``;
-- ``gzip_bomb_secret``: a helm release Secret whose gzip is 707 KiB and inflates to about 700 MiB, decoded by
+- ``gzip_bomb_secret``: a helm release Secret whose gzip is about 710 KiB and inflates to about 714 MiB, decoded by
   ``_release.helm.decode_release_secret``;
-- ``chart_huge_member``: a chart archive whose ``values.yaml`` is 512 MiB of one byte (compressed to about 500 KiB),
+- ``chart_huge_member``: a chart archive whose ``values.yaml`` is 512 MiB of one byte (a 2.3 MB archive),
   read by ``_release.helm.chart_schema_and_defaults`` and ``_schema.sources.load_tgz``;
 - ``deep_nesting``: 100 000 nested flow sequences (200 KB), which overflow libyaml's C stack when composed;
 ``acceptance`` holds the bounds (``wall_seconds < 1``, ``peak_rss_mb < 50``) and ``all_within`` whether every bomb met them.

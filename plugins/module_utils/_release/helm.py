@@ -41,7 +41,7 @@ import time
 import zlib
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, cancel, jsoncache, timeutil
-from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference, check_chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
@@ -77,6 +77,7 @@ def normalize_mirrors(mirrors):
         if unknown:
             raise AicrError("repository_mirrors: unknown keys %s for %s; allowed: url, plain_http, insecure_skip_tls_verify" % (sorted(unknown), upstream),
                             field="repository_mirrors")
+        check_chart_source(None, None, target["url"], None, where="repository_mirrors: the mirror of %s" % repos.redact_url(upstream))
         result[_norm(upstream)] = dict(target, url=_norm(target["url"]))
     return result
 
@@ -102,6 +103,7 @@ def chart_source(chart, repository, mirrors):
     if not chart:
         raise AicrError("chart: a Helm component needs a chart name", field="chart")
     repos.refuse_userinfo(repository, "repository")
+    check_chart_source(None, chart, repository, None, where="chart %s" % chart)  # gated_release's plan checked it first, naming the component
     target = resolve_repository(repository, mirrors)
     url = target["url"]
     flags = []

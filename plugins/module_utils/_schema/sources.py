@@ -19,6 +19,7 @@ import tarfile
 import tempfile
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import check_chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
@@ -180,6 +181,11 @@ def pull(chart, version=None, repository=None, helm_binary="helm", insecure=Fals
     in the user's)."""
     from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
 
+    if str(chart).startswith("oci://"):  # a whole reference: its registry path and its chart name, each as gated_release's
+        registry, _sep, name = str(chart).rpartition("/")
+        check_chart_source(None, name, registry, version, where="chart")
+    else:
+        check_chart_source(None, chart, repository, version, where="chart")
     tmp = tempfile.mkdtemp(prefix="aicr-pull-")  # 0700
     try:
         helm = HelmRunner(helm_binary, home=os.path.join(tmp, "home"), repository_credentials=repository_credentials,
