@@ -124,9 +124,9 @@ def yaml_depth_within(text, depth):
 
 def _children(node):
     value = node.value
-    if not isinstance(value, list):
+    if type(value) is not list:  # a scalar (its value is a str)  pylint: disable=unidiomatic-typecheck
         return ()
-    if value and isinstance(value[0], tuple):
+    if value and type(value[0]) is tuple:  # a mapping: (key, value) pairs  pylint: disable=unidiomatic-typecheck
         return [part for pair in value for part in pair]
     return value
 
@@ -148,22 +148,37 @@ def check_yaml_node(root, source, lim):
     """Refuse a composed YAML document whose expanded tree (aliases followed) is too deep, too big, or grown too much by
     aliases; the graph is walked once per distinct node. A recursive alias (a node containing an alias of itself) counts
     as one node where it recurs: the readers cut it there (values_schema makes it a ``$ref``)."""
+    # breadth first, one level at a time (no per-node tuples: this runs on every document read); only collections can
+    # be shared in a way that expands, so only they are remembered
     seen = set()
     shared = False
-    stack = [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if id(node) in seen:
-            shared = True  # an alias: a second reference to a node
-            continue
-        seen.add(id(node))
+    count, depth = 0, 0
+    level = [root]
+    while level:
+        depth += 1
         if depth > lim.depth:
             raise refuse(source, "nesting deeper than %d levels" % lim.depth, "depth", lim)
-        if len(seen) > lim.nodes:
+        below = []
+        for node in level:
+            value = node.value
+            if type(value) is not list:  # pylint: disable=unidiomatic-typecheck
+                count += 1
+                continue
+            if id(node) in seen:
+                shared = True  # an alias: a second reference to a collection
+                continue
+            seen.add(id(node))
+            count += 1
+            if value and type(value[0]) is tuple:  # pylint: disable=unidiomatic-typecheck
+                for pair in value:
+                    below.extend(pair)
+            else:
+                below.extend(value)
+        if count > lim.nodes:
             raise refuse(source, "more than %d nodes" % lim.nodes, "nodes", lim)
-        stack.extend((child, depth + 1) for child in _children(node))
+        level = below
     if not shared:
-        return len(seen)
+        return count
     size, height, open_ = {}, {}, set()
     stack = [(root, False)]
     while stack:
@@ -182,8 +197,8 @@ def check_yaml_node(root, source, lim):
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node))
     total = size[id(root)]
-    if total - len(seen) > lim.alias_nodes:
-        raise refuse(source, "its aliases expand to %d more nodes" % (total - len(seen)), "alias_nodes", lim)
+    if total - count > lim.alias_nodes:
+        raise refuse(source, "its aliases expand to %d more nodes" % (total - count), "alias_nodes", lim)
     if total > lim.nodes:
         raise refuse(source, "%d nodes once its aliases are expanded" % total, "nodes", lim)
     if height[id(root)] > lim.depth:
