@@ -9,20 +9,22 @@ gigabytes. Every YAML document (``_common.deps.load``/``load_all``/``compose``),
 every helm release Secret (:func:`gunzip`), every chart archive (:func:`read_tar`) and recipe_resolve's result
 (:func:`check_value`) is read against :func:`limits`:
 
-================  ================================  ==========  ==========================================================
-limit             environment variable              default     what it bounds
-================  ================================  ==========  ==========================================================
-input bytes       ``AICR_RUNTIME_MAX_INPUT_BYTES``  16 MiB      one YAML or JSON text, one gunzipped release, one chart member
-nodes             ``AICR_RUNTIME_MAX_NODES``        1000000     nodes of one document (keys included), aliases expanded
-alias nodes       ``AICR_RUNTIME_MAX_ALIAS_NODES``  100000      the nodes aliases add to one document once expanded
-depth             ``AICR_RUNTIME_MAX_DEPTH``        200         nesting of one document
-archive bytes     ``AICR_RUNTIME_MAX_ARCHIVE_BYTES`` 256 MiB    the decompressed stream of one chart archive
-================  ================================  ==========  ==========================================================
+=============  ==================================  =========  ======================================================
+limit          environment variable                default    what it bounds
+=============  ==================================  =========  ======================================================
+input bytes    ``AICR_RUNTIME_MAX_INPUT_BYTES``    16 MiB     one YAML/JSON text, one gunzipped release, one member
+nodes          ``AICR_RUNTIME_MAX_NODES``          1000000    nodes of one document (keys included), aliases expanded
+alias nodes    ``AICR_RUNTIME_MAX_ALIAS_NODES``    100000     the nodes aliases add to one document once expanded
+depth          ``AICR_RUNTIME_MAX_DEPTH``          200        nesting of one document
+archive bytes  ``AICR_RUNTIME_MAX_ARCHIVE_BYTES``  256 MiB    the decompressed stream of one chart archive
+=============  ==================================  =========  ======================================================
 
-The defaults are far above real inputs (the AICR catalog's deepest document nests 25 levels, its largest CRD file has
-about 60 000 nodes and uses no alias; a helm release of a large chart inflates to a few MiB). The variables are read on
-the host the module runs on: set them with the task's or play's ``environment:`` keyword. An input past a limit is
+The defaults are far above real inputs: the AICR catalog's deepest document nests 25 levels, its largest (a Gateway API
+CRD) has about 4 500 nodes and no alias, a helm release of a large chart inflates to a few MiB. The variables are read
+on the host the module runs on: set them with the task's or play's ``environment:`` keyword. An input past a limit is
 refused in one line (:class:`~_common.errors.AicrError`) naming the input, the limit and its variable - never parsed on.
+Not bounded here: the Kubernetes API server's answers (a namespace's Secret list is legitimately large; the server
+bounds each object) and helm's own output.
 
 Alias expansion is measured on the composed node graph, where an alias is a second reference to one node: the expanded
 size of each node is computed once (memoised), so a bomb is measured in microseconds, before anything is constructed.
