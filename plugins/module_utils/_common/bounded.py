@@ -275,20 +275,48 @@ class _Stream(object):
         return data
 
 
+class open_tar(object):  # pylint: disable=invalid-name - used as a function, in a with statement
+    """A tarfile in stream mode (members in order, each read while it is the current one) over the (gzipped or plain) tar
+    stream ``fileobj`` (a path or a binary file object), decompressed here and refused past the archive bytes limit."""
+
+    def __init__(self, fileobj, source, lim=None):
+        self.fileobj, self.source, self.lim = fileobj, source, lim or limits()
+        self.raw = self.archive = None
+
+    def __enter__(self):
+        import gzip  # pylint: disable=import-outside-toplevel
+        own = isinstance(self.fileobj, str)
+        raw = open(self.fileobj, "rb") if own else self.fileobj
+        self.raw = raw if own else None
+        try:
+            head = raw.read(2)
+            raw.seek(-len(head), 1)
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if head == b"\x1f\x8b" else raw
+            self.archive = tarfile.open(fileobj=_Stream(stream, self.source, self.lim), mode="r|")
+        except BaseException:
+            if self.raw is not None:
+                self.raw.close()
+            raise
+        return self.archive
+
+    def __exit__(self, *exc):
+        try:
+            self.archive.close()
+        finally:
+            if self.raw is not None:
+                self.raw.close()
+        return False
+
+
 def read_tar(fileobj, source, wanted, lim=None):
     """``{member name: bytes}`` of the regular members of a (gzipped) tar stream for which ``wanted(name)`` holds, read as a
-    stream: a wanted member past the input bytes limit and a stream past the archive bytes limit are refused before they
-    are read. ``fileobj``: a path or a binary file object. ``tarfile.TarError``/``OSError`` for a broken archive."""
+    stream (:class:`open_tar`): a wanted member past the input bytes limit and a stream past the archive bytes limit are
+    refused before they are read. ``fileobj``: a path or a binary file object. ``tarfile.TarError``/``OSError`` for a
+    broken archive."""
     lim = lim or limits()
-    import gzip  # pylint: disable=import-outside-toplevel
-    own = isinstance(fileobj, str)
-    raw = open(fileobj, "rb") if own else fileobj
     try:
-        head = raw.read(2)
-        raw.seek(-len(head), 1)
-        stream = gzip.GzipFile(fileobj=raw, mode="rb") if head == b"\x1f\x8b" else raw
         files = {}
-        with tarfile.open(fileobj=_Stream(stream, source, lim), mode="r|") as archive:
+        with open_tar(fileobj, source, lim) as archive:
             for member in archive:
                 if not member.isfile() or not wanted(member.name):
                     continue
@@ -299,6 +327,3 @@ def read_tar(fileobj, source, wanted, lim=None):
         return files
     except (EOFError, zlib.error) as exc:
         raise tarfile.TarError(str(exc) or type(exc).__name__)
-    finally:
-        if own:
-            raw.close()

@@ -170,3 +170,13 @@ def test_json_readers_refuse_depth_and_nodes(monkeypatch):
     with pytest.raises(AicrError) as exc:
         ConfigMapStore.to_stack(stack_cm(json.dumps({"values": list(range(200))})))
     assert "refused, more than 100 nodes: past the nodes limit of 100" in exc.value.msg
+
+
+def test_early_start_s_chart_scan_is_bounded_too(tmp_path, monkeypatch):
+    from ansible_collections.aicr.runtime.plugins.module_utils._release import gate
+    members = {"Chart.yaml": b"apiVersion: v2\nname: demo\nversion: 1.0.0\n", "templates/cm.yaml": b"kind: ConfigMap\n"}
+    small = chart_archive(tmp_path / "small-1.0.0.tgz", members)
+    big = chart_archive(tmp_path / "big-1.0.0.tgz", dict(members, **{"files/blob.bin": b"\0" * (3 * MIB)}))
+    monkeypatch.setenv("AICR_RUNTIME_MAX_ARCHIVE_BYTES", str(MIB))
+    assert gate.chart_traits(small) is not None
+    assert gate.chart_traits(big) is None  # past the archive limit: no early start (its helm starts at the gate)
