@@ -324,9 +324,9 @@ class Transport:
                 raise FabricHTTPError("%s: %s (after %d attempts)" % (what, description, attempt), status=response.status)
             if response.status >= 400:
                 try:
-                    fields = error_fields(json.loads(response.text)) if response.text else None
-                except ValueError:
-                    fields = None
+                    fields = error_fields(bounded.load_json(response.text, "%s: error body" % what)) if response.text else None
+                except (ValueError, AicrError):
+                    fields = None  # the body is described as text instead
                 code = fields[0] if fields else None
                 raise FabricHTTPError("%s: HTTP %d: %s" % (what, response.status, describe_body(response.text, response.content_type)),
                                       status=response.status, code=code)
