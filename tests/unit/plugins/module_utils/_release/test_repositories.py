@@ -207,14 +207,7 @@ def test_userinfo_in_urls_is_refused_redacted_and_hidden():
 def test_a_mirror_cannot_weaken_the_transport_of_a_credentialed_repository(tmp_path, cred, mirror, weaker):
     # a ClusterStack spec's repositoryMirrors entry pointing at the operator's credentialed repository with TLS off would
     # have sent the password over unverified TLS or in clear text: refused before anything is contacted, and at use
-    creds = repos.normalize_credentials([cred])
     mirrors = helm.normalize_mirrors({"https://up": mirror})
-    with pytest.raises(AicrError) as error:
-        repos.check_mirrors(creds, mirrors)
-    assert error.value.msg == ("repository_mirrors: the mirror of https://up (%s) sets %s, but repository_credentials gives credentials for %s "
-                               "without it; a mirror cannot weaken the transport of a credentialed repository: set %s in that "
-                               "repository_credentials entry, or drop it from the mirror" % (mirror["url"], weaker, cred["url"], weaker))
-    assert PASSWORD not in error.value.msg
     run = Recorder()
     runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=[cred])
     chart_ref, repo, flags, _where = helm.chart_source("c", "https://up/nvidia" if cred["url"].endswith("/nvidia") else "https://up", mirrors)
@@ -222,6 +215,13 @@ def test_a_mirror_cannot_weaken_the_transport_of_a_credentialed_repository(tmp_p
         runner.pull(chart_ref, repo, "1", str(tmp_path / "dest"), extra_flags=flags)
     assert [argv for argv in run.argv if argv[1] != "version"] == []  # nothing reached the repository
     assert runner.warnings == []
+    # and gated_release refuses it before anything is contacted
+    with pytest.raises(AicrError) as error:
+        repos.check_mirrors(repos.normalize_credentials([cred]), mirrors)
+    assert error.value.msg == ("repository_mirrors: the mirror of https://up (%s) sets %s, but repository_credentials gives credentials for %s "
+                               "without it; a mirror cannot weaken the transport of a credentialed repository: set %s in that "
+                               "repository_credentials entry, or drop it from the mirror" % (mirror["url"], weaker, cred["url"], weaker))
+    assert PASSWORD not in error.value.msg
 
 
 def test_a_mirror_may_set_what_the_credential_owner_set_and_anything_for_other_repositories(tmp_path):
