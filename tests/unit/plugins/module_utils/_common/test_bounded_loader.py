@@ -180,3 +180,11 @@ def test_early_start_s_chart_scan_is_bounded_too(tmp_path, monkeypatch):
     monkeypatch.setenv("AICR_RUNTIME_MAX_ARCHIVE_BYTES", str(MIB))
     assert gate.chart_traits(small) is not None
     assert gate.chart_traits(big) is None  # past the archive limit: no early start (its helm starts at the gate)
+
+
+def test_a_catalog_values_bomb_is_refused_naming_the_catalog_file(tmp_path):
+    # issue 36: recipe_resolve copied a 531 441-node catalog value (six levels of nine aliases) into its result
+    root = make_catalog(tmp_path / "catalog", files={"components/alpha/values.yaml": alias_bomb(6, 9)})
+    with pytest.raises(AicrError) as exc:
+        resolve_mod.resolve(root, {}, cache_dir=str(tmp_path / "cache"), persist_cache=False)
+    assert exc.value.msg.startswith("catalog file components/alpha/values.yaml: refused, its aliases expand to ")
