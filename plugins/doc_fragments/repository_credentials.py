@@ -21,6 +21,12 @@ options:
         an error or SIGTERM), never on its command line nor in any message. An HTTP(S) repository becomes an entry
         of a private C(repositories.yaml) and its charts are referenced by that entry's name; an OCI registry's login
         is a private registry config (what C(helm registry login) writes).
+      - Credentials travel only with the TLS settings of their own entry. A C(repository_mirrors) entry (gated_release; or a
+        ClusterStack's C(spec.repositoryMirrors)) that sets C(insecure_skip_tls_verify) or C(plain_http) for a
+        repository with an entry that does not is refused before anything is contacted.
+      - A chart repository with an C(http://) URL, and an OCI registry spoken to with C(plain_http), are warned about
+        once per run (charts travel in clear text); an C(http://) entry with a user name and password or a client
+        certificate is refused unless that entry sets O(repository_credentials[].plain_http).
       - Works with helm 3 and helm 4.
     type: list
     elements: dict
@@ -51,7 +57,10 @@ options:
         type: bool
         default: false
       plain_http:
-        description: OCI only - talk to the registry over plain HTTP (no TLS).
+        description:
+          - OCI - talk to the registry over plain HTTP (no TLS), login included (a warning says so).
+          - C(http://) repository - the consent to send this entry's password or client certificate in clear text; an
+            C(http://) entry with either is refused without it. Not allowed for C(https://) entries.
         type: bool
         default: false
 """

@@ -185,6 +185,9 @@ options:
       - The release digest uses the upstream repository, so switching mirrors does not upgrade anything.
       - A URL with a user name or password in it (C(https://user:pass@host)) is refused, shown redacted; use
         O(repository_credentials), which match the mirror's URL (the repository helm contacts).
+      - A mirror cannot weaken a credentialed repository - C(plain_http) or C(insecure_skip_tls_verify) on a mirror whose
+        URL has an O(repository_credentials) entry without that setting is refused before anything is contacted. An
+        C(http://) mirror, or one with C(plain_http), is warned about once per run (charts travel in clear text).
     type: dict
     default: {}
   skip_components:

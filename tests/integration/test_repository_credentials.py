@@ -244,6 +244,23 @@ def test_credentials_in_a_repository_url_are_refused_and_never_shown(run_playboo
     assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)
 
 
+def test_a_mirror_cannot_turn_tls_off_for_the_credentialed_repository(run_playbook, kube, tmp_path, private):
+    """Issue 35: a mirror (a ClusterStack spec's repositoryMirrors reach gated_release as repository_mirrors) pointing at the
+    operator's credentialed repository with insecure_skip_tls_verify would have sent the password over unverified TLS:
+    refused in one line before helm runs at all."""
+    comps = [component("agent-mirrored", "https://charts.upstream.example/agent", kube, private.version)]
+    mirrors = {"https://charts.upstream.example/agent": {"url": private.repo.url, "insecure_skip_tls_verify": True}}
+    mark = kube.audit_mark()
+    run, log, tmpdir = run_with(run_playbook, kube, tmp_path, "helm4", comps, [private.repo_entry()], mirrors=mirrors)
+    assert run.rc != 0
+    msg = run.result("Roll out")["msg"]
+    assert "\n" not in msg and msg.startswith("repository_mirrors: the mirror of https://charts.upstream.example/agent (%s) sets "
+                                             "insecure_skip_tls_verify, but repository_credentials gives credentials for" % private.repo.url), msg
+    assert calls(log) == []  # no helm ran: nothing was sent anywhere
+    assert kube.audit(since=mark, user=kube.user(IDENTITY)) == []  # refused before the cluster was contacted
+    assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)
+
+
 def test_lab_repository_rejects_what_it_should():
     """The lab itself: without a client certificate the HTTPS repository refuses the connection (else the tests above prove less)."""
     import ssl

@@ -272,7 +272,7 @@ class Check(object):
 def _load_docs(text, where):
     deps.require("PyYAML", "to read health checks", field="health_checks")
     try:
-        return [d for d in deps.load_all(text) if d is not None]
+        return [d for d in deps.load_all(text, "health checks %s" % where) if d is not None]
     except deps.yaml.YAMLError as exc:
         raise AicrError("%s: the check is not valid YAML: %s" % (where, " ".join(str(exc).split())[:300]), field="health_checks")
 

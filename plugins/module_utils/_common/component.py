@@ -14,6 +14,9 @@ The rules every reader of a component shares live here once:
 - *chart reference*: an OCI repository's chart is ``<repository>/<chart>``; any other chart is its name, with the
   repository given to helm separately (:func:`chart_reference`);
 - *release digest*: sha256 of chart, upstream repository, version and values (:func:`release_digest`);
+- *what may reach helm's argv*: a chart name, a repository URL (an OCI reference in particular) and a version each have
+  one allowed form (:func:`chart_source_problem`, :func:`check_chart_source`), checked before helm runs: a chart is a
+  positional argument, so ``-x`` would be read as a flag, and ``../`` would leave a ``file://`` repository;
 - *overrides*: the keys a ``component_overrides`` entry may set and their types (:func:`override_problems`), and how
   they apply (:meth:`Component.overridden`; ``values`` are merged, ``null`` deletes).
 """
@@ -25,6 +28,7 @@ __metaclass__ = type
 import hashlib
 import json
 import os
+import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_deletes
@@ -37,6 +41,52 @@ _STRING_OVERRIDES = ("chart", "repository", "version", "namespace")
 
 def is_oci(repository):
     return isinstance(repository, str) and repository.startswith("oci://")
+
+
+# helm's chart name charset (its metadata rule: letters, digits, ".", "_", "-"), "/"-separated for a path inside an OCI
+# registry or a repository's folder; a segment never starts with "-" (a flag to helm) or "." (".." leaves the folder)
+_CHART = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
+# an OCI repository: oci://<host>[:port][/<path>], the path lower case as the distribution spec's repository names
+_OCI_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_OCI_REPOSITORY = re.compile(r"^oci://[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?(?:/%s)*/?$" % _OCI_PATH)
+_OCI_CHART = re.compile(r"^%s(?:/%s)*$" % (_OCI_PATH, _OCI_PATH))
+_URL = re.compile(r"^(?:https?://[^\s/?#]+|file://)[^\s]*$|^/[^\s]*$")
+# a chart version or a helm version constraint (1.2.3, v26.3.3, >=1.0.0 <2.0.0, ~1.2, ^1, 1.x, *)
+_VERSION = re.compile(r"^[A-Za-z0-9*^~=<>!][A-Za-z0-9.+_~^<>=!*, |-]{0,127}$")
+CHART_ALLOWED = ("a helm chart name (letters, digits, '.', '_', '-'; '/' between path segments; no segment starting with '-' or '.'), "
+                 "lower case in an OCI registry")
+REPOSITORY_ALLOWED = "an https://, http://, oci://<host>[:port]/<lower-case path> or file:// URL (or an absolute path), without spaces"
+VERSION_ALLOWED = "a chart version or a helm version constraint (letters, digits and . + _ ~ ^ < > = ! * , | - and spaces; not starting with '-')"
+
+
+def chart_source_problem(chart, repository, version):
+    """``(field, value, allowed)`` of the first of ``chart``, ``repository``, ``version`` that helm must not be given
+    (None when all are allowed; an empty value is not checked here)."""
+    plain = _USERINFO.sub(r"\1", repository) if isinstance(repository, str) else repository  # userinfo has its own refusal
+    if repository and (not isinstance(repository, str) or not (_OCI_REPOSITORY.match(plain) if is_oci(plain) else _URL.match(plain))):
+        return "repository", repository, REPOSITORY_ALLOWED
+    if chart and (not isinstance(chart, str) or len(chart) > 253 or not _CHART.match(chart) or (is_oci(repository) and not _OCI_CHART.match(chart))):
+        return "chart", chart, CHART_ALLOWED
+    if version and (not isinstance(version, str) or not _VERSION.match(version)):
+        return "version", version, VERSION_ALLOWED
+    return None
+
+
+def check_chart_source(name, chart, repository, version, where="recipe"):
+    """AicrError naming the field, the component ``name`` and what is allowed when :func:`chart_source_problem` finds one."""
+    problem = chart_source_problem(chart, repository, version)
+    if problem:
+        field, value, allowed = problem
+        shown = repr(value)[:120] if field != "repository" else repr(_redacted(value))[:160]
+        raise AicrError("%s: component %s: %s %s is not allowed; allowed: %s" % (where, name, field, shown, allowed) if name else
+                        "%s: %s %s is not allowed; allowed: %s" % (where, field, shown, allowed), field=field, component=name)
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
+
+
+def _redacted(url):
+    return _USERINFO.sub(r"\1***@", str(url))
 
 
 def chart_reference(chart, repository):

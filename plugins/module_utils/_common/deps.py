@@ -17,7 +17,9 @@ engines call :func:`require` where a package is needed at run time.
 
 :class:`Loader` is the only YAML loader: PyYAML's safe loader (libyaml's ``CSafeLoader`` when available) that reads
 timestamps as strings (as Helm's YAML to JSON does) and the YAML 1.1 ``=`` (value) key some CRD schemas carry as a
-string. Catalogs, values files, charts, manifests and CRDs are all read with it.
+string. Catalogs, values files, charts, manifests and CRDs are all read with it, through :func:`load`, :func:`load_all`
+and :func:`compose`, which hold every document to ``_common.bounded``'s limits (input bytes, nesting depth, nodes, and the
+nodes aliases add) before anything is constructed: an alias bomb is refused in one line, unexpanded.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,6 +28,7 @@ __metaclass__ = type
 
 import traceback
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 try:
@@ -78,11 +81,60 @@ def require(package, why, field=None):
         raise AicrError("the Python package '%s' is required %s" % (package, why), **details)
 
 
-def load(text):
-    """One YAML document with :class:`Loader`."""
-    return yaml.load(text, Loader=Loader)  # nosec B506 - a safe loader
+def _parser(text, source, lim, loader):
+    """A ``loader`` over ``text`` whose nesting is known to stay within the depth limit (bytes checked first)."""
+    bounded.check_bytes(text, source, lim)
+    if not bounded.yaml_depth_within(text, bounded.SAFE_COMPOSE_DEPTH):
+        probe = loader(text)
+        try:
+            bounded.check_yaml_events(probe, source, lim)
+        finally:
+            probe.dispose()
+    return loader(text)
 
 
-def load_all(text):
-    """Every YAML document of ``text`` with :class:`Loader`."""
-    return yaml.load_all(text, Loader=Loader)  # nosec B506 - a safe loader
+def _nodes(text, source, lim, loader):
+    """Each composed, bounded document node of ``text`` (a generator), with the loader that composed it."""
+    parser = _parser(text, source, lim, loader)
+    try:
+        while parser.check_node():
+            node = parser.get_node()
+            bounded.check_yaml_node(node, source, lim)
+            yield parser, node
+    finally:
+        parser.dispose()
+
+
+def load(text, source="a YAML document", limits=None):
+    """One YAML document with :class:`Loader`, within the limits of ``_common.bounded`` (``source`` names ``text`` in a
+    refusal). An empty document is None, as ``yaml.load``'s."""
+    lim = limits or bounded.limits()
+    parser = _parser(text, source, lim, Loader)
+    try:
+        node = parser.get_single_node()
+        if node is None:
+            return None
+        bounded.check_yaml_node(node, source, lim)
+        return parser.construct_document(node)
+    finally:
+        parser.dispose()
+
+
+def load_all(text, source="a YAML stream", limits=None):
+    """Every YAML document of ``text`` with :class:`Loader` (a generator), each within the limits of ``_common.bounded``."""
+    lim = limits or bounded.limits()
+    for parser, node in _nodes(text, source, lim, Loader):
+        yield parser.construct_document(node)
+
+
+def compose(text, source="a YAML document", loader=None, limits=None):
+    """The node of one YAML document (``loader``: :data:`BaseLoader` by default), within the limits of ``_common.bounded``."""
+    lim = limits or bounded.limits()
+    parser = _parser(text, source, lim, loader or BaseLoader)
+    try:
+        node = parser.get_single_node()
+        if node is not None:
+            bounded.check_yaml_node(node, source, lim)
+        return node
+    finally:
+        parser.dispose()

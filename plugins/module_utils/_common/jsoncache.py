@@ -20,6 +20,7 @@ import os
 import stat
 import tempfile
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 CACHE_ENV = "AICR_RUNTIME_CACHE_DIR"
@@ -43,10 +44,10 @@ def default_cache_dir():
 def load(path):
     """The JSON document at ``path``, or None when there is none (or it cannot be read)."""
     try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
+        with open(path, "rb") as handle:
+            return bounded.load_json(bounded.read_bounded(handle, path).decode("utf-8"), path)
+    except (OSError, ValueError, AicrError):
+        return None  # unreadable, or past a limit: a miss (what it caches is read again, bounded too)
 
 
 def store(path, document):

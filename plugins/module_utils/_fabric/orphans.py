@@ -31,6 +31,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import foreign_claim, not_ours
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import APP_COMPONENT_LABEL, FIELD_MANAGER, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -71,7 +72,7 @@ class OrphanLedger:
             self.foreign_claims = [foreign_claim("ConfigMap", obj, "", problem + "; its first-seen times are not used")]
             obj = None
         try:
-            entries = json.loads(((obj or {}).get("data") or {}).get(LEDGER_KEY) or "{}")
+            entries = bounded.load_json(((obj or {}).get("data") or {}).get(LEDGER_KEY) or "{}", "ConfigMap %s/%s" % (self.namespace, LEDGER_NAME))
         except ValueError:
             entries = None
         if not isinstance(entries, dict):

@@ -36,6 +36,7 @@ import threading
 import time
 import uuid
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import foreign_claim, not_ours
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
     APP_COMPONENT_LABEL, FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL, STACK_LABEL, fit_name, label_value, managed_labels, stack_name_problem,
@@ -136,7 +137,7 @@ class DeviceRecords:
                     continue
                 owner = data[STACK_KEY]
                 try:
-                    entries = json.loads(data.get(RECORDS_KEY) or "[]")
+                    entries = bounded.load_json(data.get(RECORDS_KEY) or "[]", "device records ConfigMap %s" % (item.get("metadata") or {}).get("name"))
                 except ValueError:
                     entries = None
                 if not isinstance(entries, list):

@@ -13,10 +13,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import json
 import threading
 import time
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 
@@ -29,7 +29,7 @@ def jwt_expiry(token, source="token endpoint"):
         raise AicrError("access_token from %s: malformed JWT (%d dot-separated parts, 3 required)" % (source, len(parts)), field="access_token")
     try:
         raw = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
-        payload = json.loads(raw.decode("utf-8"))
+        payload = bounded.load_json(raw.decode("utf-8"), "access_token from %s" % source)
     except (ValueError, TypeError, UnicodeDecodeError):
         raise AicrError("access_token from %s: malformed JWT (payload is not base64url JSON)" % source, field="access_token")
     if not isinstance(payload, dict) or not isinstance(payload.get("exp"), (int, float)) or isinstance(payload.get("exp"), bool):

@@ -43,6 +43,7 @@ except ImportError:
     HAS_REQUESTS = False
     REQUESTS_IMPORT_ERROR = traceback.format_exc()
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
 
 try:
@@ -140,9 +141,9 @@ def describe_body(text, content_type=""):
         return "empty body"
     if text.startswith("{") or "json" in (content_type or ""):
         try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
+            data = bounded.load_json(text, "a fabric answer")
+        except (ValueError, AicrError):
+            data = None  # described as text instead
         fields = error_fields(data)
         if fields is not None:
             return _join(*fields)[:300] or "empty error object"
@@ -186,7 +187,7 @@ class Response:
     def json(self, what):
         """The parsed JSON body; AicrError naming ``what`` when it is not JSON."""
         try:
-            return json.loads(self.text) if self.text else None
+            return bounded.load_json(self.text, "%s: response" % what) if self.text else None
         except ValueError:
             raise AicrError("%s: response is not JSON (%s)" % (what, describe_body(self.text, self.content_type)), status=self.status)
 
@@ -351,9 +352,9 @@ class Transport:
                 raise FabricHTTPError("%s: %s (after %d attempts)" % (what, description, attempt), status=response.status)
             if response.status >= 400:
                 try:
-                    fields = error_fields(json.loads(response.text)) if response.text else None
-                except ValueError:
-                    fields = None
+                    fields = error_fields(bounded.load_json(response.text, "%s: error body" % what)) if response.text else None
+                except (ValueError, AicrError):
+                    fields = None  # the body is described as text instead
                 code = fields[0] if fields else None
                 raise FabricHTTPError("%s: HTTP %d: %s" % (what, response.status, describe_body(response.text, response.content_type)),
                                       status=response.status, code=code)

@@ -25,7 +25,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, jsoncache
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps, jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import files as catalog_files
@@ -45,7 +45,7 @@ _MIXIN_SPEC_KEYS = ("constraints", "componentRefs")
 def parse_yaml(data, relpath):
     """Parse one YAML document; a syntax error names the file and line."""
     try:
-        return deps.load(data)
+        return deps.load(data, "catalog file %s" % relpath)
     except deps.yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 0
@@ -91,7 +91,7 @@ class Catalog(object):
             if relpath not in self.files:
                 raise AicrError("%s: file %s not found in catalog %s" % (field or "catalog", relpath, self.source), file=relpath)
             with open(self.abspath(relpath), "rb") as handle:
-                text = handle.read().decode("utf-8")
+                text = bounded.read_bounded(handle, "catalog file %s" % relpath).decode("utf-8")
             self._texts[relpath] = text
         return text
 
@@ -102,7 +102,7 @@ class Catalog(object):
         if relpath not in self.files:
             raise AicrError("%s: values file %s not found in catalog %s" % (field or "valuesFile", relpath, self.source), file=relpath)
         with open(self.abspath(relpath), "rb") as handle:
-            doc = parse_yaml(handle.read(), relpath)
+            doc = parse_yaml(bounded.read_bounded(handle, "catalog file %s" % relpath), relpath)
         if doc is None:
             doc = {}
         if not isinstance(doc, dict):

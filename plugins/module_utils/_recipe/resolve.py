@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as _OVERRIDE_KEYS
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component, override_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -497,7 +498,7 @@ def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, compo
         for dep in ref.get("dependencyRefs") or []:
             (comp.dependencies if dep in enabled else comp.external_dependencies).append(dep)
         components.append(comp.to_dict())
-    return dict({
+    answer = dict({
         "recipe": result,
         "components": components,
         "recipe_name": crit.recipe_name(query),
@@ -505,3 +506,7 @@ def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, compo
         "catalog_root": cat.root,
         "graph": order.mermaid(result["componentRefs"], result["deploymentOrder"]),
     }, **extra)
+    # the catalog's documents were bounded one by one; what the result copies from them (values, overlays merged) is
+    # bounded as a whole too, so no catalog can make the result a copy of an expanded alias graph
+    bounded.check_value(answer, "recipe_resolve result")
+    return answer

@@ -18,10 +18,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
 
@@ -88,11 +87,11 @@ def check(doc, where=""):
 def parse_text(text, where):
     """A snapshot from YAML or JSON text (a ConfigMap's ``snapshot.yaml`` / ``snapshot.json``, or a file)."""
     try:
-        doc = json.loads(text)
+        doc = bounded.load_json(text, "snapshot%s" % where)
     except ValueError:
         deps.require("PyYAML", "to read a Snapshot written as YAML", field="snapshot")
         try:
-            doc = deps.load(text)
+            doc = deps.load(text, "snapshot%s" % where)
         except deps.yaml.YAMLError as exc:
             _fail(where, "malformed YAML: %s" % " ".join(str(exc).split()))
     return check(doc, where)
@@ -109,7 +108,7 @@ def load(value):
         if not os.path.isfile(path):
             _fail(" %s" % value, "file does not exist (give a Snapshot file, a Snapshot mapping or the result of aicr.runtime.cluster_facts)")
         with open(path, "rb") as handle:
-            return parse_text(handle.read().decode("utf-8"), " %s" % value)
+            return parse_text(bounded.read_bounded(handle, "snapshot %s" % value).decode("utf-8"), " %s" % value)
     _fail("", "expected a Snapshot mapping, a cluster_facts result or a file path, got %s" % type(value).__name__)
     return None  # pragma: no cover
 

@@ -35,7 +35,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import 
 
 def manifest_docs(manifest):
     """The objects (dicts) of a release manifest, parsed once for everything that reads them."""
-    return [doc for doc in deps.load_all(manifest or "") if isinstance(doc, dict)]
+    return [doc for doc in deps.load_all(manifest or "", "a release manifest") if isinstance(doc, dict)]
 
 
 def release_refs(cluster, docs, namespace):
@@ -155,7 +155,7 @@ class Deploy(object):
     def _validate_chart_values(self, comp, archive):
         schema, defaults_text = chart_schema_and_defaults(archive)
         if schema:
-            defaults = deps.load(defaults_text) if defaults_text.strip() else {}
+            defaults = deps.load(defaults_text, "chart %s: values.yaml" % archive) if defaults_text.strip() else {}
             problems = validation.rule_problems(schema, merge_null_deletes(defaults if isinstance(defaults, dict) else {}, comp.values))
             if problems:
                 raise AicrError("values: component %s: %d value(s) violate the chart's values.schema.json; first: %s" % (comp.name, len(problems), problems[0]),

@@ -44,6 +44,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks im
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
+from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors, server_validates_fields
@@ -464,6 +465,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     if params.get("validate_values", True):
         validate_values(plan, params.get("values_schemas") or {})
     options = options_from(params, recipe, check_mode, diff)
+    repos.check_mirrors(repos.normalize_credentials(params.get("repository_credentials")), options.mirrors)  # before any connection
     # every health check is read before anything else happens: one that cannot be evaluated fails closed here
     checks = health.parse_all(health.checks_of(recipe), plan.order, options.health)
     snapshot = params.get("snapshot")

@@ -38,7 +38,10 @@ import sys
 import tarfile
 import tempfile
 import threading
+import zlib
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
+from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 PLUGIN_NAME = "aicr-runtime-gate"
 GO = b"go\n"
@@ -301,7 +304,7 @@ def _check_template(data, traits, budget):
 
 def _scan_archive(fileobj, traits, budget):
     """A chart archive (``<name>/...``), its subchart archives included."""
-    with tarfile.open(fileobj=fileobj, mode="r:*") as archive:
+    with bounded.open_tar(fileobj, "chart archive") as archive:  # a stream bounded as every chart archive (_common.bounded)
         for member in archive:
             if not member.isfile():
                 continue
@@ -331,8 +334,8 @@ def chart_traits(path):
         else:
             with open(path, "rb") as handle:
                 _scan_archive(handle, traits, budget)
-    except (OSError, tarfile.TarError, ValueError, EOFError):
-        return None
+    except (OSError, tarfile.TarError, ValueError, EOFError, zlib.error, AicrError):
+        return None  # past a limit too: no early start (the chart is read, bounded, again where it is installed)
     return traits
 
 

@@ -30,7 +30,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import gzip
 import json
 import math
 import os
@@ -40,9 +39,10 @@ import subprocess
 import tarfile
 import threading
 import time
+import zlib
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, jsoncache, timeutil
-from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, cancel, jsoncache, timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference, check_chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release import helmretry
@@ -79,6 +79,7 @@ def normalize_mirrors(mirrors):
         if unknown:
             raise AicrError("repository_mirrors: unknown keys %s for %s; allowed: url, plain_http, insecure_skip_tls_verify" % (sorted(unknown), upstream),
                             field="repository_mirrors")
+        check_chart_source(None, None, target["url"], None, where="repository_mirrors: the mirror of %s" % repos.redact_url(upstream))
         result[_norm(upstream)] = dict(target, url=_norm(target["url"]))
     return result
 
@@ -104,6 +105,7 @@ def chart_source(chart, repository, mirrors):
     if not chart:
         raise AicrError("chart: a Helm component needs a chart name", field="chart")
     repos.refuse_userinfo(repository, "repository")
+    check_chart_source(None, chart, repository, None, where="chart %s" % chart)  # gated_release's plan checked it first, naming the component
     target = resolve_repository(repository, mirrors)
     url = target["url"]
     flags = []
@@ -122,14 +124,20 @@ def chart_source(chart, repository, mirrors):
 
 
 def decode_release_secret(secret):
-    """Decode a helm ``sh.helm.release.v1`` Secret into the release JSON (or None)."""
+    """Decode a helm ``sh.helm.release.v1`` Secret (base64 of gzip of JSON) into the release JSON (or None when it is not
+    one). Inflated and parsed within ``_common.bounded``'s limits: a gzip bomb is refused (AicrError naming the Secret)
+    as soon as it inflates past the input bytes limit, never inflated whole."""
+    meta = secret.get("metadata") or {}
+    source = "helm release Secret %s/%s" % (meta.get("namespace") or "", meta.get("name") or "")
+    lim = bounded.limits()
     try:
-        raw = base64.b64decode(((secret.get("data") or {}).get("release")) or "")
-        data = base64.b64decode(raw)
+        encoded = ((secret.get("data") or {}).get("release")) or ""
+        bounded.check_bytes(encoded, source, lim)
+        data = base64.b64decode(base64.b64decode(encoded))
         if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        return json.loads(data.decode("utf-8"))
-    except (ValueError, TypeError, OSError):
+            data = bounded.gunzip(data, source, lim)
+        return bounded.load_json(data.decode("utf-8"), source, lim)
+    except (ValueError, TypeError, OSError, zlib.error):
         return None
 
 
@@ -217,37 +225,36 @@ def stack_releases(cluster, stack, namespace):
 
 
 def chart_schema_and_defaults(path):
-    """``(values.schema.json or None, values.yaml text or "")`` of a chart archive or directory (top level only)."""
-    schema_text, values_text = None, ""
+    """``(values.schema.json or None, values.yaml text or "")`` of a chart archive or directory (top level only), each
+    file read within ``_common.bounded``'s limits (a huge member or archive stream is refused, never read whole)."""
+    lim = bounded.limits()
+    texts = {}
     if os.path.isdir(path):
         for name in ("values.schema.json", "values.yaml"):
             full = os.path.join(path, name)
             if os.path.isfile(full):
-                with open(full) as handle:
-                    if name == "values.yaml":
-                        values_text = handle.read()
-                    else:
-                        schema_text = handle.read()
+                with open(full, "rb") as handle:
+                    texts[name] = bounded.read_bounded(handle, "chart %s: %s" % (path, name), lim).decode("utf-8", "replace")
     else:
         try:
-            with tarfile.open(path, "r:gz") as tar:
-                for member in tar.getmembers():
-                    parts = member.name.split("/")
-                    if len(parts) == 2 and parts[1] in ("values.schema.json", "values.yaml") and member.isfile():
-                        text = tar.extractfile(member).read().decode("utf-8", "replace")
-                        if parts[1] == "values.yaml":
-                            values_text = text
-                        else:
-                            schema_text = text
+            files = bounded.read_tar(path, "chart archive %s" % path, _top_level_values, lim)
         except (tarfile.TarError, OSError) as exc:
             raise AicrError("chart: cannot read the chart archive %s (%s)" % (path, exc))
+        for name, data in files.items():
+            texts[name.split("/")[1]] = data.decode("utf-8", "replace")
+    schema_text, values_text = texts.get("values.schema.json"), texts.get("values.yaml", "")
     schema = None
     if schema_text:
         try:
-            schema = json.loads(schema_text)
+            schema = bounded.load_json(schema_text, "chart %s: values.schema.json" % path, lim)
         except ValueError as exc:
             raise AicrError("chart: values.schema.json of %s is not valid JSON (%s)" % (path, exc))
     return schema, values_text
+
+
+def _top_level_values(name):
+    parts = name.split("/")
+    return len(parts) == 2 and parts[1] in ("values.schema.json", "values.yaml")
 
 
 # helm settings that could send it to another cluster, identity, namespace or release store than the Python client's

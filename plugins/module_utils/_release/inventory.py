@@ -39,6 +39,7 @@ import hashlib
 import json
 import threading
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, FIELD_MANAGER, READY, UNCHANGED, fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
@@ -86,7 +87,7 @@ class Inventory(object):
                            % (self.namespace, self.name, FIELD_MANAGER, ", ".join(managers_of(cm)) or "none"))
             return
         try:
-            loaded = json.loads((cm.get("data") or {}).get("inventory") or "{}")
+            loaded = bounded.load_json((cm.get("data") or {}).get("inventory") or "{}", "inventory ConfigMap %s/%s" % (self.namespace, self.name))
             self.components, self.order = dict(loaded.get("components") or {}), list(loaded.get("order") or [])
             self.loaded = copy.deepcopy(self.components)
             self.found = True

@@ -21,7 +21,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.component import OVERRIDE_KEYS, Component, override_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import OVERRIDE_KEYS, Component, check_chart_source, override_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import levels
 
@@ -118,6 +118,8 @@ def build_plan(recipe, skip_components=None, component_overrides=None, skip_depl
         managed.append(Component.from_dict(raw, base_dir=base_dir).overridden(override))
     for comp in managed:
         _check_names(comp)
+        if not comp.manifest_only:
+            check_chart_source(comp.name, comp.chart, comp.repository, comp.version)  # before anything reaches helm's argv
     order = [c.name for c in managed]
     managed_names = set(order)
     deps = {}

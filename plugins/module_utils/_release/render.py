@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, jsoncache
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps, jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 _SEMVER = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
@@ -125,10 +125,10 @@ def render_manifests(helm, component, waves, tmp_root=None):
                 rendered = os.path.join(rendered_root or "", wave, "%03d-%s" % (index, base))
                 if not rendered_root or not os.path.isfile(rendered):
                     continue  # the template rendered to nothing
-                with open(rendered) as handle:
-                    text = handle.read()
+                with open(rendered, "rb") as handle:
+                    text = bounded.read_bounded(handle, "manifest_files: %s of component %s" % (path, name)).decode("utf-8")
                 try:
-                    docs = [d for d in deps.load_all(text) if d]
+                    docs = [d for d in deps.load_all(text, "manifest_files: %s of component %s" % (path, name)) if d]
                 except deps.yaml.YAMLError as exc:
                     raise AicrError("manifest_files: %s of component %s renders to invalid YAML: %s" % (path, name, str(exc).splitlines()[0]),
                                     component=name, file=path)

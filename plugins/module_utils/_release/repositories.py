@@ -14,6 +14,10 @@
   ``auths.<host>.auth``) — what ``helm registry login`` would write, without a login round trip; their CA, client
   certificate and ``plain_http`` are helm's ``--ca-file``/``--cert-file``/``--key-file``/``--plain-http`` flags (paths,
   not secrets).
+- **Transport.** Credentials travel only with the TLS settings of the entry they were given in: a ``repository_mirrors``
+  entry (which a ClusterStack spec may set) or any other option asking for ``insecure_skip_tls_verify`` or ``plain_http``
+  on a credentialed repository is refused in one line (:func:`check_mirrors` before anything is contacted,
+  :func:`refuse_weaker_transport` at each use), never applied to the credentials.
 - **Userinfo in URLs** (``https://user:pass@host``) is refused wherever a URL is given, with the URL shown redacted
   (``https://***@host``): credentials belong in ``repository_credentials``.
 
@@ -149,9 +153,13 @@ def normalize_credentials(entries):
             raise AicrError("%s: %s needs both username and password, or neither" % (where, cred.url), field=FIELD)
         if bool(cred.cert_file) != bool(cred.key_file):
             raise AicrError("%s: %s needs both cert_file and key_file (a client certificate and its key), or neither" % (where, cred.url), field=FIELD)
-        if cred.plain_http and not cred.oci:
-            raise AicrError("%s: plain_http is for oci:// registries; %s is an HTTP repository (use an http:// URL for no TLS)" % (where, cred.url),
-                            field=FIELD)
+        if cred.plain_http and not cred.oci and not cred.url.startswith("http://"):
+            raise AicrError("%s: plain_http is for oci:// registries and http:// repositories; %s uses TLS (use an http:// URL for no TLS)"
+                            % (where, cred.url), field=FIELD)
+        if cred.url.startswith("http://") and (cred.username or cred.cert_file) and not cred.plain_http:
+            # the scheme alone is too easy to get wrong (a typo, a mirror's URL pasted): clear text needs the owner's word
+            raise AicrError("%s: %s is http:// and would send the %s in clear text; use https://, or set plain_http: true in this entry to "
+                            "allow it" % (where, cred.url, "password" if cred.username else "client certificate"), field=FIELD)
         for key in ("ca_file", "cert_file", "key_file"):
             path = getattr(cred, key)
             if path and not os.path.isfile(path):
@@ -179,6 +187,46 @@ def match(credentials, url):
             if best is None or len(cred.url) > len(best.url):
                 best = cred
     return best
+
+
+# (helm flag, the mirror's / entry's key, the Credential attribute): the transport settings a credential owner decides
+_TRANSPORT = (("--insecure-skip-tls-verify", "insecure_skip_tls_verify", "insecure"), ("--plain-http", "plain_http", "plain_http"))
+_TRANSPORT_FLAGS = tuple(flag for flag, _key, _attr in _TRANSPORT)
+
+
+def _weaker(cred, asked):
+    """The keys of ``asked`` (transport settings set to true) that would send ``cred`` over a weaker transport than its
+    entry gives. ``plain_http`` only means something for OCI (an HTTP repository's scheme decides)."""
+    return [key for _flag, key, attr in _TRANSPORT if asked.get(key) and not getattr(cred, attr) and (cred.oci or key != "plain_http")]
+
+
+def refuse_weaker_transport(cred, flags):
+    """AicrError when helm ``flags`` would send ``cred``'s credentials with less TLS than its own entry gives: credentials
+    travel only with the TLS settings of the ``repository_credentials`` entry they were given in (a mirror, or any other
+    option, cannot turn verification or TLS off for them)."""
+    weaker = _weaker(cred, dict((key, flag in flags) for flag, key, _attr in _TRANSPORT))
+    if weaker:
+        raise AicrError("repository_credentials: %s would be sent to %s with %s, which its entry does not set; credentials travel only with their "
+                        "own entry's TLS settings: set %s in that repository_credentials entry, or drop it from the mirror (or option) asking for it"
+                        % ("the password" if cred.username else "the client certificate" if cred.cert_file else "the entry", cred.url,
+                           " and ".join(weaker), " and ".join(weaker)), field="repository_mirrors", repository=cred.url)
+
+
+def check_mirrors(credentials, mirrors):
+    """Refuse, before anything is contacted, a ``repository_mirrors`` entry (normalised: ``{upstream: {url, plain_http,
+    insecure_skip_tls_verify}}``) whose URL overlaps a credentialed repository and turns TLS (verification) off for it:
+    the mirror (a ClusterStack spec may set it) cannot weaken what the operator's credentials travel over."""
+    for upstream, target in sorted((mirrors or {}).items()):
+        url = _norm(target.get("url") or "")
+        for cred in credentials:
+            if not (url == cred.url or url.startswith(cred.url + "/") or cred.url.startswith(url + "/")):
+                continue
+            weaker = _weaker(cred, target)
+            if weaker:
+                raise AicrError("repository_mirrors: the mirror of %s (%s) sets %s, but repository_credentials gives credentials for %s without it; "
+                                "a mirror cannot weaken the transport of a credentialed repository: set %s in that repository_credentials entry, "
+                                "or drop it from the mirror" % (redact_url(upstream), redact_url(url), " and ".join(weaker), cred.url, " and ".join(weaker)),
+                                field="repository_mirrors", value=redact_url(upstream))
 
 
 def redact_passwords(text, credentials):
@@ -214,6 +262,7 @@ class Repositories(object):
         self.indexed = set()
         self.warnings = ["repository_credentials: TLS verification is off for %s (insecure_skip_tls_verify)" % c.url
                          for c in self.credentials if c.insecure]
+        self._in_clear = set()
 
     def __bool__(self):
         return bool(self.credentials)
@@ -278,23 +327,34 @@ class Repositories(object):
         flags = list(flags or [])
         if repo:
             cred = match(self.credentials, repo)
+            if str(repo).startswith("http://"):
+                self._warn_in_clear(repo, cred)
             if cred is None:
                 return chart_ref, repo, flags, None, None
-            if "--insecure-skip-tls-verify" in flags and not cred.insecure:
-                with self._lock:  # the mirror's own setting goes into the repository entry (the file is written again)
-                    cred.insecure, self._written = True, False
-                    self.warnings.append("repository_credentials: TLS verification is off for %s (insecure_skip_tls_verify of its mirror)" % cred.url)
-            flags = [f for f in flags if f not in ("--insecure-skip-tls-verify", "--plain-http")]
+            refuse_weaker_transport(cred, flags)
+            flags = [f for f in flags if f not in _TRANSPORT_FLAGS]  # the entry's own settings are in repositories.yaml
             return "%s/%s" % (cred.repo_name, chart_ref), None, flags, cred, cred.repo_name
         if str(chart_ref).startswith("oci://"):
             cred = match(self.credentials, chart_ref)
-            if cred is None:
-                return chart_ref, repo, flags, None, None
-            for flag in cred.tls_flags():
-                if flag not in flags or flag not in ("--insecure-skip-tls-verify", "--plain-http"):
-                    flags.append(flag)
+            if cred is not None:
+                refuse_weaker_transport(cred, flags)
+                flags = [f for f in flags if f not in _TRANSPORT_FLAGS] + cred.tls_flags()  # the entry's TLS settings, only
+            if "--plain-http" in flags:
+                self._warn_in_clear(cred.url if cred is not None else chart_ref.rsplit("/", 1)[0], cred)
             return chart_ref, repo, flags, cred, None
         return chart_ref, repo, flags, None, None
+
+    def _warn_in_clear(self, where, cred):
+        """One warning per repository (or registry) helm talks to without TLS: charts - and credentials, which only their
+        entry's ``plain_http: true`` allows - travel in clear text, readable and changeable on the way."""
+        where = redact_url(where)
+        with self._lock:
+            if where in self._in_clear:
+                return
+            self._in_clear.add(where)
+            self.warnings.append("repository %s: no TLS (%s): charts%s travel in clear text, readable and changeable on the way; prefer https:// "
+                                 "or a registry with TLS" % (where, "http://" if where.startswith("http://") else "plain_http",
+                                                             " and the credentials of repository_credentials (%s)" % cred.url if cred is not None else ""))
 
     def index_lock(self, name):
         """The lock under which repository ``name``'s index is fetched, once per run (``indexed`` holds the names done)."""

@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, validation
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps, validation
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
@@ -49,8 +49,8 @@ def _read_text(path, field):
     path = os.path.expanduser(str(path))
     if not os.path.isfile(path):
         raise AicrError("%s: file %s does not exist" % (field, path), field=field, value=path)
-    with open(path) as handle:
-        return handle.read()
+    with open(path, "rb") as handle:
+        return bounded.read_bounded(handle, "%s %s" % (field, path)).decode("utf-8")
 
 
 def load_sources(params):
@@ -135,9 +135,9 @@ def load_crd(value, field, kubeconfig=None, context=None):
     text = str(value)
     path = os.path.expanduser(text)
     if os.path.isfile(path):
-        with open(path) as handle:
+        with open(path, "rb") as handle:
             try:
-                documents = list(deps.load_all(handle.read()))
+                documents = list(deps.load_all(bounded.read_bounded(handle, "%s %s" % (field, path)).decode("utf-8"), "%s %s" % (field, path)))
             except deps.yaml.YAMLError as exc:
                 raise AicrError("%s: %s is not valid YAML (%s)" % (field, path, getattr(exc, "problem", exc)), field=field, value=path)
         for document in documents:
@@ -167,9 +167,9 @@ def _load_schema(value):
         return value
     text = _read_text(value, "schema")
     try:
-        return json.loads(text)
+        return bounded.load_json(text, "schema %s" % value)
     except ValueError:
-        loaded = deps.load(text)
+        loaded = deps.load(text, "schema %s" % value)
         if not isinstance(loaded, dict):
             raise AicrError("schema: %s is not a JSON Schema mapping" % value, field="schema", value=value)
         return loaded

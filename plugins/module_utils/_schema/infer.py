@@ -71,7 +71,7 @@ class Inferrer:
         self.text = text
         self.source = source
         try:
-            self.root = yaml.compose(text, Loader=_BaseLoader)
+            self.root = deps.compose(text, "values file %s" % source, loader=_BaseLoader)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = " line %d" % (mark.line + 1) if mark else ""
@@ -400,7 +400,7 @@ def load_values(text, source="values.yaml"):
     """The values (plain Python) of a values file, helmetica ``'#key'`` meta entries removed."""
     require_yaml()
     try:
-        data = yaml.load(text, Loader=ValuesLoader)  # nosec - safe loader
+        data = deps.load(text, "values file %s" % source)  # ValuesLoader, bounded
     except yaml.YAMLError as exc:
         raise AicrError("values file %s is not valid YAML (%s)" % (source, getattr(exc, "problem", exc)), field="values", source=source)
     if data is None:

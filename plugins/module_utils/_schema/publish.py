@@ -32,7 +32,7 @@ import copy
 import os
 import time
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness, wait
@@ -76,7 +76,7 @@ def _first_crd(documents, field, where):
 def _parse_yaml(text, field, where):
     deps.require("PyYAML", "to read values files")
     try:
-        return list(deps.load_all(text))
+        return list(deps.load_all(text, "%s %s" % (field, where)))
     except deps.yaml.YAMLError as exc:
         raise AicrError("%s: %s is not valid YAML (%s)" % (field, where, getattr(exc, "problem", None) or exc.__class__.__name__), field=field)
 
@@ -96,8 +96,8 @@ def load_definition(definition=None, src=None):
         path = os.path.expanduser(str(src))
         if not os.path.isfile(path):
             raise AicrError("src: file %s does not exist" % path, field="src", value=path)
-        with open(path) as handle:
-            crd = _first_crd(_parse_yaml(handle.read(), "src", path), "src", path)
+        with open(path, "rb") as handle:
+            crd = _first_crd(_parse_yaml(bounded.read_bounded(handle, "src %s" % path).decode("utf-8"), "src", path), "src", path)
     else:
         raise AicrError("definition/src: one of them is required (the CRD to publish)", field="definition")
     return check_definition(crd)

@@ -25,7 +25,7 @@ import gzip
 import json
 import os
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 K8S_VERSIONS = ("1.35", "1.36", "1.37")
@@ -132,9 +132,9 @@ class Resolver:
             if not os.path.isfile(path):
                 return None
             try:
-                with open(path) as handle:
-                    text = handle.read()
-                document = json.loads(text) if path.endswith(".json") else deps.load(text)
+                with open(path, "rb") as handle:
+                    text = bounded.read_bounded(handle, path).decode("utf-8")
+                document = bounded.load_json(text, path) if path.endswith(".json") else deps.load(text, path)
             except (OSError, ValueError, deps.yaml.YAMLError):
                 return None
             if not isinstance(document, dict):

@@ -13,13 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import shutil
 import tarfile
 import tempfile
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import check_chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
@@ -30,8 +30,6 @@ try:
     HAS_URLS = True
 except ImportError:  # pragma: no cover - always there inside Ansible
     HAS_URLS = False
-
-MAX_MEMBER_BYTES = 16 * 1024 * 1024
 
 
 class Chart:
@@ -72,7 +70,7 @@ class Chart:
 
 def _parse_chart_yaml(text, origin):
     try:
-        meta = deps.load(text) or {}
+        meta = deps.load(text, "chart %s: Chart.yaml" % origin) or {}
     except deps.yaml.YAMLError as exc:
         raise AicrError("chart %s: Chart.yaml is not valid YAML (%s)" % (origin, getattr(exc, "problem", exc)), field="chart", value=origin)
     if not isinstance(meta, dict) or not meta.get("name"):
@@ -93,8 +91,7 @@ def load_dir(path):
     chart_yaml = os.path.join(path, "Chart.yaml")
     if not os.path.isfile(chart_yaml):
         raise AicrError("chart: %s has no Chart.yaml; allowed: a chart directory, a .tgz, or a repository chart" % path, field="chart", value=path)
-    with open(chart_yaml) as handle:
-        meta = _parse_chart_yaml(handle.read(), path)
+    meta = _parse_chart_yaml(_read(chart_yaml), path)
     values_text = _read(os.path.join(path, "values.yaml"))
     schema_text = _read(os.path.join(path, "values.schema.json"))
     aliases = _aliases(meta)
@@ -117,36 +114,34 @@ def load_dir(path):
 def _read(path):
     if not os.path.isfile(path):
         return ""
-    with open(path) as handle:
-        return handle.read()
+    with open(path, "rb") as handle:
+        return bounded.read_bounded(handle, path).decode("utf-8")
 
 
 def _json(text, origin):
     if not text:
         return None
     try:
-        return json.loads(text)
+        return bounded.load_json(text, "chart %s: values.schema.json" % origin)
     except ValueError as exc:
         raise AicrError("chart %s: values.schema.json is not valid JSON (%s)" % (origin, exc), field="chart", value=origin)
 
 
+def _chart_member(name):
+    parts = name.split("/")
+    if len(parts) < 2 or ".." in parts:
+        return False
+    return parts[-1] in ("Chart.yaml", "values.yaml", "values.schema.json") or parts[-1].endswith(".tgz")
+
+
 def load_tgz(path):
-    """A chart from a packaged chart archive (``helm package`` / ``helm pull`` output)."""
+    """A chart from a packaged chart archive (``helm package`` / ``helm pull`` output), its members read within
+    ``_common.bounded``'s limits (a member or stream past them is refused, never read whole)."""
     try:
-        with tarfile.open(path, "r:gz") as archive:
-            files = {}
-            for member in archive.getmembers():
-                if not member.isfile() or member.size > MAX_MEMBER_BYTES:
-                    continue
-                parts = member.name.split("/")
-                if len(parts) < 2 or ".." in parts:
-                    continue
-                base = parts[-1]
-                if base in ("Chart.yaml", "values.yaml", "values.schema.json") or base.endswith(".tgz"):
-                    handle = archive.extractfile(member)
-                    files["/".join(parts[1:])] = handle.read() if handle is not None else b""
+        members = bounded.read_tar(path, "chart archive %s" % path, _chart_member)
     except (tarfile.TarError, OSError) as exc:
         raise AicrError("chart: %s is not a readable chart archive (%s)" % (path, exc), field="chart", value=path)
+    files = dict(("/".join(name.split("/")[1:]), data) for name, data in members.items())
     return _chart_from_files(files, path)
 
 
@@ -186,6 +181,11 @@ def pull(chart, version=None, repository=None, helm_binary="helm", insecure=Fals
     in the user's)."""
     from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
 
+    if str(chart).startswith("oci://"):  # a whole reference: its registry path and its chart name, each as gated_release's
+        registry, _sep, name = str(chart).rpartition("/")
+        check_chart_source(None, name, registry, version, where="chart")
+    else:
+        check_chart_source(None, chart, repository, version, where="chart")
     tmp = tempfile.mkdtemp(prefix="aicr-pull-")  # 0700
     try:
         helm = HelmRunner(helm_binary, home=os.path.join(tmp, "home"), repository_credentials=repository_credentials,
@@ -250,14 +250,14 @@ def discover_versions(repository, chart_name, timeout=30, repository_credentials
     credentials = repos.normalize_credentials(repository_credentials)
     try:
         if url.startswith("file://"):
-            with open(url[len("file://"):]) as handle:
-                text = handle.read()
+            with open(url[len("file://"):], "rb") as handle:
+                text = bounded.read_bounded(handle, url).decode("utf-8")
         else:
             if not HAS_URLS:
                 raise AicrError("discover_versions: ansible.module_utils.urls is not available", field="repository")
             response = open_url(url, timeout=timeout, **_index_auth(repository, credentials))
-            text = response.read().decode("utf-8")
-        index = deps.load(text) or {}
+            text = bounded.read_bounded(response, url).decode("utf-8")
+        index = deps.load(text, url) or {}
     except AicrError:
         raise
     except Exception as exc:  # pylint: disable=broad-except

@@ -20,11 +20,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import re
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 _ARCHIVE = re.compile(r"^(?P<stem>.+?)-v?(?P<version>\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)\.(?:tar\.gz|tgz)$")
 INDEX_FILES = ("index.yaml", "index.yml", "index.json")
@@ -42,14 +41,14 @@ def version_key(version):
 
 
 def _read_index(path):
-    with open(path) as handle:
-        text = handle.read()
+    with open(path, "rb") as handle:
+        text = bounded.read_bounded(handle, "catalog index %s" % path).decode("utf-8")
     if path.endswith(".json"):
-        data = json.loads(text)
+        data = bounded.load_json(text, "catalog index %s" % path)
     else:
         if not deps.HAS_YAML:
             raise AicrError("catalog index %s: PyYAML is required to read it; allowed: index.json without PyYAML" % path, field="catalog.source")
-        data = deps.load(text)
+        data = deps.load(text, "catalog index %s" % path)
     releases = (data or {}).get("releases") if isinstance(data, dict) else None
     if not isinstance(releases, list):
         raise AicrError("catalog index %s: releases is %r; allowed: a list of {version, path, digest}" % (path, type(releases).__name__),

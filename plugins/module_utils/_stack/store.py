@@ -33,6 +33,7 @@ import contextlib
 import copy
 import json
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
     FIELD_MANAGER, STACK_NAME_ALLOWED, STACK_NAMESPACE, STACK_STORE_LABEL, check_stack_name, managed_labels, stack_name_problem,
 )
@@ -152,8 +153,9 @@ class ConfigMapStore:
         meta = cm.get("metadata") or {}
         data = cm.get("data") or {}
         try:
-            spec = json.loads(data.get("spec") or "{}")
-            status = json.loads(data.get("status") or "{}")
+            where = "stack ConfigMap %s/%s" % (meta.get("namespace"), meta.get("name"))
+            spec = bounded.load_json(data.get("spec") or "{}", where + " spec")
+            status = bounded.load_json(data.get("status") or "{}", where + " status")
             generation = int(data.get("generation") or 1)
         except ValueError as exc:
             raise AicrError("ConfigMap %s/%s: data is not valid JSON (%s); allowed: spec and status as JSON, generation as an integer"

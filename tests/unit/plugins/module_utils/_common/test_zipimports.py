@@ -63,7 +63,7 @@ def payload(path, greeting=GREETING):
         for package in ("ansible_collections", "ansible_collections/aicr", "ansible_collections/aicr/runtime",
                         "ansible_collections/aicr/runtime/plugins", PACKAGE, PACKAGE + "/_common", PACKAGE + "/_demo"):
             archive.writestr(package + "/__init__.py", "")
-        for name in ("zipimports.py", "jsoncache.py", "errors.py"):
+        for name in ("zipimports.py", "jsoncache.py", "bounded.py", "errors.py"):  # jsoncache reads through bounded
             archive.writestr(PACKAGE + "/_common/" + name, (COMMON / name).read_text())
         archive.writestr(PACKAGE + "/_demo/greeting.py", greeting)
         archive.writestr(PACKAGE + "/_demo/words.py", WORDS)

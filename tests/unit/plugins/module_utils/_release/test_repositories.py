@@ -113,7 +113,7 @@ def test_files_are_private_and_hold_what_helm_reads(tmp_path, pem):
 def test_helm_gets_a_repository_name_and_files_never_a_password_on_argv(tmp_path, pem, version, fail_flag):
     run = Recorder(version)
     runner = helm.HelmRunner("helmX", home=str(tmp_path / "home"), runner=run, credentials_dir=str(tmp_path / "auth"),
-                             repository_credentials=[entry("http://mirror/nvidia", pem), entry("oci://r:5000", pem, plain_http=False)])
+                             repository_credentials=[entry("http://mirror/nvidia", pem, plain_http=True), entry("oci://r:5000", pem, plain_http=False)])
     # the credentials apply to the URL after mirror rewriting: the mirror is what asks for them
     mirrors = helm.normalize_mirrors({"https://helm.ngc.nvidia.com/nvidia": "http://mirror/nvidia"})
     chart_ref, repo, flags, _where = helm.chart_source("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", mirrors)
@@ -197,15 +197,85 @@ def test_userinfo_in_urls_is_refused_redacted_and_hidden():
     assert repos.redact_url("oci://robot:tok3n@r:5000/x") == "oci://***@r:5000/x" and repos.redact_url("https://h/x") == "https://h/x"
 
 
-def test_a_mirror_without_tls_verification_is_kept_in_the_repository_entry(tmp_path):
+@pytest.mark.parametrize("cred, mirror, weaker", [
+    ({"url": "https://m/charts", "username": "u", "password": PASSWORD}, {"url": "https://m/charts", "insecure_skip_tls_verify": True},
+     "insecure_skip_tls_verify"),
+    ({"url": "oci://r:5000", "username": "u", "password": PASSWORD}, {"url": "oci://r:5000/nvidia", "plain_http": True}, "plain_http"),
+    ({"url": "oci://r:5000/nvidia", "username": "u", "password": PASSWORD}, {"url": "oci://r:5000", "plain_http": True,
+                                                                             "insecure_skip_tls_verify": True}, "insecure_skip_tls_verify and plain_http"),
+])
+def test_a_mirror_cannot_weaken_the_transport_of_a_credentialed_repository(tmp_path, cred, mirror, weaker):
+    # a ClusterStack spec's repositoryMirrors entry pointing at the operator's credentialed repository with TLS off would
+    # have sent the password over unverified TLS or in clear text: refused before anything is contacted, and at use
+    mirrors = helm.normalize_mirrors({"https://up": mirror})
     run = Recorder()
-    runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"),
-                             repository_credentials=[{"url": "https://m/charts", "username": "u", "password": PASSWORD}])
-    assert runner.major == 4  # the first helm call writes the files
-    mirrors = helm.normalize_mirrors({"https://up": {"url": "https://m/charts", "insecure_skip_tls_verify": True}})
+    runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=[cred])
+    chart_ref, repo, flags, _where = helm.chart_source("c", "https://up/nvidia" if cred["url"].endswith("/nvidia") else "https://up", mirrors)
+    with pytest.raises(AicrError, match=r"^repository_credentials: the password would be sent to %s with " % cred["url"]):
+        runner.pull(chart_ref, repo, "1", str(tmp_path / "dest"), extra_flags=flags)
+    assert [argv for argv in run.argv if argv[1] != "version"] == []  # nothing reached the repository
+    assert runner.warnings == []
+    # and gated_release refuses it before anything is contacted
+    with pytest.raises(AicrError) as error:
+        repos.check_mirrors(repos.normalize_credentials([cred]), mirrors)
+    assert error.value.msg == ("repository_mirrors: the mirror of https://up (%s) sets %s, but repository_credentials gives credentials for %s "
+                               "without it; a mirror cannot weaken the transport of a credentialed repository: set %s in that "
+                               "repository_credentials entry, or drop it from the mirror" % (mirror["url"], weaker, cred["url"], weaker))
+    assert PASSWORD not in error.value.msg
+
+
+def test_a_mirror_may_set_what_the_credential_owner_set_and_anything_for_other_repositories(tmp_path):
+    creds = [{"url": "https://m/charts", "username": "u", "password": PASSWORD, "insecure_skip_tls_verify": True},
+             {"url": "oci://r:5000", "username": "u", "password": PASSWORD}]
+    mirrors = helm.normalize_mirrors({"https://up": {"url": "https://m/charts", "insecure_skip_tls_verify": True},
+                                      "https://other": {"url": "oci://lab:5000/x", "plain_http": True}})
+    repos.check_mirrors(repos.normalize_credentials(creds), mirrors)
+    run = Recorder()
+    runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=creds)
     chart_ref, repo, flags, _where = helm.chart_source("c", "https://up", mirrors)
     runner.pull(chart_ref, repo, "1", str(tmp_path / "dest"), extra_flags=flags)
     with open(str(tmp_path / "auth" / "repositories.yaml")) as handle:
         assert yaml.safe_load(handle)["repositories"][0]["insecure_skip_tls_verify"] is True
     assert "--insecure-skip-tls-verify" not in run.argv[-1]
-    assert runner.warnings == ["repository_credentials: TLS verification is off for https://m/charts (insecure_skip_tls_verify of its mirror)"]
+    # an OCI registry with an entry gets that entry's TLS flags only, never a mirror's
+    run.argv[:] = []
+    runner.upgrade("s", "ns", "oci://r:5000/nvidia/c", None, "1", {}, {}, extra_flags=[], workdir=str(tmp_path))
+    assert "--plain-http" not in run.argv[-1] and "--insecure-skip-tls-verify" not in run.argv[-1]
+    # a mirror without credentials is the spec writer's own business (plain http to a lab registry)
+    chart_ref, repo, flags, _where = helm.chart_source("c", "https://other", mirrors)
+    assert flags == ["--plain-http"]
+
+
+
+
+def test_credentials_over_http_need_the_entry_s_own_plain_http(tmp_path):
+    with pytest.raises(AicrError) as error:
+        repos.normalize_credentials([{"url": "http://h/charts", "username": "u", "password": PASSWORD}])
+    assert error.value.msg == ("repository_credentials[0]: http://h/charts is http:// and would send the password in clear text; use https://, "
+                               "or set plain_http: true in this entry to allow it")
+    [cred] = repos.normalize_credentials([{"url": "http://h/charts", "username": "u", "password": PASSWORD, "plain_http": True}])
+    run = Recorder()
+    runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=[
+        {"url": "http://h/charts", "username": "u", "password": PASSWORD, "plain_http": True}])
+    for _ in range(2):
+        runner.pull("c", "http://h/charts", "1", str(tmp_path / "dest"))
+    assert runner.warnings == ["repository http://h/charts: no TLS (http://): charts and the credentials of repository_credentials (http://h/charts) "
+                               "travel in clear text, readable and changeable on the way; prefer https:// or a registry with TLS"]
+    assert cred.plain_http
+
+
+def test_http_repositories_and_plain_http_registries_are_warned_once_each(tmp_path):
+    run = Recorder()
+    runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"))
+    mirrors = helm.normalize_mirrors({"https://up": "http://mirror/charts", "oci://ghcr.io/x": {"url": "oci://lab:5000/x", "plain_http": True}})
+    for chart, repository in (("a", "https://up"), ("b", "https://up/sub"), ("a", "https://up"), ("c", "oci://ghcr.io/x"), ("d", "oci://ghcr.io/x")):
+        chart_ref, repo, flags, _where = helm.chart_source(chart, repository, mirrors)
+        runner.pull(chart_ref, repo, "1", str(tmp_path / "dest"), extra_flags=flags)
+    assert runner.warnings == [
+        "repository http://mirror/charts: no TLS (http://): charts travel in clear text, readable and changeable on the way; prefer https:// or a "
+        "registry with TLS",
+        "repository http://mirror/charts/sub: no TLS (http://): charts travel in clear text, readable and changeable on the way; prefer https:// or a "
+        "registry with TLS",
+        "repository oci://lab:5000/x: no TLS (plain_http): charts travel in clear text, readable and changeable on the way; prefer https:// or a "
+        "registry with TLS"]
+    assert helm.HelmRunner("helmX", runner=Recorder()).warnings == []
