@@ -167,7 +167,11 @@ def assert_no_problem(problems, run):
 
 
 def not_a_crash(res):
-    assert "exception" not in res and "module_stderr" not in res, dump(res)
+    """No module crash: no stderr of a dying module, no Python traceback, no ``unexpected <Exception>`` message (ansible-core
+    2.19 puts an ``exception`` key - "(traceback unavailable)" below -vvv - on every failed result, a clean one too)."""
+    text = json.dumps(res, default=str)
+    assert "module_stderr" not in res and "Traceback (most recent call last)" not in text, dump(res)
+    assert " unexpected " not in str(res.get("msg") or ""), dump(res)
 
 
 # --- runs -------------------------------------------------------------------------------------------------------
@@ -288,7 +292,9 @@ def test_b_a_forged_labelled_object_is_left_alone_by_prune_and_absent(run_playbo
         what = "prune" if "cluster_runtime_prune" in extra else "absent"
         problems += ["%s: %s" % (what, p) for p in foreign_writes(kube, mark, "release", in_namespace(kube.namespace))]
         problems += ["%s: %s" % (what, p) for p in changed_victims(kube, victims)]
-        problems += ["%s: %s" % (what, p) for p in unnamed_forgery(res, TENANT_NS, name)]
+        # not named: the run never meets it (the stack deploys no ConfigMap of its own here, and the collection does not
+        # sweep the cluster for labelled objects of every kind - a label gives no authority, so an object the inventory
+        # does not list cannot steer a prune or an absent; what a run does meet is named, see the unit tests)
     assert_no_problem(problems, run)
     assert kube.get(own_release) is None, "state: absent removed the stack's own release"
 
