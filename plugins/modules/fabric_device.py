@@ -197,8 +197,8 @@ options:
       - A records ConfigMap is trusted only as the collection writes it - named C(aicr-devices-<stack>), its label and
         C(data.stack) naming that stack, field manager C(aicr-runtime) among its C(managedFields). Any other ConfigMap
         labelled as device records is a foreign claim - not read at all (it never replaces a stack's records nor hides a
-        device from the orphan sweep), reported in RV(records.foreign_claims) (RV(orphans.foreign_claims)) and as a
-        warning starting C(foreign claim:).
+        device from the orphan sweep), reported in RV(foreign_claims) (and the C(foreign_claims) of RV(records), or of
+        RV(orphans) on a sweep) and as a warning starting C(foreign claim:).
       - Without it, every device of O(type)/O(model) on the machine counts, as before.
       - One run at a time changes a stack's devices. A run that is about to change something (a record, an attach, a
         detach) takes the stack's fabric Lease C(aicr-fabric-<stack>) in O(stack_namespace) first and starts again under it
@@ -491,7 +491,7 @@ records:
   sample: {stack: gpu, namespace: aicr-system, writes: 4, adopted: [], foreign_claims: []}
 foreign_claims:
   description:
-    - Every foreign claim of the run - RV(records.foreign_claims) and RV(orphans.foreign_claims) in one list (the shape
+    - Every foreign claim of the run - the C(foreign_claims) of RV(records) and of RV(orphans) in one list (the shape
       gated_release and stack_info give theirs) - objects that claim a stack but that the collection did not write under
       that stack's own name, never acted on. Each is also a warning, its C(message).
   returned: always
@@ -504,7 +504,9 @@ foreign_claims:
       claims_stack: gpu
       reason: "is not named aicr-devices-gpu, the records ConfigMap of stack gpu"
       managers: [kubectl-create]
-      message: "foreign claim: ConfigMap aicr-system/aicr-devices-forged (claims stack gpu) is not named aicr-devices-gpu, the records ConfigMap of stack gpu; ignored"
+      message: >-
+        foreign claim: ConfigMap aicr-system/aicr-devices-forged (claims stack gpu) is not named aicr-devices-gpu, the records
+        ConfigMap of stack gpu; ignored
 lease:
   description:
     - With O(stack) - the stack's fabric Lease (C(namespace/name)) the run held while it changed something; null when it

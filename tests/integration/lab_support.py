@@ -111,6 +111,18 @@ def grant_secret_read(kube, identity, namespace):
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": kube.user(identity)}]})
 
 
+def readiness_chart(root, name, annotations, image="registry.lab.example/app:1"):
+    """A chart ``root/name`` (version 1.0.0) of one Deployment whose pod carries ``annotations``: the lab's readiness
+    annotations (``lab.aicr.io/ready-after``, ``never-ready``) decide when kwok makes it Ready."""
+    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "{{ .Release.Name }}"},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "{{ .Release.Name }}"}},
+                    "template": {"metadata": {"labels": {"app": "{{ .Release.Name }}"}, "annotations": dict(annotations)},
+                                 "spec": {"containers": [{"name": "main", "image": image}]}}}}
+    (root / name / "templates").mkdir(parents=True)
+    (root / name / "Chart.yaml").write_text("apiVersion: v2\nname: %s\nversion: 1.0.0\n" % name)
+    (root / name / "templates" / "deployment.yaml").write_text(json.dumps(doc))
+
+
 def wait_until(predicate, timeout, what, interval=0.1):
     """Poll ``predicate`` until it returns something true (returned); fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

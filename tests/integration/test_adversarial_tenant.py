@@ -141,8 +141,8 @@ def changed_victims(kube, victims):
 def foreign_writes(kube, mark, identity, own):
     """Each create/update/patch/delete (dry runs left out) ``identity`` sent after ``mark`` to an object ``own(entry)``
     does not accept as the stack's, as text."""
-    return ["%s wrote outside its stack: %s %s %s/%s (HTTP %s)" % (kube.user(identity), e["verb"], e["resource"], e["namespace"] or "-",
-                                                                  e["name"] or "*", e["code"])
+    return ["%s wrote outside its stack: %s %s %s/%s (HTTP %s)"
+            % (kube.user(identity), e["verb"], e["resource"], e["namespace"] or "-", e["name"] or "*", e["code"])
             for e in audit_mutations(kube, mark, identity) if not own(e)]
 
 

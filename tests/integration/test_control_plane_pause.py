@@ -12,7 +12,6 @@ deliberate choice, not a guess at how long something takes); nothing waits on a 
 The unpaused run is the control: the same chain converging with no fault, for the figures beside the paused ones.
 """
 
-import json
 import threading
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 from aicr_lab.controlplane.rest import Rest
 from aicr_lab.controlplane.stages import READY_AFTER
 
-from lab_support import wait_until
+from lab_support import readiness_chart, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
@@ -34,19 +33,9 @@ READY_DELAY = "2s"  # x's and y's pods: the chain takes a few seconds, so the pa
 
 pytestmark = [pytest.mark.helm, pytest.mark.slow, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
 
-DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "{{ .Release.Name }}"},
-              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "{{ .Release.Name }}"}},
-                       "template": {"metadata": {"labels": {"app": "{{ .Release.Name }}"}, "annotations": {}},
-                                    "spec": {"containers": [{"name": "main", "image": "registry.pause.example/app:1"}]}}}}
-
 
 def chart(root, name, annotations):
-    """A chart of one Deployment whose pod carries the lab's readiness annotations."""
-    doc = json.loads(json.dumps(DEPLOYMENT))
-    doc["spec"]["template"]["metadata"]["annotations"] = annotations
-    (root / name / "templates").mkdir(parents=True)
-    (root / name / "Chart.yaml").write_text("apiVersion: v2\nname: %s\nversion: 1.0.0\n" % name)
-    (root / name / "templates" / "deployment.yaml").write_text(json.dumps(doc))
+    readiness_chart(root, name, annotations, image="registry.pause.example/app:1")
 
 
 def releases(rest, namespace):
@@ -73,7 +62,7 @@ class Pauser(threading.Thread):
 
     def run(self):
         try:
-            self.seen = wait_until(lambda: self._x_deployed(), TIMEOUT, "x's release to be deployed", interval=0.02)
+            self.seen = wait_until(self._x_deployed, TIMEOUT, "x's release to be deployed", interval=0.02)
             with self.kube.paused(self.component) as began:
                 self.paused_at = began
                 time.sleep(PAUSE_SECONDS)  # the fault's duration (deliberate), not a wait for something to happen

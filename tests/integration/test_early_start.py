@@ -9,7 +9,6 @@ the lab's real control plane, as the least-privilege identity ``release``, three
 * ``early_start: false`` starts nothing early.
 """
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from aicr_lab.controlplane.stages import NEVER_READY, READY_AFTER
 
-from lab_support import audit_mutations
+from lab_support import audit_mutations, readiness_chart
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
@@ -28,19 +27,9 @@ SECRET_PREFIX = "sh.helm.release.v1."
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
 
-DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "{{ .Release.Name }}"},
-              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "{{ .Release.Name }}"}},
-                       "template": {"metadata": {"labels": {"app": "{{ .Release.Name }}"}, "annotations": {}},
-                                    "spec": {"containers": [{"name": "main", "image": "registry.early.example/app:1"}]}}}}
-
 
 def chart(root, name, annotations):
-    """A chart of one Deployment whose pod carries the lab's readiness annotations."""
-    doc = json.loads(json.dumps(DEPLOYMENT))
-    doc["spec"]["template"]["metadata"]["annotations"] = annotations
-    (root / name / "templates").mkdir(parents=True)
-    (root / name / "Chart.yaml").write_text("apiVersion: v2\nname: %s\nversion: 1.0.0\n" % name)
-    (root / name / "templates" / "deployment.yaml").write_text(json.dumps(doc))
+    readiness_chart(root, name, annotations, image="registry.early.example/app:1")
 
 
 def rollout(run_playbook, kube, tmp_path, helm, x_ready=True, **extra):

@@ -254,8 +254,9 @@ def test_a_mirror_cannot_turn_tls_off_for_the_credentialed_repository(run_playbo
     run, log, tmpdir = run_with(run_playbook, kube, tmp_path, "helm4", comps, [private.repo_entry()], mirrors=mirrors)
     assert run.rc != 0
     msg = run.result("Roll out")["msg"]
-    assert "\n" not in msg and msg.startswith("repository_mirrors: the mirror of https://charts.upstream.example/agent (%s) sets "
-                                             "insecure_skip_tls_verify, but repository_credentials gives credentials for" % private.repo.url), msg
+    expected = ("repository_mirrors: the mirror of https://charts.upstream.example/agent (%s) sets insecure_skip_tls_verify, "
+                "but repository_credentials gives credentials for" % private.repo.url)
+    assert "\n" not in msg and msg.startswith(expected), msg
     assert calls(log) == []  # no helm ran: nothing was sent anywhere
     assert kube.audit(since=mark, user=kube.user(IDENTITY)) == []  # refused before the cluster was contacted
     assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)

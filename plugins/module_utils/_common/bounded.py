@@ -83,7 +83,7 @@ def limits(environ=None):
         except ValueError:
             value = 0
         if value <= 0:
-            raise AicrError("environment variable %s: %r is not allowed; use a positive integer (the %s limit)" % (env, raw, LIMITS[name][2]),
+            raise AicrError("environment variable %s: %r is not allowed; use a positive integer (the %s limit)" % (env, raw, _label),
                             field=env, value=raw)
         values[name] = value
     return Limits(**values)
@@ -275,7 +275,7 @@ class _Stream(object):
         return data
 
 
-class open_tar(object):  # pylint: disable=invalid-name - used as a function, in a with statement
+class open_tar(object):  # pylint: disable=invalid-name  # used as a function, in a with statement
     """A tarfile in stream mode (members in order, each read while it is the current one) over the (gzipped or plain) tar
     stream ``fileobj`` (a path or a binary file object), decompressed here and refused past the archive bytes limit."""
 

@@ -36,8 +36,8 @@ The key name ``key`` (a default) is not meant for the Kubernetes fields that *na
 
 Everything under a sensitive key is secret, except a boolean or a null as the key's own value
 (``automountServiceAccountToken: true``, ``token: null``): no credential, and hiding it would only blur a diff.
-In a diff, a secret that did not change is ``<hidden>`` on both sides; one that changed is ``<hidden>`` before and ``<changed>`` after. Values are never hashed: a hash of a short password
-can be reversed by trying candidates.
+In a diff, a secret that did not change is ``<hidden>`` on both sides; one that changed is ``<hidden>`` before and
+``<changed>`` after. Values are never hashed: a hash of a short password can be reversed by trying candidates.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -24,8 +24,8 @@ Rules (see docs/modules/fabric_device.md):
   change shows or ``settle_timeout`` has passed; after a 500 or an error answer (the fabric is done) once.
   Only when the re-read (after letting the fabric settle) shows no effect is a mutation sent again, at most
   ``mutation_retries`` times, so a gateway timeout never attaches two devices when the manager finishes within
-  ``settle_timeout`` (one that takes longer may still land after the re-send: give such a fabric a longer one). An attach whose device ends failed, critical or with an unknown status is rolled back
-  (it is ours and unused).
+  ``settle_timeout`` (one that takes longer may still land after the re-send: give such a fabric a longer one). An
+  attach whose device ends failed, critical or with an unknown status is rolled back (it is ours and unused).
 - Unless ``force_detach``, a GPU is not detached while pods on its node request ``nvidia.com/gpu``
   or a DRA claim names it.
 - Machines are handled concurrently (bounded thread pool); devices on one machine sequentially.

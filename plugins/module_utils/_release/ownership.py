@@ -42,12 +42,6 @@ def labels_of(live):
     return ((live or {}).get("metadata") or {}).get("labels") or {}
 
 
-
-
-
-
-
-
 def object_owner(live, stack):
     """None when the live object is this stack's (label and field manager); otherwise who it belongs to, as text."""
     owner = labels_of(live).get(STACK_LABEL)
@@ -139,4 +133,3 @@ def upgrade_refusal(deployed, entry, stack, adopt):
     if verdict != OURS:
         return verdict, "is not what stack %s recorded (%s)" % (stack, why)
     return None
-

@@ -235,7 +235,8 @@ class Survey(object):
             latest = read_release(self.cluster, rel.name, rel.namespace)  # the label list sees old revisions too: is the latest one labelled?
             if latest is None or latest.stack != label_value(self.opts.stack):
                 continue
-            self._claim(claim("release", rel.namespace, rel.name, label_value(self.opts.stack), "labelled for stack %s but not in its inventory" % self.opts.stack),
+            self._claim(claim("release", rel.namespace, rel.name, label_value(self.opts.stack),
+                              "labelled for stack %s but not in its inventory" % self.opts.stack),
                         "release %s/%s is labelled for stack %s (component %s) but is not in its inventory; it is never removed"
                         % (rel.namespace, rel.name, self.opts.stack, rel.component or "-"))
         self.leftover_notes = {}

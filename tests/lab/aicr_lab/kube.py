@@ -78,7 +78,8 @@ class Kube:
 
     def kubeconfig_for(self, identity="admin"):
         """A kubeconfig for a least-privilege identity (``release``, ``fabric``, ``stack``, ``crd-publisher``,
-        ``reconciler``, ``nobody``), the adversarial ``tenant`` (admin of ``tenant-a``) or ``admin``. On an external cluster every identity is the given kubeconfig."""
+        ``reconciler``, ``nobody``), the adversarial ``tenant`` (admin of ``tenant-a``) or ``admin``. On an external
+        cluster every identity is the given kubeconfig."""
         if self.plane is None:
             return self.kubeconfig
         return self.plane.identity_kubeconfig(identity)

@@ -14,8 +14,7 @@ ROLES = Path(__file__).resolve().parents[3] / "roles"
 def gated_release_tasks(tasks):
     for task in tasks or []:
         if "block" in task:
-            for found in gated_release_tasks(task["block"]):
-                yield found
+            yield from gated_release_tasks(task["block"])
         if "aicr.runtime.gated_release" in task:
             yield task["aicr.runtime.gated_release"]
 

@@ -57,7 +57,7 @@ def test_an_alias_bomb_is_refused_unexpanded_naming_the_input_and_the_limit():
 
 
 def test_every_yaml_entry_point_refuses_the_bomb():
-    for read in (lambda text: list(deps.load_all(text)), lambda text: deps.compose(text), lambda text: infer.load_values(text, "v.yaml")):
+    for read in (lambda text: list(deps.load_all(text)), deps.compose, lambda text: infer.load_values(text, "v.yaml")):
         with pytest.raises(AicrError) as exc:
             read(alias_bomb(6, 9))  # 531 441 nodes once expanded: the catalog value of issue 36
         assert "alias nodes limit" in exc.value.msg
@@ -124,7 +124,7 @@ def test_a_gzip_bomb_release_secret_is_refused_naming_the_secret(monkeypatch):
 def test_a_huge_chart_member_is_refused_by_every_chart_reader(tmp_path, monkeypatch):
     monkeypatch.setenv("AICR_RUNTIME_MAX_INPUT_BYTES", str(MIB))
     archive = chart_archive(tmp_path / "demo-1.0.0.tgz", {"Chart.yaml": b"apiVersion: v2\nname: demo\nversion: 1.0.0\n",
-                                                           "values.yaml": b"a: '" + b"0" * (2 * MIB) + b"'\n"})
+                                                          "values.yaml": b"a: '" + b"0" * (2 * MIB) + b"'\n"})
     for read in (helm.chart_schema_and_defaults, sources.load_tgz):
         with pytest.raises(AicrError) as exc:
             read(archive)
@@ -135,7 +135,7 @@ def test_a_huge_chart_member_is_refused_by_every_chart_reader(tmp_path, monkeypa
 def test_a_chart_archive_stream_past_its_limit_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("AICR_RUNTIME_MAX_ARCHIVE_BYTES", str(MIB))
     archive = chart_archive(tmp_path / "demo-1.0.0.tgz", {"Chart.yaml": b"apiVersion: v2\nname: demo\nversion: 1.0.0\n",
-                                                           "templates/big.yaml": b"#" * (3 * MIB)})
+                                                          "templates/big.yaml": b"#" * (3 * MIB)})
     with pytest.raises(AicrError) as exc:
         helm.chart_schema_and_defaults(archive)
     assert "refused, its decompressed stream goes past 1048576 bytes: past the archive bytes limit of 1 MiB" in exc.value.msg

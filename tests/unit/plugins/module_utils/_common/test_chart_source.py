@@ -36,8 +36,8 @@ def test_an_oci_chart_is_lower_case_as_the_registry_wants():
 
 @pytest.mark.parametrize("chart, repository, version", [
     ("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", "v26.3.3"), ("kai-scheduler", "oci://ghcr.io/kai-scheduler/kai-scheduler", "v0.14.1"),
-    ("nvidia/gpu-operator", "oci://registry.example:5000", "1.0.0"), ("kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts/",
-                                                                        ">=84.0.0 <85.0.0"),
+    ("nvidia/gpu-operator", "oci://registry.example:5000", "1.0.0"),
+    ("kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts/", ">=84.0.0 <85.0.0"),
     ("My_Chart.v2", "http://127.0.0.1:8080/charts", "~1.2"), ("local", "file:///srv/charts", ""), ("local", "/srv/charts", "^1"),
 ])
 def test_real_chart_sources_are_accepted(chart, repository, version):

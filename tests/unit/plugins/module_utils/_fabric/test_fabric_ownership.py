@@ -377,7 +377,7 @@ def test_a_forged_records_configmap_never_replaces_a_stacks_own(fab, own, kube):
     claims = dict((c["name"], c) for c in pruned["records"]["foreign_claims"])
     assert sorted(claims) == ["aicr-devices-gamma", "aicr-devices-zzz"]
     assert claims["aicr-devices-zzz"]["message"] == ("foreign claim: ConfigMap %s/aicr-devices-zzz (claims stack alpha) is not named "
-                                                    "aicr-devices-alpha, the records ConfigMap of stack alpha; ignored" % kube.namespace)
+                                                     "aicr-devices-alpha, the records ConfigMap of stack alpha; ignored" % kube.namespace)
     assert claims["aicr-devices-gamma"]["reason"] == "was not written by aicr-runtime (field managers: aicr-lab)"
     assert claims["aicr-devices-zzz"]["message"] in pruned["warnings"]
 

@@ -246,8 +246,6 @@ def test_a_mirror_may_set_what_the_credential_owner_set_and_anything_for_other_r
     assert flags == ["--plain-http"]
 
 
-
-
 def test_credentials_over_http_need_the_entry_s_own_plain_http(tmp_path):
     with pytest.raises(AicrError) as error:
         repos.normalize_credentials([{"url": "http://h/charts", "username": "u", "password": PASSWORD}])
@@ -257,7 +255,7 @@ def test_credentials_over_http_need_the_entry_s_own_plain_http(tmp_path):
     run = Recorder()
     runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=[
         {"url": "http://h/charts", "username": "u", "password": PASSWORD, "plain_http": True}])
-    for _ in range(2):
+    for _attempt in range(2):
         runner.pull("c", "http://h/charts", "1", str(tmp_path / "dest"))
     assert runner.warnings == ["repository http://h/charts: no TLS (http://): charts and the credentials of repository_credentials (http://h/charts) "
                                "travel in clear text, readable and changeable on the way; prefer https:// or a registry with TLS"]
