@@ -30,6 +30,7 @@ __metaclass__ = type
 
 import base64
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -61,6 +62,18 @@ def userinfo(url):
 def redact_url(url):
     """``url`` with any ``user:password@`` shown as ``***@``."""
     return _USERINFO.sub(r"\1***@", str(url or ""))
+
+
+def on_loopback(url):
+    """Whether ``url``'s host is this machine's loopback (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    host = re.sub(r"^[a-z][a-z0-9+.-]*://", "", str(url), flags=re.I).split("/", 1)[0].rsplit("@", 1)[-1]
+    host = host[1:].split("]", 1)[0] if host.startswith("[") else host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def refuse_userinfo(url, field):
@@ -346,8 +359,11 @@ class Repositories(object):
 
     def _warn_in_clear(self, where, cred):
         """One warning per repository (or registry) helm talks to without TLS: charts - and credentials, which only their
-        entry's ``plain_http: true`` allows - travel in clear text, readable and changeable on the way."""
+        entry's ``plain_http: true`` allows - travel in clear text, readable and changeable on the way. None for a
+        repository on this machine's loopback (``localhost``, ``127.0.0.0/8``, ``::1``): nothing crosses a network."""
         where = redact_url(where)
+        if on_loopback(where):
+            return
         with self._lock:
             if where in self._in_clear:
                 return

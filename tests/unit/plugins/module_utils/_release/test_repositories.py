@@ -277,3 +277,16 @@ def test_http_repositories_and_plain_http_registries_are_warned_once_each(tmp_pa
         "repository oci://lab:5000/x: no TLS (plain_http): charts travel in clear text, readable and changeable on the way; prefer https:// or a "
         "registry with TLS"]
     assert helm.HelmRunner("helmX", runner=Recorder()).warnings == []
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8879/charts", "http://localhost/charts", "http://[::1]:8080/c", "oci://127.0.0.2:5000/x"])
+def test_a_repository_on_the_loopback_is_not_warned_about(tmp_path, url):
+    # nothing crosses a network: the lab's and a developer's local chart servers stay quiet
+    runner = helm.HelmRunner("helmX", runner=Recorder(), credentials_dir=str(tmp_path / "auth"))
+    runner.pull("a", url, "1", str(tmp_path / "dest"), extra_flags=["--plain-http"] if url.startswith("oci://") else [])
+    assert runner.warnings == [] and repos.on_loopback(url)
+
+
+@pytest.mark.parametrize("url", ["http://127.example/charts", "http://10.0.0.1/charts", "http://[fe80::1]/c", "http://localhost.example/c"])
+def test_other_hosts_are_not_the_loopback(url):
+    assert not repos.on_loopback(url)
