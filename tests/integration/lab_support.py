@@ -123,6 +123,18 @@ def readiness_chart(root, name, annotations, image="registry.lab.example/app:1")
     (root / name / "templates" / "deployment.yaml").write_text(json.dumps(doc))
 
 
+@contextlib.contextmanager
+def namespace_without_lease_role(kube, prefix):
+    """A namespace of the test's own where the lease Role is not bound (as any namespace but aicr-system on a user's
+    cluster), deleted afterwards."""
+    name = kube.create_namespace(prefix, lease_role=False)
+    try:
+        yield name
+    finally:
+        kube.rest.delete("/api/v1/namespaces/%s" % name, propagationPolicy="Background")
+        kube.namespaces.remove(name)
+
+
 def wait_until(predicate, timeout, what, interval=0.1):
     """Poll ``predicate`` until it returns something true (returned); fail naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

@@ -34,7 +34,7 @@ from aicr_lab.controlplane import identities
 from aicr_lab.controlplane.rest import Rest
 from aicr_lab.fabric.pytest_fixture import start_simulator
 
-from lab_support import audit_mutations, dump, example_catalog, request_status
+from lab_support import audit_mutations, dump, example_catalog, namespace_without_lease_role, request_status
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
@@ -99,10 +99,8 @@ def tenant(kube):
 @pytest.fixture
 def victim_ns(kube):
     """A namespace of the test's own that the tenant cannot write (the victims live there)."""
-    name = kube.create_namespace("victim", lease_role=False)
-    yield name
-    kube.rest.delete("/api/v1/namespaces/%s" % name, propagationPolicy="Background")
-    kube.namespaces.remove(name)
+    with namespace_without_lease_role(kube, "victim") as name:
+        yield name
 
 
 @pytest.fixture

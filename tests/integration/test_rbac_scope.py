@@ -22,7 +22,7 @@ import pytest
 
 from aicr_lab.controlplane.rest import Rest
 
-from lab_support import bound_to_shipped_roles, create_owned_stack, example_catalog, request_status, wait_until
+from lab_support import bound_to_shipped_roles, create_owned_stack, example_catalog, namespace_without_lease_role, request_status, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
@@ -57,10 +57,8 @@ def _attempts(rest, kind, namespace, name):
 @pytest.fixture
 def unbound_namespace(kube):
     """A namespace where the lease Role is not bound (as any namespace but aicr-system on a user's cluster)."""
-    name = kube.create_namespace("rbac-unbound", lease_role=False)
-    yield name
-    kube.rest.delete("/api/v1/namespaces/%s" % name, propagationPolicy="Background")
-    kube.namespaces.remove(name)
+    with namespace_without_lease_role(kube, "rbac-unbound") as name:
+        yield name
 
 
 def test_the_release_identity_uses_leases_in_aicr_system_only(kube, unbound_namespace):
