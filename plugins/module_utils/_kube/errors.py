@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
 
@@ -55,29 +56,68 @@ def describe(exc):
     return "%s %s" % (exc.status, exc.reason)
 
 
+def _causes(exc):
+    """``exc`` and what it wraps (urllib3's ``reason``, an exception given as its first argument, ``__cause__``,
+    ``__context__``), outermost first, each once."""
+    seen, pending = set(), [exc]
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        args = getattr(current, "args", None) or ()
+        for inner in (getattr(current, "reason", None), args[0] if args else None, current.__cause__, current.__context__):
+            if isinstance(inner, BaseException):
+                pending.append(inner)
+
+
+# OpenSSL's decoration of a message: ``[SSL: CERTIFICATE_VERIFY_FAILED] `` before it, `` (_ssl.c:1006)`` after it
+_SSL_PREFIX = re.compile(r"^\[SSL(: [A-Z0-9_]+)?\] ")
+_SSL_SUFFIX = re.compile(r"\s*\(_ssl\.c:\d+\).*$")
+_TLS_MARKERS = ("certificate verify failed", "certificate has expired", "self-signed certificate", "self signed certificate",
+                "unable to get local issuer", "hostname mismatch", "wrong version number", "sslv3 alert", "tlsv1 alert")
+
+
+def tls_reason(exc):
+    """The reason of a failed TLS handshake as OpenSSL gives it, without its decoration, cut at nothing: ``certificate
+    verify failed: self-signed certificate in certificate chain``; None when ``exc`` is no TLS failure."""
+    for current in _causes(exc):
+        verify = getattr(current, "verify_message", None)
+        if verify:  # ssl.SSLCertVerificationError of a real handshake
+            return "certificate verify failed: %s" % verify
+    for current in _causes(exc):
+        name = current.__class__.__name__
+        text = first_line(current.args[1] if len(getattr(current, "args", ()) or ()) > 1 and isinstance(current.args[1], str) else current)
+        lowered = text.lower()
+        for marker in _TLS_MARKERS:
+            if marker in lowered:
+                return _clean_tls(text[lowered.index(marker):])
+        if "SSL" in name and text and not isinstance(current.args[0] if current.args else None, BaseException):
+            return _clean_tls(text)
+    return None
+
+
+def _clean_tls(text):
+    text = _SSL_SUFFIX.sub("", _SSL_PREFIX.sub("", text.strip()))
+    return text.rstrip("'\")( ").strip()[:200]
+
+
 def transport_error(exc):
     """One line for a request that got no HTTP answer: TLS, refused, timed out, name resolution."""
-    seen = set()
-    current = exc
+    tls = tls_reason(exc)
+    if tls:
+        return "TLS: %s" % tls
     text = ""
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in _causes(exc):
         name = current.__class__.__name__
         message = first_line(current)
-        if "SSL" in name or "CERTIFICATE" in message.upper() or "SSL" in message:
-            for marker in ("certificate verify failed", "certificate has expired", "self-signed certificate", "unable to get local issuer",
-                           "hostname mismatch", "sslv3 alert", "tlsv1 alert"):
-                if marker in message.lower():
-                    return "TLS: %s" % message[message.lower().index(marker):][:200].rstrip(")")
-            text = text or "TLS: %s" % message[:200]
-        elif "Refused" in name or "refused" in message.lower():
+        if "Refused" in name or "refused" in message.lower():
             text = text or "connection refused"
         elif "Timeout" in name or "timed out" in message.lower():
             text = text or "timed out"
         elif "NameResolution" in name or "Name or service not known" in message:
             text = text or "host name not resolved"
-        current = getattr(current, "reason", None) if isinstance(getattr(current, "reason", None), BaseException) else (
-            current.__cause__ or current.__context__)
     return text or (first_line(exc)[:200] or exc.__class__.__name__)
 
 

@@ -1,0 +1,94 @@
+"""A request that got no HTTP answer is one clean line: TLS failures as OpenSSL explains them, never cut mid-parenthesis
+(``(_ssl.c:1006``), refused, timed out (issue 36)."""
+
+import datetime
+import socket
+import ssl
+import threading
+
+import pytest
+import urllib3
+
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import transport_error
+
+DECORATED = "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate in certificate chain (_ssl.c:1006)"
+
+
+def _wrapped(inner):
+    """What urllib3 raises around an ssl error (MaxRetryError -> SSLError -> the ssl module's error)."""
+    error = urllib3.exceptions.SSLError(inner)
+    return urllib3.exceptions.MaxRetryError(None, "/version", error)
+
+
+@pytest.mark.parametrize("inner", [ssl.SSLCertVerificationError(1, DECORATED), ssl.SSLError(1, DECORATED), Exception(DECORATED)],
+                         ids=["verification-error", "ssl-error", "text-only"])
+def test_a_tls_failure_is_its_reason_without_openssl_decoration(inner):
+    assert transport_error(_wrapped(inner)) == "TLS: certificate verify failed: self-signed certificate in certificate chain"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1000)", "wrong version number"),
+    ("[SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca (_ssl.c:2580)", "tlsv1 alert unknown ca"),
+    ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate has expired (_ssl.c:1006)",
+     "certificate verify failed: certificate has expired"),
+])
+def test_other_handshake_failures_are_clean_too(text, reason):
+    got = transport_error(_wrapped(ssl.SSLError(1, text)))
+    assert got == "TLS: " + reason
+    assert "(" not in got and "_ssl.c" not in got
+
+
+def test_what_is_not_tls_has_no_tls_reason():
+    refused = urllib3.exceptions.MaxRetryError(None, "/", urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused"))
+    
+    assert transport_error(refused) == "connection refused"
+    assert transport_error(urllib3.exceptions.ReadTimeoutError(None, "/", "Read timed out. (read timeout=1)")) == "timed out"
+
+
+@pytest.fixture
+def self_signed_server(tmp_path):
+    """An HTTPS server on 127.0.0.1 whose certificate no CA vouches for (a real handshake, a real ssl error)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "aicr-test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(__import__("ipaddress").ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(str(tmp_path / "cert.pem"), str(tmp_path / "key.pem"))
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            try:
+                context.wrap_socket(conn, server_side=True).close()
+            except (ssl.SSLError, OSError):
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield "https://127.0.0.1:%d" % server.getsockname()[1]
+    stop.set()
+    server.close()
+
+
+def test_a_real_self_signed_server_gives_a_clean_line(self_signed_server):
+    pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED")
+    with pytest.raises(Exception) as caught:
+        pool.request("GET", self_signed_server + "/version", retries=False, timeout=5)
+    assert transport_error(caught.value) == "TLS: certificate verify failed: self-signed certificate"
