@@ -20,22 +20,27 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, run_exclusive
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import CREDENTIAL_KEYS, KubernetesClusterView
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.options import check_options
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.orphans import OrphanLedger
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service import FabricService
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
-from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 
 LIVE_STATUS_INTERVAL = 0.5
 TARGET_KEYS = ("type", "model", "count", "devices", "state")
 
 
 def targets_from(params):
-    defaults = dict((key, params[key]) for key in TARGET_KEYS)
-    items = params["machines"] or [{"node": params["node"], "machine_id": params["machine_id"]}]
-    if not params["machines"] and not params["node"] and not params["machine_id"] and params.get("orphans"):
+    """One Target per machine (``machines`` items, or the top-level node/machine_id); none for the orphan sweep alone."""
+    return _targets(params)
+
+
+def _targets(params):
+    defaults = dict((key, params.get(key)) for key in TARGET_KEYS)
+    items = params.get("machines") or [{"node": params.get("node"), "machine_id": params.get("machine_id")}]
+    if not params.get("machines") and not params.get("node") and not params.get("machine_id") and params.get("orphans"):
         return []  # the orphan sweep alone
     targets = []
     for item in items:
@@ -64,7 +69,7 @@ def _client(params):
 def run(params, check_mode=False, secret=None):
     """Converge the fabric as ``params`` (fabric_device's options) ask; ``secret(value)`` is told every credential read
     from ``credentials_secret`` (the module hides them). Returns the result; raises AicrError."""
-    check_stack_options(params, "stack", "status_stack")  # before the cluster or the fabric is reached
+    check_options(params, _targets(params))  # every option's problem (stack names first) at once, before the cluster or the fabric is reached
     targets = targets_from(params)
     client = _client(params) if needs_kubernetes(params, check_mode) else None
     cluster = KubernetesClusterView(client) if needs_cluster(params, targets) else None

@@ -54,6 +54,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     READY, PENDING, REMOVING, FAILED, OK, WARNING, CRITICAL, UNKNOWN,
@@ -106,8 +107,10 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
     # --- entry point ------------------------------------------------------------------
 
     def run(self, targets):
+        problems = Problems("fabric_device")
         for index, target in enumerate(targets):
-            target.validate(index if len(targets) > 1 else None)
+            target.check(problems, index if len(targets) > 1 else None)
+        problems.raise_if_any()  # every target's problems at once, before any read
         warnings = []
         self._resolve(targets)
         needs_cluster = any(t.node for t in targets) or self.orphans == "detach"

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import DEVICE_TYPES
 
 
@@ -30,21 +30,35 @@ class Target:
         return "node %s (machine %s)" % (self.node, self.machine_id) if self.node else "machine %s" % self.machine_id
 
     def validate(self, index):
+        """Raise one AicrError listing every problem of this target (:meth:`check`)."""
+        problems = Problems()
+        self.check(problems, index)
+        problems.raise_if_any()
+
+    def check(self, problems, index):
+        """Add this target's problems to ``problems`` (a ``_common.checks.Problems``); ``index``: its ``machines`` item."""
         where = "machines[%d]" % index if index is not None else "options"
+        prefix = "machines[%d]." % index if index is not None else ""
+
+        def add(field, message, value=None):
+            entry = {"field": prefix + field, "message": "%s: %s" % (where, message)}
+            if value is not None:
+                entry["value"] = value
+            problems.errors.append(entry)
+
         if not self.machine_id and not self.node:
-            raise AicrError("%s: node or machine_id is required" % where, field="node")
+            add("node", "node or machine_id is required")
         if self.type not in DEVICE_TYPES:
-            raise AicrError("%s: type %r is not one of %s" % (where, self.type, ", ".join(DEVICE_TYPES)), field="type")
+            add("type", "type %r is not one of %s" % (self.type, ", ".join(DEVICE_TYPES)), self.type)
         if self.state not in ("present", "absent"):
-            raise AicrError("%s: state %r is not present or absent" % (where, self.state), field="state")
+            add("state", "state %r is not present or absent" % (self.state,), self.state)
         if self.state == "present":
             if self.devices:
-                raise AicrError("%s: devices names fabric ids to detach and needs state=absent; use count with state=present" % where, field="devices")
+                add("devices", "devices names fabric ids to detach and needs state=absent; use count with state=present")
             if self.count is None or not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 0:
-                raise AicrError("%s: count %r must be an integer >= 0 with state=present" % (where, self.count), field="count")
+                add("count", "count %r must be an integer >= 0 with state=present" % (self.count,), self.count if isinstance(self.count, int) else None)
         elif self.count is not None:
-            raise AicrError("%s: count is for state=present; with state=absent give devices (or nothing to detach every %s)" % (where, self.type),
-                            field="count")
+            add("count", "count is for state=present; with state=absent give devices (or nothing to detach every %s)" % self.type, self.count)
 
 
 class MachineRun:
