@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import math
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
@@ -91,7 +92,7 @@ class Problems(object):
                 self.add(field, "%s is not allowed; use %s%s" % (_shown(value), kind, _range_text(minimum, maximum, unit)), value=value,
                          allowed=_range(minimum, maximum))
                 return value
-        if value != value or value in (float("inf"), float("-inf")):  # NaN, infinities
+        if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
             self.add(field, "%s is not allowed; use %s%s" % (value, kind, _range_text(minimum, maximum, unit)), value=str(value),
                      allowed=_range(minimum, maximum))
             return value

@@ -39,6 +39,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING, STACK_NAMESPACE, check_stack_name
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
@@ -70,12 +71,17 @@ class Options(object):
     """
 
     def __init__(self, **kwargs):
+        # one validation pass: every problem is collected and raised at once; None means "not given" (the default),
+        # a zero is a value and is refused where it is not allowed, never turned into the default
+        problems = Problems("gated_release")
         self.stack = kwargs.get("stack") or "default"
-        self.state = kwargs.get("state") or "present"
-        self.concurrency = int(kwargs.get("concurrency") or 4)
-        self.timeout = float(kwargs.get("timeout") or 600)
-        self.overall_timeout = float(kwargs.get("overall_timeout") or 3600)
-        self.poll_interval = float(kwargs.get("poll_interval") or 0.5)
+        self.state = problems.choice("state", kwargs.get("state"), ("present", "absent"), default="present")
+        self.concurrency = problems.number("concurrency", kwargs.get("concurrency"), default=4, minimum=1, maximum=MAX_CONCURRENCY, integer=True)
+        self.timeout = problems.positive("timeout", kwargs.get("timeout"), default=600.0, maximum=MAX_SECONDS)
+        self.overall_timeout = problems.positive("overall_timeout", kwargs.get("overall_timeout"), default=3600.0, maximum=MAX_SECONDS)
+        self.poll_interval = problems.positive("poll_interval", kwargs.get("poll_interval"), default=0.5, maximum=60)
+        self.lease_duration = problems.number("lease_duration", kwargs.get("lease_duration"), default=60, minimum=MIN_DURATION,
+                                              maximum=MAX_DURATION, integer=True, unit="seconds")
         self.prune = bool(kwargs.get("prune"))
         self.check_mode = bool(kwargs.get("check_mode"))
         self.diff = bool(kwargs.get("diff"))
@@ -85,29 +91,14 @@ class Options(object):
         self.adopt = bool(kwargs.get("adopt"))
         self.sensitive = Sensitive(kwargs.get("sensitive_values"))
         self.lease_namespace = kwargs.get("lease_namespace") or LEASE_NAMESPACE
-        self.lease_duration = int(kwargs.get("lease_duration") or 60)
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
         self.cache_dir = kwargs.get("cache_dir")
         self.early_start = bool(kwargs.get("early_start", True))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
         self.health = kwargs.get("health") or health.HealthOptions()
-        if self.state not in ("present", "absent"):
-            raise AicrError("state: %r is not allowed; use present or absent" % self.state, field="state")
-        if self.concurrency < 1:
-            raise AicrError("concurrency: %s is not allowed; use 1 or more" % self.concurrency, field="concurrency")
-        if not MIN_DURATION <= self.lease_duration <= MAX_DURATION:
-            raise AicrError("lease_duration: %s is not allowed; use %d to %d seconds" % (self.lease_duration, MIN_DURATION, MAX_DURATION),
-                            field="lease_duration")
-        for field in ("timeout", "overall_timeout", "poll_interval"):
-            if getattr(self, field) <= 0:
-                raise AicrError("%s: %s is not allowed; use a positive number of seconds" % (field, getattr(self, field)), field=field)
-        # bounded, so that 1e300 is a clear error rather than an OverflowError deep inside a wait
-        for field, most in (("timeout", MAX_SECONDS), ("overall_timeout", MAX_SECONDS), ("poll_interval", 60)):
-            if not getattr(self, field) <= most:
-                raise AicrError("%s: %s is not allowed; use at most %d seconds" % (field, getattr(self, field), most), field=field)
-        if self.concurrency > MAX_CONCURRENCY:
-            raise AicrError("concurrency: %s is not allowed; use at most %d" % (self.concurrency, MAX_CONCURRENCY), field="concurrency")
+        problems.raise_if_any()
+        self.timeout, self.overall_timeout, self.poll_interval = float(self.timeout), float(self.overall_timeout), float(self.poll_interval)
 
 
 class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
