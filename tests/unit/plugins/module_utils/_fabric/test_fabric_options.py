@@ -54,7 +54,7 @@ def test_a_bad_number_is_refused_naming_the_field(untouched, field, value, messa
 def test_zero_is_allowed_where_documented(untouched, monkeypatch):
     """``count: 0`` (detach them all) and ``orphan_grace: 0`` (detach at once) are values, not errors: the run goes on to
     build its backend."""
-    monkeypatch.setattr(fabric_run, "build_backend", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("backend reached")))
+    monkeypatch.setattr(fabric_run, "build_backend", lambda *a, **k: (item for item in ()).throw(RuntimeError("backend reached")))
     with pytest.raises(RuntimeError, match="backend reached"):
         fabric_run.run(params(count=0, orphan_grace=0))
 

@@ -39,8 +39,9 @@ def test_other_handshake_failures_are_clean_too(text, reason):
 
 
 def test_what_is_not_tls_has_no_tls_reason():
-    refused = urllib3.exceptions.MaxRetryError(None, "/", urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused"))
-    
+    unanswered = urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection: [Errno 111] Connection refused")
+    refused = urllib3.exceptions.MaxRetryError(None, "/", unanswered)
+
     assert transport_error(refused) == "connection refused"
     assert transport_error(urllib3.exceptions.ReadTimeoutError(None, "/", "Read timed out. (read timeout=1)")) == "timed out"
 
@@ -72,7 +73,7 @@ def self_signed_server(tmp_path):
     def serve():
         while not stop.is_set():
             try:
-                conn, _ = server.accept()
+                conn, _peer = server.accept()
             except OSError:
                 return
             try:

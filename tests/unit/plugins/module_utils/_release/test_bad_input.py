@@ -45,12 +45,12 @@ def test_every_option_problem_is_listed_at_once():
     from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
     with pytest.raises(AicrError) as err:
         Options(state="gone", concurrency=0, timeout=-1, overall_timeout=0, poll_interval=0, lease_duration=5)
-    assert [e["field"] for e in err.value.details["errors"]] == ["state", "concurrency", "timeout", "overall_timeout", "poll_interval",
-                                                                   "lease_duration"]
+    fields = [e["field"] for e in err.value.details["errors"]]
+    assert fields == ["state", "concurrency", "timeout", "overall_timeout", "poll_interval", "lease_duration"]
     assert err.value.msg.endswith("(and 5 more problems, listed in errors)")
 
 
 def test_not_given_means_the_default_and_numeric_strings_are_numbers():
     options = Options(concurrency=None, timeout=None, lease_duration="30", poll_interval="0.25")
-    assert (options.concurrency, options.timeout, options.overall_timeout, options.poll_interval, options.lease_duration) == (4, 600.0, 3600.0,
-                                                                                                                          0.25, 30)
+    got = (options.concurrency, options.timeout, options.overall_timeout, options.poll_interval, options.lease_duration)
+    assert got == (4, 600.0, 3600.0, 0.25, 30)
