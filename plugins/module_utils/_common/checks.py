@@ -104,12 +104,15 @@ class Problems(object):
         return value
 
     def positive(self, field, value, default=None, maximum=None, integer=False, unit="seconds"):
-        """A number that must be more than zero (a timeout, an interval, a duration)."""
-        if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and value <= 0:
-            self.add(field, "%s is not allowed; use a positive number of %s%s" % (value, unit, " (at most %s)" % maximum if maximum else ""),
-                     value=value, allowed=_range(">0", maximum))
-            return value
-        return self.number(field, value, default=default, minimum=0, maximum=maximum, integer=integer, unit=unit)
+        """A number that must be more than zero (a timeout, an interval, a duration), at most ``maximum``."""
+        problems_before = len(self.errors)
+        checked = self.number(field, value, default=default, integer=integer, unit=unit)
+        if checked is None or len(self.errors) > problems_before:
+            return checked
+        if checked <= 0 or (maximum is not None and checked > maximum):
+            wanted = "more than 0 and at most %s %s" % (maximum, unit) if maximum is not None else "a positive number of %s" % unit
+            self.add(field, "%s is not allowed; use %s" % (checked, wanted), value=checked, allowed=_range(">0", maximum))
+        return checked
 
     def choice(self, field, value, allowed, default=None):
         """``value`` one of ``allowed`` (``None``: ``default``)."""
