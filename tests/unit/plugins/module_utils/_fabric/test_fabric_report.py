@@ -13,7 +13,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import F
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import AmbiguousOutcome, FabricHTTPError, Transport
 
-from test_fabric_service import MemoryBackend, service  # pylint: disable=import-error
+from test_fabric_service import MemoryBackend, cluster_of, service  # pylint: disable=import-error
 
 
 def ticking():
@@ -250,6 +250,35 @@ def test_an_orphan_sweep_failing_after_the_targets_reports_what_they_did():
     assert error.msg == "orphans: reading ConfigMap aicr-system/aicr-fabric-orphans failed: 403 forbidden"
     assert error.details["changed"] is True and [d["res_uuid"] for d in error.details["attached"]] == ["r-1"]
     assert error.details["status"] == 403 and error.details["field"] == "orphans"
+
+
+class Ledger:
+    """An orphan ledger that reads and writes nothing."""
+
+    entries = {}
+    foreign_claims = []
+    writes = 0
+
+    def load(self):
+        return self
+
+    def save(self):
+        return None
+
+
+def test_an_orphan_detach_sent_whose_outcome_is_open_is_pending_not_refused():
+    class Ignores(MemoryBackend):
+        def detach(self, machine_id, device, devices):
+            self.calls.append(("detach", machine_id, device.res_uuid))
+
+    backend = Ignores(["m0"])
+    orphan = backend.add("m0")
+    cluster, _fake = cluster_of({"node-0": "m0"})
+    result = service(backend, cluster, records=StubRecords(), orphans="detach", orphan_grace=0, ledger=Ledger(), force_detach=True).run([])
+    assert result["changed"] is True
+    assert only(result["orphans"]["devices"], "res_uuid", "action") == [{"res_uuid": orphan.res_uuid, "action": "pending"}]
+    assert "the fabric accepted the detach of %s but it is still attached" % orphan.res_uuid in result["orphans"]["devices"][0]["reason"]
+    assert only(result["pending"], "action", "res_uuid", "orphan") == [{"action": "detach", "res_uuid": orphan.res_uuid, "orphan": True}]
 
 
 # --- on the HTTPS fabric simulator ------------------------------------------------------------------------------------
