@@ -26,7 +26,7 @@ description:
     gateway's answer (the manager behind it may still be applying the change), so the machine is re-read until the change
     shows or O(settle_timeout), as after a timeout.
   - An attach whose device comes up failed or critical is rolled back (detached again) and the task fails.
-  - A failed task still reports what was done on the fabric - RV(changed), RV(attached), RV(detached), RV(rolled_back) - and
+  - A failed task still reports what was done on the fabric - C(changed), RV(attached), RV(detached), RV(rolled_back) - and
     in RV(pending) every attach or detach sent whose outcome was not final when the run stopped (accepted but not shown,
     a timeout or a gateway's 502/503/504, a Redfish task still running, a device still being added or removed at
     O(wait_timeout)).

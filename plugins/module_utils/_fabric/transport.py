@@ -6,10 +6,11 @@
 - TLS is verified by default (``ca_path`` names the CA bundle; ``validate_certs=False`` opts out).
 - Every request has a timeout. Reads (GET) are retried on timeouts, resets and 5xx; mutations never
   are: a mutation that times out, is reset or answered 5xx raises ``AmbiguousOutcome`` and the caller
-  re-reads the machine before deciding anything. A mutation whose connection was never made (connection refused, the
-  host not resolved, a connect timeout) never left this host: it is retried and fails as a read does, never ambiguous. A 502/503/504 is a gateway's answer (a proxy or load balancer in
+  re-reads the machine before deciding anything. A 502/503/504 is a gateway's answer (a proxy or load balancer in
   front of the manager gave up or had no upstream), not the manager's: the manager may still be applying the change,
-  so it is the ``transport`` kind (re-read until the change shows or the settle timeout), like a timeout.
+  so it is the ``transport`` kind (re-read until the change shows or the settle timeout), like a timeout. A mutation
+  whose connection was never made (connection refused, the host not resolved, a connect timeout) never left this host:
+  it is retried and fails as a read does, never ambiguous.
 - Every request stays on the endpoint's scheme, host and port: a path or a link taken from the fabric's answers
   (a Redfish ``@odata.id``, an action target, a task monitor) that would leave it - ``@evil/x`` (userinfo),
   ``//evil/x``, ``https://evil/x`` - is refused (:func:`resolve_link`), so the credentials go nowhere else.
