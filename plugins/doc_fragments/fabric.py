@@ -82,6 +82,7 @@ options:
   timeout:
     description:
       - Seconds each HTTP request may take. A mutation that times out is never blindly re-sent - the machine is re-read first.
+      - More than 0 and at most 86400 (a day); 0 or less is refused before anything is contacted.
     type: float
     default: 30
 notes:

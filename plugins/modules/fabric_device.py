@@ -3,7 +3,7 @@
 # Copyright (c) 2026, aicr.runtime contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Over 400 lines: DOCUMENTATION, EXAMPLES and RETURN are 461 of them; the module itself (argument spec, main) is 90.
+# Over 400 lines: DOCUMENTATION, EXAMPLES and RETURN are 562 of them; the module itself (argument spec, main) is about 95.
 
 from __future__ import absolute_import, division, print_function
 
@@ -26,6 +26,12 @@ description:
     gateway's answer (the manager behind it may still be applying the change), so the machine is re-read until the change
     shows or O(settle_timeout), as after a timeout.
   - An attach whose device comes up failed or critical is rolled back (detached again) and the task fails.
+  - A failed task still reports what was done on the fabric - C(changed), RV(attached), RV(detached), RV(rolled_back) - and
+    in RV(pending) every attach or detach sent whose outcome was not final when the run stopped (accepted but not shown,
+    a timeout or a gateway's 502/503/504, a Redfish task still running, a device still being added or removed at
+    O(wait_timeout)).
+  - Every option is checked before anything is contacted - the ranges below; a zero is a value, never the default - and
+    every problem is listed in the failed result's C(errors).
   - All or nothing - the free pool is checked before the first attach, and when an attach fails the devices this run
     attached on that machine are rolled back, unless O(partial).
   - Unless O(force_detach), a GPU is not detached while pods on its node request C(nvidia.com/gpu) or a DRA
@@ -152,7 +158,10 @@ options:
     type: bool
     default: true
   wait_timeout:
-    description: Seconds to wait for asynchronous changes and for O(verify_visible).
+    description:
+      - Seconds to wait for asynchronous changes and for O(verify_visible). 1 to 86400.
+      - A device still being added (or removed) when it has passed stays so on the fabric; the task fails reporting it in
+        RV(attached) (RV(detached)) and RV(pending).
     type: int
     default: 300
   verify_visible:
@@ -164,6 +173,7 @@ options:
   poll_interval:
     description:
       - Seconds between reads while waiting, and between polls of a Redfish task monitor that gives no C(Retry-After).
+      - More than 0 and at most 86400.
     type: float
     default: 2
   settle_timeout:
@@ -173,10 +183,11 @@ options:
       - A fabric manager behind a gateway that can take longer than this to apply an attach (after the gateway answered 502,
         503 or 504) needs a longer value, or the attach may be sent again while the first one still lands.
       - Also the longest wait for a Redfish action the service runs as a task (C(202 Accepted) and a task monitor); a task
-        still running then fails the target without re-sending the action.
+        still running then fails the target without re-sending the action (it is in RV(pending)).
+      - More than 0 and at most 86400.
     type: float
   max_workers:
-    description: Machines handled at the same time.
+    description: Machines handled at the same time, 1 to 256.
     type: int
     default: 8
   stack:
@@ -242,6 +253,7 @@ options:
     description:
       - Seconds an orphan must have been seen before O(orphans=detach) detaches it - 10 minutes by default, the grace period
         of the composable-resource-operator's upstream syncer for devices without a ComposableResource.
+      - 0 (detach at once) or more.
     type: int
     default: 600
   partial:
@@ -411,12 +423,16 @@ devices:
     - {res_uuid: 0670c861-2253-593d-8dca-02affed2122a, serial: GPU-9a1e0c55-1c3e-5b2a-9f2d-3a9e1c7b5d11, type: gpu, model: A100,
        status: ok, warnings: [], machine: cb765435-c696-502d-9ae2-781e57375583, node: node-0}
 attached:
-  description: Devices attached (or adopted after an ambiguous outcome) by this run, same fields as RV(devices).
+  description:
+    - Devices attached (or adopted after an ambiguous outcome) by this run, same fields as RV(devices) - also when the task
+      fails. A device the fabric is still adding when the run stops has C(status) C(pending) (and is in RV(pending)).
   returned: always
   type: list
   elements: dict
 detached:
-  description: Devices detached by this run, same fields as RV(devices).
+  description:
+    - Devices detached by this run, same fields as RV(devices) - also when the task fails. A device the fabric is still
+      removing when the run stops has C(status) C(removing) (and is in RV(pending)).
   returned: always
   type: list
   elements: dict
@@ -430,7 +446,8 @@ rolled_back:
 actions:
   description:
     - Every mutation, in order - C(action) (C(attach) or C(detach)), C(machine), C(node), C(type), C(model), C(res_uuid), C(serial),
-      and C(adopted) for an attach found after an ambiguous outcome, C(rollback) for the detach of a device this run attached.
+      and C(adopted) for an attach found after an ambiguous outcome, C(rollback) for the detach of a device this run attached,
+      C(orphan) for the detach of an orphan; C(pending), C(status) and C(reason) for one whose outcome was not final (RV(pending)).
       In check mode, the planned mutations.
   returned: always
   type: list
@@ -438,6 +455,22 @@ actions:
   sample:
     - {action: attach, machine: cb765435-c696-502d-9ae2-781e57375583, node: node-0, type: gpu, model: A100,
        res_uuid: 0670c861-2253-593d-8dca-02affed2122a, serial: GPU-9a1e0c55-1c3e-5b2a-9f2d-3a9e1c7b5d11, adopted: false}
+pending:
+  description:
+    - The RV(actions) whose outcome was not final when the run stopped - the fabric accepted the change but it did not show
+      within O(settle_timeout), the answer was a timeout or a gateway's 502/503/504 and the machine did not show the change,
+      a Redfish task was still running, the machine could not be re-read after the request, or the device was still being
+      added or removed at O(wait_timeout). Each has the fields of RV(actions) plus C(pending) (true), C(status) (the
+      device's status when last read - C(pending), C(removing)...; null when no device of the change was seen) and
+      C(reason) (why the run stopped following it). Such a change may still land; the run counts as changed. Re-run to
+      converge - the machine is read first, and with O(stack) the intent record settles it.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {action: attach, machine: cb765435-c696-502d-9ae2-781e57375583, node: node-0, type: gpu, model: A100,
+       res_uuid: 0670c861-2253-593d-8dca-02affed2122a, serial: GPU-9a1e0c55-1c3e-5b2a-9f2d-3a9e1c7b5d11, adopted: false, pending: true,
+       status: pending, reason: "node node-0 (machine cb765435-...): device 0670c861-... still being added after 300s (wait_timeout); ..."}
 diff:
   description: Device lists per machine before and after (C(before.machines.<id>), C(after.machines.<id>)).
   returned: always
@@ -517,7 +550,8 @@ lease:
 orphans:
   description:
     - With O(orphans) - C(mode), C(grace), C(machines) (swept), C(ledger_writes) and C(devices), each with the fields of
-      RV(devices) plus C(action) (C(reported), C(within_grace), C(detached), C(would_detach), C(refused), C(held)),
+      RV(devices) plus C(action) (C(reported), C(within_grace), C(detached), C(would_detach), C(refused), C(held), C(pending) - a
+      detach sent whose outcome is open, in RV(pending) too),
       C(first_seen), C(detach_after) (seconds of grace left) and C(reason).
     - C(foreign_claims) - the records ConfigMaps not read (as in RV(records)) and an orphan ledger the collection did not
       write (its first-seen times are not used).

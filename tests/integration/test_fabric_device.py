@@ -186,6 +186,28 @@ def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):
     assert len(sim.control.requests(op="attach")) == 1
 
 
+def test_an_attach_still_being_added_at_wait_timeout_fails_reporting_it_attached(run_playbook, sim, fabric):
+    """Issue 36: provider fti_cm, count 1, the Cluster Manager keeps the device ADDING past wait_timeout. The task fails -
+    and its result says what was done: changed, the device attached with its pending state, the change in pending;
+    the fabric has the device."""
+    base, machines = fabric
+    polls = sim.options["cm_polls"]
+    sim.control.configure(cm_polls=10 ** 6)  # ADDING until the test ends
+    try:
+        failed = _run(run_playbook, dict(base, provider="fti_cm", machine_id=machines[3], model="A100", count=1, wait_timeout=1), expect_failure=True)
+    finally:
+        sim.control.configure(cm_polls=polls)
+    on_fabric = sim.control.devices(machines[3])
+    assert len(on_fabric) == 1, on_fabric
+    device = on_fabric[0]["res_uuid"]
+    assert failed["msg"] == ("machine %s: device %s still being added after 1s (wait_timeout); it stays attached (status pending) - re-run to "
+                             "converge, or raise wait_timeout" % (machines[3], device)), dump(failed)
+    assert failed["changed"] is True, dump(failed)
+    assert [(d["res_uuid"], d["status"]) for d in failed["attached"]] == [(device, "pending")], dump(failed)
+    assert [(a["action"], a["res_uuid"], a["pending"], a["status"]) for a in failed["pending"]] == [("attach", device, True, "pending")], dump(failed)
+    assert len(sim.control.requests(op="attach")) == 1
+
+
 def test_all_or_nothing_through_ansible(run_playbook, sim, fabric):
     base, machines = fabric
     sim.control.fault(op="available", action="pool_size", value=1, times=None)

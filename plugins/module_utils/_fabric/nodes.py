@@ -10,7 +10,7 @@
 - visibility: allocatable ``nvidia.com/gpu`` and ResourceSlice devices (with their ``uuid``);
 - every node's machine (the orphan sweep's machines);
 - whether the composable-resource-operator (``cro.hpsys.ibm.ie.com``) is installed;
-- credentials from a Secret.
+- credentials from a Secret (a 403 names the ClusterRole ``aicr-runtime:fabric-credentials`` to bind in its namespace).
 
 ``KubernetesClusterView`` implements it with the collection's one client (``_kube.client.KubeClient``);
 engine tests also run it against the unit tests' in-memory cluster double.
@@ -23,7 +23,7 @@ __metaclass__ = type
 import base64
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, binding_advice, describe
 
 PROVIDER_PREFIX = "fsas-cdi://"
 NODE_MACHINE_ANNOTATION = "machine.openshift.io/machine"
@@ -33,6 +33,9 @@ GPU_RESOURCE = "nvidia.com/gpu"
 CRO_GROUP = "cro.hpsys.ibm.ie.com"
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 CREDENTIAL_KEYS = ("username", "password", "client_id", "client_secret", "realm")
+# the shipped role that grants ``get`` on the credentials Secret, bound by a RoleBinding in its namespace only (docs/rbac.md):
+# (kind, name, the file that ships it), as ``_kube.errors.binding_advice`` takes it
+FABRIC_CREDENTIALS_ROLE = ("ClusterRole", "aicr-runtime:fabric-credentials", "meta/rbac/fabric-credentials.yaml")
 
 
 class ClusterView:
@@ -239,7 +242,15 @@ class KubernetesClusterView(ClusterView):
         return any(g.get("name") == CRO_GROUP for g in groups)
 
     def read_secret(self, namespace, name):
-        secret = self._get("v1", "Secret", name, namespace, "read Secret %s/%s" % (namespace, name))
+        """The credential keys of Secret ``namespace/name`` (``credentials_secret``). A 403 names the role to bind there."""
+        try:
+            secret = self.client.get("v1", "Secret", name, namespace)
+        except ClusterError as exc:
+            advice, rbac = binding_advice(exc, FABRIC_CREDENTIALS_ROLE, namespace)
+            if not advice:
+                self._fail(exc, "read Secret %s/%s" % (namespace, name))
+            raise AicrError("credentials_secret: this identity may not read Secret %s/%s; %s - %s" % (namespace, name, advice, describe(exc)),
+                            field="credentials_secret", value={"name": name, "namespace": namespace}, status=403, **rbac)
         if secret is None:
             raise AicrError("credentials_secret: Secret %s/%s does not exist" % (namespace, name), field="credentials_secret")
         values = {}

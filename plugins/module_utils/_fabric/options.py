@@ -10,7 +10,7 @@ line (the field, the value, what is allowed), ``errors`` all of them. The ranges
   ``wait_timeout`` an integer; a zero is a value, never the default;
 - ``max_workers``: 1 to ``MAX_WORKERS``; ``orphan_grace``: 0 (detach at once) or more seconds;
 - each target (``count`` >= 0 with ``state=present``, ``devices`` only with ``absent``, ``node`` or ``machine_id``):
-  ``targets.Target.check``;
+  ``targets.Target.check`` - here only: the service trusts the targets it is given;
 - the stack names (``_stack.options.check_stack_options``).
 """
 
@@ -40,5 +40,5 @@ def check_options(params, targets):
     problems.number("max_workers", params.get("max_workers"), minimum=1, maximum=MAX_WORKERS, integer=True)
     problems.number("orphan_grace", params.get("orphan_grace"), minimum=0, integer=True, unit="seconds")
     for index, target in enumerate(targets):
-        target.check(problems, index if len(targets) > 1 else None)
+        target.check(problems, index if params.get("machines") else None)  # a machines item is named machines[<index>]
     problems.raise_if_any()

@@ -15,7 +15,8 @@ times in ``missingDevices``), an orphan is detached only after a grace period si
 (``aicr-fabric-orphans`` in the stack namespace, labels ``app.kubernetes.io/managed-by: aicr-runtime``,
 ``app.kubernetes.io/component: fabric-orphans``), measured with the API server's clock. ``report`` lists orphans and
 notes first-seen times; ``detach`` also detaches those past the grace period, after the same drain check as any
-detach (a refusal is reported with a warning, not a failure). Check mode reports and writes nothing.
+detach (a refusal is reported with a warning, not a failure; a detach sent whose outcome is open is ``pending``, as in the
+run's ``pending``). Check mode reports and writes nothing.
 
 The ledger is read only when the collection wrote it (``aicr-runtime`` among its field managers): one written by anyone
 else - whose back-dated first-seen times would make orphans detachable at once - is a foreign claim (a warning, the
@@ -186,6 +187,8 @@ class OrphanSweep(object):
                 item["action"] = self._detach_orphan(run, device)
                 if item["action"] == "detached":
                     current.pop(uuid, None)
+                elif item["action"] == "pending":
+                    item["reason"] = run.actions[-1]["reason"]
                 elif item["action"].startswith("refused"):
                     item["reason"], item["action"] = item["action"][len("refused: "):], "refused"
             report.append(item)
@@ -218,11 +221,13 @@ class OrphanSweep(object):
             return "would_detach"
         devices = run.devices
         before = len(run.actions)
+        outcome = "detached"
         try:
             run.devices = self._detach_one(run, target, device, devices, safety=False, notify=False)
         except AicrError as exc:
             run.warnings.append("orphans: detaching %s failed: %s" % (device.res_uuid, exc.msg))
-            return "refused: %s" % exc.msg
+            # sent, its outcome open (a pending action, the run changed something), or refused by the fabric
+            outcome = "pending" if any(a.get("pending") for a in run.actions[before:]) else "refused: %s" % exc.msg
         for action in run.actions[before:]:
             action["orphan"] = True
-        return "detached"
+        return outcome

@@ -25,8 +25,9 @@ Checked against the DMTF schemas (ResourceBlock v1_4, ComputerSystem, ServiceRoo
   action's: an error status is the action's refusal (definitive); a Task in ``TaskState`` Exception, Killed or Cancelled
   (or ``TaskStatus`` Critical) is a failure naming its ``Messages``; a monitor that is gone (404/410) leaves the outcome to
   the re-read of the system. A task still running at the deadline, or a monitor answering 5xx, 401/403/408/429 or not
-  at all, is an unknown outcome that is never re-sent. A monitor on another host than the endpoint is not followed: the credentials
-  go to the endpoint only.
+  at all, is an unknown outcome (``AmbiguousOutcome`` of kind ``task``: the service re-reads the system once and reports the
+  change as pending) that is never re-sent. A monitor on another host than the endpoint is not followed - the credentials
+  go to the endpoint only -, an unknown outcome too.
 - every link the service names (``@odata.id`` of the CompositionService, Systems, ResourceBlocks, their members and parts, an
   advertised action target) is resolved against the endpoint and refused when it leaves its scheme, host and port
   (``transport.resolve_link``): an ``@odata.id`` of ``@evil/redfish/v1/x`` would otherwise send the Basic credentials to ``evil``.
@@ -46,7 +47,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     FabricBackend, Device, READY, PENDING, FAILED, REMOVING, OK, WARNING, CRITICAL, UNKNOWN,
 )
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import FabricHTTPError, resolve_link
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import TASK, AmbiguousOutcome, FabricHTTPError, resolve_link
 
 try:
     from urllib.parse import urlsplit
@@ -269,7 +270,10 @@ class RedfishBackend(FabricBackend):
         monitor = response.header("Location") or (task.get("TaskMonitor") if isinstance(task, dict) else None)
         if not monitor:
             return  # accepted without a monitor: the re-read of the system settles it
-        path = self._monitor_path(monitor, what)
+        try:
+            path = self._monitor_path(monitor, what)
+        except AicrError as exc:  # the action was accepted: what became of it is for the re-read to say
+            raise AmbiguousOutcome(exc.msg, kind=TASK, **dict((k, v) for k, v in exc.details.items() if k not in ("kind", "status")))
         deadline = self.clock() + self.task_timeout
         answer = response
         while True:
@@ -278,8 +282,8 @@ class RedfishBackend(FabricBackend):
                 return
             remaining = deadline - self.clock()
             if remaining <= 0:
-                raise AicrError("%s: the fabric's task is still running after %.0fs (task monitor %s); it may yet complete - re-run to "
-                                "converge (nothing re-sent)" % (what, self.task_timeout, path), task_monitor=path)
+                raise AmbiguousOutcome("%s: the fabric's task is still running after %.0fs (task monitor %s); it may yet complete - re-run to "
+                                       "converge (nothing re-sent)" % (what, self.task_timeout, path), kind=TASK, task_monitor=path)
             cancel.check()  # SIGTERM: stop following the task (it goes on on the fabric; the next run re-reads the system)
             self.sleep(min(_retry_after(answer, self.task_poll_interval), remaining))
             try:
@@ -290,11 +294,11 @@ class RedfishBackend(FabricBackend):
                     return  # the monitor is gone once its answer was given: the re-read of the system says what happened
                 if exc.status is not None and exc.status < 500 and exc.status not in MONITOR_UNREADABLE:
                     raise  # the action's own refusal, as the monitor reports it: definitive
-                raise AicrError("%s; the fabric's task may or may not complete - re-run to converge (nothing re-sent)" % exc.msg,
-                                task_monitor=path, status=exc.status)
+                raise AmbiguousOutcome("%s; the fabric's task may or may not complete - re-run to converge (nothing re-sent)" % exc.msg,
+                                       kind=TASK, task_monitor=path, status=exc.status)
             except AicrError as exc:
-                raise AicrError("%s; the fabric's task may or may not complete - re-run to converge (nothing re-sent)" % exc.msg,
-                                task_monitor=path)
+                raise AmbiguousOutcome("%s; the fabric's task may or may not complete - re-run to converge (nothing re-sent)" % exc.msg,
+                                       kind=TASK, task_monitor=path)
 
     def _monitor_path(self, monitor, what):
         """The monitor's path on the endpoint; a monitor on another host is refused (the credentials stay with the endpoint)."""

@@ -33,11 +33,8 @@ TARGET_KEYS = ("type", "model", "count", "devices", "state")
 
 
 def targets_from(params):
-    """One Target per machine (``machines`` items, or the top-level node/machine_id); none for the orphan sweep alone."""
-    return _targets(params)
-
-
-def _targets(params):
+    """One Target per machine (``machines`` items, or the top-level node/machine_id); none for the orphan sweep alone.
+    Read from the parameters only (nothing is contacted); ``options.check_options`` checks them."""
     defaults = dict((key, params.get(key)) for key in TARGET_KEYS)
     items = params.get("machines") or [{"node": params.get("node"), "machine_id": params.get("machine_id")}]
     if not params.get("machines") and not params.get("node") and not params.get("machine_id") and params.get("orphans"):
@@ -69,8 +66,8 @@ def _client(params):
 def run(params, check_mode=False, secret=None):
     """Converge the fabric as ``params`` (fabric_device's options) ask; ``secret(value)`` is told every credential read
     from ``credentials_secret`` (the module hides them). Returns the result; raises AicrError."""
-    check_options(params, _targets(params))  # every option's problem (stack names first) at once, before the cluster or the fabric is reached
     targets = targets_from(params)
+    check_options(params, targets)  # every option's problem (stack names first) at once, before the cluster or the fabric is reached
     client = _client(params) if needs_kubernetes(params, check_mode) else None
     cluster = KubernetesClusterView(client) if needs_cluster(params, targets) else None
     credentials = {}

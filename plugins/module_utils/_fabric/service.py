@@ -54,7 +54,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import (
     READY, PENDING, REMOVING, FAILED, OK, WARNING, CRITICAL, UNKNOWN,
@@ -64,7 +63,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.models import
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.orphans import OrphanSweep
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import resolve_intents
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import MachineRun
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import AmbiguousOutcome, FabricHTTPError
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import RESPONSE, TASK, AmbiguousOutcome, FabricHTTPError
 
 CRO_WARNING = ("the composable-resource-operator (cro.hpsys.ibm.ie.com) runs on this cluster: it detaches any fabric device that no "
                "ComposableResource claims after about 10 minutes")
@@ -107,10 +106,8 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
     # --- entry point ------------------------------------------------------------------
 
     def run(self, targets):
-        problems = Problems("fabric_device")
-        for index, target in enumerate(targets):
-            target.check(problems, index if len(targets) > 1 else None)
-        problems.raise_if_any()  # every target's problems at once, before any read
+        """Converge ``targets`` (checked by ``options.check_options``, the one validation pass); returns the result, or
+        raises one AicrError whose details are the result - what was changed, and what is pending, included."""
         warnings = []
         self._resolve(targets)
         needs_cluster = any(t.node for t in targets) or self.orphans == "detach"
@@ -132,8 +129,13 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         self._each(runs, lambda r: self._plan(r, groups[r.machine_id]))
         self._check_pools(runs)
         self._each(runs, lambda r: self._machine(r, groups[r.machine_id]))
-        sweep = self._sweep(runs) if self.orphans else None
-        return self._result(runs, warnings, sweep)
+        sweep, failure = None, None
+        if self.orphans:
+            try:
+                sweep = self._sweep(runs)
+            except AicrError as exc:  # after the targets' changes: the failure reports them
+                failure = exc
+        return self._result(runs, warnings, sweep, failure)
 
     def _each(self, runs, work):
         # in worker threads even for one machine: SIGTERM's Cancelled is raised in the main thread, which only waits here,
@@ -163,7 +165,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
                                     field="node")
                 target.machine_id = self.cluster.machine_for_node(target.node)
 
-    def _result(self, runs, warnings, sweep=None):
+    def _result(self, runs, warnings, sweep=None, failure=None):
         result = {"changed": False, "devices": [], "attached": [], "detached": [], "rolled_back": [], "actions": [],
                   "warnings": list(getattr(self.backend.transport, "warnings", [])) + list(warnings) + list(self.transition_warnings),
                   "machines": [], "diff": {"before": {"machines": {}}, "after": {"machines": {}}}}
@@ -197,9 +199,14 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         # every foreign claim of the run in one list, the key every module's result has
         claims = list((result.get("records") or {}).get("foreign_claims") or []) + list((sweep or {}).get("foreign_claims") or [])
         result["foreign_claims"] = [c for i, c in enumerate(claims) if c not in claims[:i]]
+        result["pending"] = [a for a in result["actions"] if a.get("pending")]
         result["changed"] = bool(result["actions"]) or bool(result["changed"])
         result["token_requests"] = self.backend.token_requests
         result["fabric_requests"] = dict(self.backend.transport.counts)
+        if failure is not None:  # the orphan sweep failed after the targets: its message, the machines' errors in machines[]
+            details = dict(result)
+            details.update((k, v) for k, v in failure.details.items() if k not in details)
+            raise AicrError(failure.msg, **details)
         if errors:
             msg = errors[0] if len(runs) == 1 else "%d of %d machines failed: %s" % (len(errors), len(runs), "; ".join(errors))
             details = dict(result)
@@ -376,12 +383,13 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
                 try:
                     devices = self._attach_one(run, target, devices)
                 except AicrError as exc:
+                    stays = [d["res_uuid"] for d in run.attached[before:]]  # left on the machine by the failed attach (not settled)
                     if mine and not self.partial:
-                        self._undo(run, target, mine, exc, index + 1, deficit)  # raises
+                        self._undo(run, target, mine, exc, index + 1, deficit, stays)  # raises
                     elif mine:
+                        kept = [d["res_uuid"] for d in mine] + stays
                         raise AicrError("%s: attach %d of %d failed: %s; partial=true keeps the %d attached: %s"
-                                        % (target.label, index + 1, deficit, exc.msg, len(mine), ", ".join(d["res_uuid"] for d in mine)),
-                                        **dict(exc.details, kept=[d["res_uuid"] for d in mine]))
+                                        % (target.label, index + 1, deficit, exc.msg, len(kept), ", ".join(kept)), **dict(exc.details, kept=kept))
                     raise
                 mine.extend(run.attached[before:])
         elif have > target.count:
@@ -428,15 +436,78 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             hit = found(devices)
             if hit:
                 return hit, devices
-            once = isinstance(error, FabricHTTPError) or (isinstance(error, AmbiguousOutcome) and error.kind == "response")
+            once = isinstance(error, FabricHTTPError) or (isinstance(error, AmbiguousOutcome) and error.kind in (RESPONSE, TASK))
             if once or self.clock() >= deadline:
                 return None, devices
             self._between_polls()
             self.sleep(self.poll_interval)
 
+    def _reread_after(self, run, target, what, found, error, timeout, on_failure):
+        """:meth:`_reread` after ``what`` was sent; when the machine cannot be read then, ``on_failure(error)`` records the
+        change as pending and the error (naming what was sent, its outcome unknown) is raised."""
+        try:
+            return self._reread(run, found, error, timeout)
+        except AicrError as exc:
+            failed = AicrError("%s: %s sent, then re-reading the machine failed: %s; its outcome is not known - re-run to converge "
+                               "(nothing re-sent)" % (target.label, what, exc.msg), **exc.details)
+            on_failure(failed)
+            raise failed
+
+    def _send_again(self, error, attempts):
+        """A mutation is sent again only after an unknown outcome that the re-read showed had no effect, and never after a
+        task the fabric accepted (it may still complete)."""
+        return isinstance(error, AmbiguousOutcome) and error.kind != TASK and attempts <= self.mutation_retries
+
+    # --- what was done, also when the run then fails ------------------------------------
+
+    def _pending(self, run, action, target, device, error, **extra):
+        """A change this run sent whose outcome was not final when it stopped following it - accepted but not shown yet,
+        unknown (a timeout, a gateway's 5xx, a Redfish task still running, a re-read that failed), or a device still being
+        added or removed at ``wait_timeout``: an action with ``pending``, the device's last ``status`` (None when no device
+        of the change was seen) and the ``reason``, so the failed result says what was done (``changed``). Returns ``error``."""
+        self._action(run, action, target, device, pending=True, status=device.status if device is not None else None, reason=error.msg, **extra)
+        return error
+
+    def _attached(self, run, target, device, adopted, pending=None):
+        """``device`` is on the machine, attached by this run: its action, ``attached``, the cancel note, the status hook.
+        ``pending`` (an AicrError: why the run stopped waiting) marks a device that has not settled yet."""
+        if pending is not None:
+            self._pending(run, "attach", target, device, pending, adopted=adopted)
+        else:
+            self._action(run, "attach", target, device, adopted=adopted)
+        run.attached.append(run.tag(device.to_result()))
+        cancel.note("%s %s attached to machine %s" % (device.model or target.type, device.res_uuid, run.machine_id))
+        self._transition(run, "attached", device)
+        run.warnings.extend(device.warnings)
+
+    def _detached(self, run, target, device, rollback, notify, pending=None):
+        """``device`` left the machine (or, with ``pending``, is being removed): its action, ``detached`` - or, for a device
+        this run attached, ``rolled_back`` -, the cancel note; once it is gone, its record is forgotten and the status hook told."""
+        extra = {"rollback": True} if rollback else {}
+        if pending is not None:
+            self._pending(run, "detach", target, device, pending, **extra)
+        else:
+            self._action(run, "detach", target, device, **extra)
+        if rollback:
+            # attached by this run and detached again: neither "attached" nor "detached" (the machine is as before)
+            run.attached = [a for a in run.attached if a.get("res_uuid") != device.res_uuid]
+            run.rolled_back.append(run.tag(device.to_result()))
+            cancel.note("%s detached again from machine %s (rolled back)" % (device.res_uuid, run.machine_id))
+        else:
+            run.detached.append(run.tag(device.to_result()))
+            cancel.note("%s detached from machine %s" % (device.res_uuid, run.machine_id))
+        if pending is not None:
+            return  # still on the machine: the stack keeps its record (and status) until a run sees it gone
+        if self.records is not None:
+            self._forget(run, device)
+        if notify:  # an orphan was no stack's: its detach is no transition of the status stack
+            self._transition(run, "detached", device)
+
     # --- attach -------------------------------------------------------------------------
 
     def _attach_one(self, run, target, devices):
+        """Attach one device. Every failure after the request went out leaves what it did in the run first: the device in
+        ``attached`` when it is on the machine, the change as a pending action when its outcome is open."""
         where = target.label
         known = set(d.res_uuid for d in devices)
 
@@ -450,8 +521,25 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         if self.records is not None:
             intent = self.records.intend(run.machine_id, run.node, target.type, target.model, self.backend.pool_key(run.machine_id),
                                          [d.res_uuid for d in devices])
+        device, devices, adopted = self._send_attach(run, target, what, new_device, devices, intent)
+        if intent is not None:
+            self._record(run, intent, device, adopted)
+        if self.backend.asynchronous and self.wait:
+            device, devices = self._until_added(run, target, what, device, devices, adopted)
+        if device.phase == FAILED or device.health in (CRITICAL, UNKNOWN):
+            reason = device.warnings[-1] if device.warnings else "status %s" % device.raw_status
+            self._action(run, "attach", target, device)
+            devices = self._rollback(run, target, device, devices)
+            raise AicrError("%s: attached device %s is not usable (%s); it was detached again (rolled back)" % (where, device.res_uuid, reason),
+                            device=device.to_result())
+        self._attached(run, target, device, adopted)
+        return devices
+
+    def _send_attach(self, run, target, what, new_device, devices, intent):
+        """Send the attach until its device shows: (device, devices, adopted - found after an unknown outcome). Sent again
+        only when the re-read after an unknown outcome shows no effect (:meth:`_send_again`)."""
+        where = target.label
         attempts = 0
-        adopted = False
         while True:
             attempts += 1
             error = None
@@ -461,46 +549,42 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
                 cancel.note(what + " sent")
             except (AmbiguousOutcome, FabricHTTPError) as exc:
                 error = exc
-            device, devices = self._reread(run, new_device, error, self.settle_timeout)
+            device, devices = self._reread_after(run, target, what, new_device, error, self.settle_timeout,
+                                                 lambda failed: self._pending(run, "attach", target, None, failed))
             if device is not None:
                 if error is not None:
-                    adopted = True
                     run.warnings.append("%s: attach answered '%s' but device %s appeared; adopted it (not attached twice)"
                                         % (where, error.msg, device.res_uuid))
-                break
+                return device, devices, error is not None
             if error is None:
-                raise AicrError("%s: the fabric accepted the attach but no new %s device appeared within %.0fs; re-run to converge (nothing re-sent)"
-                                % (where, target.type, self.settle_timeout), machine=run.machine_id)
-            if isinstance(error, AmbiguousOutcome) and attempts <= self.mutation_retries:
+                raise self._pending(run, "attach", target, None, AicrError(
+                    "%s: the fabric accepted the attach but no new %s device appeared within %.0fs; re-run to converge (nothing re-sent)"
+                    % (where, target.type, self.settle_timeout), machine=run.machine_id))
+            if self._send_again(error, attempts):
                 run.warnings.append("%s: attach outcome unknown (%s); re-read shows no new device, sending it once more" % (where, error.msg))
                 continue
-            if intent is not None and isinstance(error, FabricHTTPError):
-                self.records.drop([intent])  # refused and not there: the next run has nothing to resolve
-            raise error
-        if intent is not None:
-            self._record(run, intent, device, adopted)
-        if self.backend.asynchronous and self.wait:
-            def settled(current):
-                mine = [d for d in current if d.res_uuid == device.res_uuid]
-                return mine[0] if mine and mine[0].phase != PENDING else None
+            if isinstance(error, FabricHTTPError):
+                if intent is not None:
+                    self.records.drop([intent])  # refused and not there: the next run has nothing to resolve
+                raise error
+            raise self._pending(run, "attach", target, None, error)  # unknown, and not seen: it may still land
 
-            hit, devices = self._reread(run, settled, None, self.wait_timeout)
-            if hit is None:
-                raise AicrError("%s: device %s still being added after %.0fs (wait_timeout)" % (where, device.res_uuid, self.wait_timeout),
-                                device=device.to_result())
-            device = hit
-        if device.phase == FAILED or device.health in (CRITICAL, UNKNOWN):
-            reason = device.warnings[-1] if device.warnings else "status %s" % device.raw_status
-            self._action(run, "attach", target, device)
-            devices = self._rollback(run, target, device, devices)
-            raise AicrError("%s: attached device %s is not usable (%s); it was detached again (rolled back)" % (where, device.res_uuid, reason),
-                            device=device.to_result())
-        self._action(run, "attach", target, device, adopted=adopted)
-        run.attached.append(run.tag(device.to_result()))
-        cancel.note("%s %s attached to machine %s" % (device.model or target.type, device.res_uuid, run.machine_id))
-        self._transition(run, "attached", device)
-        run.warnings.extend(device.warnings)
-        return devices
+    def _until_added(self, run, target, what, device, devices, adopted):
+        """An asynchronous fabric: wait (``wait_timeout``) until ``device`` is no longer being added. When it still is, or
+        the machine cannot be read, the device is reported attached with its pending state and the run fails."""
+        def settled(current):
+            mine = [d for d in current if d.res_uuid == device.res_uuid]
+            return mine[0] if mine and mine[0].phase != PENDING else None
+
+        hit, devices = self._reread_after(run, target, what, settled, None, self.wait_timeout,
+                                          lambda failed: self._attached(run, target, device, adopted, pending=failed))
+        if hit is None:
+            current = next((d for d in devices if d.res_uuid == device.res_uuid), device)
+            error = AicrError("%s: device %s still being added after %.0fs (wait_timeout); it stays attached (status %s) - re-run to converge, "
+                              "or raise wait_timeout" % (target.label, device.res_uuid, self.wait_timeout, current.status), device=current.to_result())
+            self._attached(run, target, current, adopted, pending=error)
+            raise error
+        return hit, devices
 
     def _between_polls(self):
         """Between two reads of a wait: not after a SIGTERM, nor once this attempt is being restarted under the Lease."""
@@ -514,9 +598,10 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         if self.gate is not None:
             self.gate(what)
 
-    def _undo(self, run, target, mine, error, nth, deficit):
+    def _undo(self, run, target, mine, error, nth, deficit, stays=()):
         """All or nothing: attach ``nth`` of ``deficit`` failed; detach the devices this run attached on the machine (after the
-        drain check), newest first, and fail saying which devices are where."""
+        drain check), newest first, and fail saying which devices are where. ``stays``: the device the failed attach left on
+        the machine (not settled; not rolled back)."""
         devices = self.backend.read_machine(run.machine_id)
         undone, kept, refusal = [], [], None
         for record in reversed(mine):
@@ -536,9 +621,14 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         undone.reverse()
         kept.reverse()
         if kept:
+            kept.extend(stays)
             raise AicrError("%s: attach %d of %d failed: %s; rolling back stopped: %s; still attached by this run: %s; rolled back: %s"
                             % (target.label, nth, deficit, error.msg, refusal, ", ".join(kept), ", ".join(undone) or "none"),
                             **dict(error.details, rolled_back=undone, kept=kept))
+        if stays:
+            raise AicrError("%s: attach %d of %d failed: %s; rolled back the %d attached before it (%s); still attached by this run: %s"
+                            % (target.label, nth, deficit, error.msg, len(undone), ", ".join(undone), ", ".join(stays)),
+                            **dict(error.details, rolled_back=undone, kept=list(stays)))
         raise AicrError("%s: attach %d of %d failed: %s; rolled back the %d this run attached (%s), nothing attached"
                         % (target.label, nth, deficit, error.msg, len(undone), ", ".join(undone)),
                         **dict(error.details, rolled_back=undone, kept=[]))
@@ -547,6 +637,8 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         try:
             devices = self._detach_one(run, target, device, devices, safety=False, rollback=True)
         except AicrError as exc:
+            if not [r for r in run.rolled_back if r.get("res_uuid") == device.res_uuid]:
+                run.attached.append(run.tag(device.to_result()))  # it stays on the machine, attached by this run
             raise AicrError("%s: attached device %s failed and rolling it back failed too: %s" % (target.label, device.res_uuid, exc.msg),
                             device=device.to_result())
         return devices
@@ -554,6 +646,9 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
     # --- detach -------------------------------------------------------------------------
 
     def _detach_one(self, run, target, device, devices, safety=True, rollback=False, notify=True):
+        """Detach one device. As for an attach, a failure after the request went out leaves what it did in the run first:
+        the device in ``detached`` (``rolled_back``) when it is being removed, the change as a pending action when its
+        outcome is open."""
         where = target.label
         if safety:
             self._check_detach(run, target, device)
@@ -570,21 +665,30 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         def gone(current):
             return "gone" if not [d for d in current if d.res_uuid == device.res_uuid] else None
 
+        what = "detach of %s from machine %s" % (device.res_uuid, run.machine_id)
+        extra = {"rollback": True} if rollback else {}
         attempts = 0
         while True:
             attempts += 1
             error = None
-            self._before_change("detach of %s from machine %s" % (device.res_uuid, run.machine_id))
+            self._before_change(what)
             try:
                 self.backend.detach(run.machine_id, device, devices)
             except (AmbiguousOutcome, FabricHTTPError) as exc:
                 error = exc
-            outcome, devices = self._reread(run, accepted, error, self.settle_timeout)
+            outcome, devices = self._reread_after(run, target, what, accepted, error, self.settle_timeout,
+                                                  lambda failed: self._pending(run, "detach", target, device, failed, **extra))
             if outcome == "removing" and self.wait:
-                outcome, devices = self._reread(run, gone, None, self.wait_timeout)
+                removing = next((d for d in devices if d.res_uuid == device.res_uuid), device)
+                outcome, devices = self._reread_after(run, target, what, gone, None, self.wait_timeout,
+                                                      lambda failed: self._detached(run, target, removing, rollback, notify, pending=failed))
                 if outcome is None:
-                    raise AicrError("%s: %s is still being removed after %.0fs (wait_timeout)" % (where, device.res_uuid, self.wait_timeout),
-                                    device=device.to_result())
+                    removing = next((d for d in devices if d.res_uuid == device.res_uuid), removing)
+                    error = AicrError("%s: %s is still being removed after %.0fs (wait_timeout); the fabric goes on removing it (status %s) - "
+                                      "re-run to converge, or raise wait_timeout" % (where, device.res_uuid, self.wait_timeout, removing.status),
+                                      device=removing.to_result())
+                    self._detached(run, target, removing, rollback, notify, pending=error)
+                    raise error
             if outcome:
                 if error is not None:
                     run.warnings.append("%s: detach of %s answered '%s' but the device is gone; counted as detached" % (where, device.res_uuid, error.msg))
@@ -593,25 +697,16 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             if still and still[0].phase == FAILED:
                 raise AicrError("%s: detach of %s failed on the fabric (%s)" % (where, device.res_uuid, still[0].raw_status), device=still[0].to_result())
             if error is None:
-                raise AicrError("%s: the fabric accepted the detach of %s but it is still attached after %.0fs" % (where, device.res_uuid, self.settle_timeout),
-                                device=device.to_result())
-            if isinstance(error, AmbiguousOutcome) and attempts <= self.mutation_retries:
+                raise self._pending(run, "detach", target, device, AicrError(
+                    "%s: the fabric accepted the detach of %s but it is still attached after %.0fs; re-run to converge (nothing re-sent)"
+                    % (where, device.res_uuid, self.settle_timeout), device=device.to_result()), **extra)
+            if self._send_again(error, attempts):
                 run.warnings.append("%s: detach outcome unknown (%s); %s still attached, sending it once more" % (where, error.msg, device.res_uuid))
                 continue
-            raise error
-        self._action(run, "detach", target, device, rollback=True) if rollback else self._action(run, "detach", target, device)
-        if rollback:
-            # attached by this run and detached again: neither "attached" nor "detached" (the machine is as before)
-            run.attached = [a for a in run.attached if a.get("res_uuid") != device.res_uuid]
-            run.rolled_back.append(run.tag(device.to_result()))
-            cancel.note("%s detached again from machine %s (rolled back)" % (device.res_uuid, run.machine_id))
-        else:
-            run.detached.append(run.tag(device.to_result()))
-            cancel.note("%s detached from machine %s" % (device.res_uuid, run.machine_id))
-        if self.records is not None:
-            self._forget(run, device)
-        if notify:  # an orphan was no stack's: its detach is no transition of the status stack
-            self._transition(run, "detached", device)
+            if isinstance(error, FabricHTTPError):
+                raise error  # refused, and still attached
+            raise self._pending(run, "detach", target, device, error, **extra)  # unknown, and not seen: it may still land
+        self._detached(run, target, device, rollback, notify)
         return devices
 
     def _record(self, run, intent, device, adopted):

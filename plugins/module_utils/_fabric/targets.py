@@ -8,8 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.base import DEVICE_TYPES
+
+STATES = ("present", "absent")
 
 
 class Target:
@@ -29,36 +30,26 @@ class Target:
     def label(self):
         return "node %s (machine %s)" % (self.node, self.machine_id) if self.node else "machine %s" % self.machine_id
 
-    def validate(self, index):
-        """Raise one AicrError listing every problem of this target (:meth:`check`)."""
-        problems = Problems()
-        self.check(problems, index)
-        problems.raise_if_any()
-
     def check(self, problems, index):
-        """Add this target's problems to ``problems`` (a ``_common.checks.Problems``); ``index``: its ``machines`` item."""
-        where = "machines[%d]" % index if index is not None else "options"
+        """Add this target's problems to ``problems`` (a ``_common.checks.Problems``: one shape - field, value, what is
+        allowed - and one cap for every problem of the pass); ``index``: its ``machines`` item, None for the top-level
+        options. ``options.check_options`` calls it for every target, before anything is contacted."""
         prefix = "machines[%d]." % index if index is not None else ""
-
-        def add(field, message, value=None):
-            entry = {"field": prefix + field, "message": "%s: %s" % (where, message)}
-            if value is not None:
-                entry["value"] = value
-            problems.errors.append(entry)
-
         if not self.machine_id and not self.node:
-            add("node", "node or machine_id is required")
-        if self.type not in DEVICE_TYPES:
-            add("type", "type %r is not one of %s" % (self.type, ", ".join(DEVICE_TYPES)), self.type)
-        if self.state not in ("present", "absent"):
-            add("state", "state %r is not present or absent" % (self.state,), self.state)
+            problems.add(prefix + "node", "give node or machine_id (neither is set)", value=None, allowed=["node", "machine_id"])
+        problems.choice(prefix + "type", self.type, DEVICE_TYPES)
+        problems.choice(prefix + "state", self.state, STATES)
         if self.state == "present":
             if self.devices:
-                add("devices", "devices names fabric ids to detach and needs state=absent; use count with state=present")
-            if self.count is None or not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 0:
-                add("count", "count %r must be an integer >= 0 with state=present" % (self.count,), self.count if isinstance(self.count, int) else None)
-        elif self.count is not None:
-            add("count", "count is for state=present; with state=absent give devices (or nothing to detach every %s)" % self.type, self.count)
+                problems.add(prefix + "devices", "names fabric ids to detach and needs state=absent; use count with state=present",
+                             value=list(self.devices))
+            if self.count is None:
+                problems.add(prefix + "count", "required with state=present; use 0 or more", value=None, allowed={"minimum": 0})
+            else:
+                problems.number(prefix + "count", self.count, minimum=0, integer=True)
+        elif self.state == "absent" and self.count is not None:
+            problems.add(prefix + "count", "%s is not allowed with state=absent (count is for state=present); give devices, or nothing to "
+                         "detach every %s" % (self.count, self.type), value=self.count)
 
 
 class MachineRun:

@@ -8,7 +8,9 @@
   are: a mutation that times out, is reset or answered 5xx raises ``AmbiguousOutcome`` and the caller
   re-reads the machine before deciding anything. A 502/503/504 is a gateway's answer (a proxy or load balancer in
   front of the manager gave up or had no upstream), not the manager's: the manager may still be applying the change,
-  so it is the ``transport`` kind (re-read until the change shows or the settle timeout), like a timeout.
+  so it is the ``transport`` kind (re-read until the change shows or the settle timeout), like a timeout. A mutation
+  whose connection was never made (connection refused, the host not resolved, a connect timeout) never left this host:
+  it is retried and fails as a read does, never ambiguous.
 - Every request stays on the endpoint's scheme, host and port: a path or a link taken from the fabric's answers
   (a Redfish ``@odata.id``, an action target, a task monitor) that would leave it - ``@evil/x`` (userinfo),
   ``//evil/x``, ``https://evil/x`` - is refused (:func:`resolve_link`), so the credentials go nowhere else.
@@ -65,12 +67,19 @@ class FabricHTTPError(AicrError):
         self.code = code
 
 
+# AmbiguousOutcome kinds
+TRANSPORT = "transport"
+RESPONSE = "response"
+TASK = "task"
+
+
 class AmbiguousOutcome(AicrError):
     """A mutation whose effect is unknown: timeout, connection reset, or a 5xx answer.
 
     ``kind`` is ``transport`` (no answer from the fabric itself - timeout, reset, or a gateway's 502/503/504: the
-    fabric may still be working on it) or ``response`` (the fabric answered 500 or another 5xx: it is done, one
-    re-read tells the truth).
+    fabric may still be working on it), ``response`` (the fabric answered 500 or another 5xx: it is done, one
+    re-read tells the truth) or ``task`` (the fabric accepted it as a Redfish task that was still running, or whose
+    monitor could not be followed, when the wait for it ended: one re-read, and never sent again).
     """
 
     def __init__(self, msg, kind, status=None, **details):
@@ -324,8 +333,8 @@ class Transport:
                                 % (self.base_url, _first_line(exc)), field="ca_path")
             except (requests.exceptions.Timeout, requests.exceptions.ConnectionError) as exc:
                 kind = "timed out after %.1fs" % self.timeout if isinstance(exc, requests.exceptions.Timeout) else "connection failed (%s)" % _first_line(exc)
-                if mutating:
-                    raise AmbiguousOutcome("%s: %s; the fabric may or may not have applied it" % (what, kind), kind="transport")
+                if mutating and not _never_connected(exc):
+                    raise AmbiguousOutcome("%s: %s; the fabric may or may not have applied it" % (what, kind), kind=TRANSPORT)
                 if attempt <= self.read_retries:
                     self._sleep(self.retry_backoff * attempt)
                     continue
@@ -344,8 +353,8 @@ class Transport:
                 if mutating:
                     if response.status in GATEWAY_STATUSES:
                         raise AmbiguousOutcome("%s: %s from a gateway; the fabric behind it may still be applying it" % (what, description),
-                                               kind="transport", status=response.status)
-                    raise AmbiguousOutcome("%s: %s; the fabric may or may not have applied it" % (what, description), kind="response", status=response.status)
+                                               kind=TRANSPORT, status=response.status)
+                    raise AmbiguousOutcome("%s: %s; the fabric may or may not have applied it" % (what, description), kind=RESPONSE, status=response.status)
                 if attempt <= self.read_retries:
                     self._sleep(self.retry_backoff * attempt)
                     continue
@@ -401,6 +410,15 @@ def _origin(url):
     if "@" in parts.netloc or not parts.hostname or scheme not in ("https", "http"):
         return None
     return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+
+
+def _never_connected(exc):
+    """Whether a requests connection error is one of a connection that was never made (refused, the host not resolved, a
+    connect timeout): the request never left this host, so the fabric cannot have applied it."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return True
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return reason.__class__.__name__ in ("NewConnectionError", "NameResolutionError")
 
 
 def _first_line(exc):

@@ -12,8 +12,9 @@ many matching requests through first). Actions:
   applied; see ``Handler._error`` for the CoHDI client each JSON shape comes from),
 - ``commit_then_fail`` (change applied, then the error returned),
 - ``late_commit`` (a gateway in front of the manager gives up: ``status``, default 504, with ``body``, default html, is
-  answered at once, and the manager applies the change ``delay`` seconds later, default 0.5; the request's log entry has
-  ``late_commit`` ``pending``, then ``applied`` or ``refused: <reason>``),
+  answered at once, and the manager applies the change ``delay`` seconds later, default 0.5 - or, with ``release`` true,
+  once ``/_sim/release`` is posted (at most ``max`` seconds, default 120): a test lets the run end first, on a condition
+  instead of a delay; the request's log entry has ``late_commit`` ``pending``, then ``applied`` or ``refused: <reason>``),
 - ``reset`` (connection dropped without a response; ``commit`` true applies the change first),
 - ``unauthorized`` (401), ``expire_token`` (every issued token expires now, so this request gets 401),
   ``malformed_jwt`` (token endpoint hands out a non-JWT),
@@ -387,9 +388,13 @@ class Handler(BaseHTTPRequestHandler):
         """The ``late_commit`` fault: the gateway's error now, the change applied by the manager ``delay`` seconds later."""
         handler = getattr(self, "_" + name.replace(".", "_"))
         entry["late_commit"] = "pending"
+        released = self.sim.released
 
         def apply():
-            time.sleep(float(rule.get("delay", 0.5)))
+            if rule.get("release"):
+                released.wait(float(rule.get("max", 120)))
+            else:
+                time.sleep(float(rule.get("delay", 0.5)))
             try:
                 handler(params, query, body, None)
                 entry["late_commit"] = "applied"

@@ -138,7 +138,7 @@ def test_fabric_device_refuses_a_bad_stack_before_anything_else(monkeypatch):
     from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric_run
 
     monkeypatch.setattr(fabric_run, "_client", lambda _p: pytest.fail("the cluster was contacted"))
-    monkeypatch.setattr(fabric_run, "targets_from", lambda _p: pytest.fail("the targets were read"))
+    monkeypatch.setattr(fabric_run, "build_backend", lambda *a, **k: pytest.fail("the fabric was contacted"))
     for params, field in (({"stack": "gpu prod", "status_stack": None}, "stack"), ({"stack": None, "status_stack": "GPU"}, "status_stack")):
         with pytest.raises(AicrError, match=r"^%s: %r is not a DNS-1123 label" % (field, params[field])):
             fabric_run.run(params)

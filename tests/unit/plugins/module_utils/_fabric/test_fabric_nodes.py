@@ -8,17 +8,20 @@ fabric engine makes goes through the ``fabric`` identity, so RBAC is the shipped
 
 import os
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
 from kubernetes import client as k8s_client
 
 from aicr_lab.kube import Kube
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import KubernetesClusterView, parse_quantity, split_ref
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import FABRIC_CREDENTIALS_ROLE, KubernetesClusterView, parse_quantity, split_ref
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import build_api_client, client_for
 
+COLLECTION = Path(__file__).resolve().parents[5]
 MACHINE = "cb765435-c696-502d-9ae2-781e57375583"
 NODES = [
     {"name": "fab-0", "providerID": "fsas-cdi://%s" % MACHINE, "capacity": {"cpu": "8", "memory": "1Gi", "pods": "110", "nvidia.com/gpu": "2"}},
@@ -158,8 +161,14 @@ def test_operator_presence_and_secrets(kube, view):
     # the fabric identity reads Secrets only where aicr-runtime:fabric-credentials is bound to it (a RoleBinding)
     with pytest.raises(AicrError) as denied:
         view.read_secret(ns, "fti")
-    assert denied.value.msg.startswith("read Secret %s/fti: Kubernetes API answered 403 " % ns)
+    # the refusal names the role to bind there, as docs/rbac.md promises, and the API server's own words
+    assert denied.value.msg.startswith("credentials_secret: this identity may not read Secret %s/fti; bind the ClusterRole "
+                                       "aicr-runtime:fabric-credentials in namespace %s with a RoleBinding (meta/rbac/fabric-credentials.yaml) - 403 "
+                                       % (ns, ns)), denied.value.msg
     assert 'User "aicr-lab:fabric" cannot get resource "secrets"' in denied.value.msg
+    assert denied.value.details["rbac"] == {"kind": "ClusterRole", "name": "aicr-runtime:fabric-credentials", "namespace": ns,
+                                            "files": ["meta/rbac/fabric-credentials.yaml"]}
+    assert denied.value.details["field"] == "credentials_secret" and denied.value.details["status"] == 403
     kube.rest.create("/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings" % ns, {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "fabric-credentials"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "aicr-runtime:fabric-credentials"},
@@ -180,3 +189,11 @@ def test_split_ref():
     assert split_ref("a/b", "x", "o") == ("a", "b")
     with pytest.raises(AicrError):
         split_ref("a/b/c", "x", "o")
+
+
+def test_the_advised_credentials_role_is_the_one_shipped():
+    kind, name, path = FABRIC_CREDENTIALS_ROLE
+    documents = yaml.safe_load_all((COLLECTION / path).read_text(encoding="utf-8"))
+    role = next(doc for doc in documents if doc and doc.get("kind") == kind and doc["metadata"]["name"] == name)
+    assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]} in role["rules"]
+    assert name in (COLLECTION / "docs" / "rbac.md").read_text(encoding="utf-8")

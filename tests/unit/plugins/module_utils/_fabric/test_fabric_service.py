@@ -102,21 +102,6 @@ def service(backend, cluster=None, **options):
     return FabricService(backend, cluster=cluster, **settings)
 
 
-@pytest.mark.parametrize("target, text", [
-    (Target(machine_id="m0"), "count None must be an integer >= 0"),
-    (Target(machine_id="m0", count=-1), "count -1 must be an integer"),
-    (Target(machine_id="m0", count=1, dtype="fpga"), "type 'fpga' is not one of gpu, cxlmemory"),
-    (Target(machine_id="m0", devices=["x"], count=None), "devices names fabric ids to detach and needs state=absent"),
-    (Target(machine_id="m0", count=1, state="absent"), "count is for state=present"),
-    (Target(count=1), "node or machine_id is required"),
-    (Target(machine_id="m0", count=1, state="gone"), "state 'gone' is not present or absent"),
-])
-def test_invalid_targets_are_named(target, text):
-    with pytest.raises(AicrError) as info:
-        service(MemoryBackend(["m0"])).run([target])
-    assert text in info.value.msg
-
-
 def test_check_mode_plans_without_mutating():
     backend = MemoryBackend(["m0"])
     backend.add("m0", "A100")
