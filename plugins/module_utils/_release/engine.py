@@ -43,7 +43,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import Deadline, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
@@ -269,7 +269,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         deadline - its ``timeout`` within the overall one - rather than a fixed count: an API server that stops answering
         for less than that is waited for."""
         def timed(*args):
-            with retry_window(max(0.0, min(self.opts.timeout, overall_deadline - self.clock()))):
+            with retry_window(max(0.0, min(self.opts.timeout, overall_deadline - self.clock())), labelled("timeout", self.opts.timeout)):
                 return step(*args)
         return timed
 
@@ -469,7 +469,8 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
             # one resolution: the Python client and helm reach the same cluster as the same identity
             connection = kube.resolve(params.get("kubeconfig"), params.get("context"))
         if cluster is None:
-            cluster = connection.client()
+            # overall_timeout bounds every request of the run, connection included (a server that never answers too)
+            cluster = connection.client(deadline=Deadline(options.overall_timeout, labelled("overall_timeout", options.overall_timeout)))
         # the readiness pre-flight: before the helm probe, the Lease or any other request that could change something
         checked = preflight.run(params.get("preflight") or "auto", recipe, snapshot, cluster)
         if checked is not None and not checked["passed"]:

@@ -42,6 +42,7 @@ import threading
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, FIELD_MANAGER, READY, UNCHANGED, fit_name, managed_labels
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import bookkeeping
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 
 
@@ -143,7 +144,12 @@ class Inventory(object):
             self.save(components, self.order + ([comp.name] if comp.name not in self.order else []))
 
     def record(self, plan, states, leftovers, outcomes, state, prune):
-        """After a run: forget what was removed, remember what each component now owns (present) or drop it all (absent)."""
+        """After a run: forget what was removed, remember what each component now owns (present) or drop it all (absent).
+        Even after the run's deadline: what the run did is recorded."""
+        with bookkeeping("the inventory's record"):
+            self._record(plan, states, leftovers, outcomes, state, prune)
+
+    def _record(self, plan, states, leftovers, outcomes, state, prune):
         if state == "absent":
             if all(o.status == OK for o in outcomes.values()):
                 self.delete()

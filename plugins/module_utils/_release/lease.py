@@ -39,6 +39,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import HOLDER_MESSAGE_ANNOTATION as MESSAGE_ANNOTATION
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import bookkeeping, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, binding_advice
 
 
@@ -183,13 +184,18 @@ class StackLease(object):
         body["spec"] = dict(current.get("spec") or {}, renewTime=timeutil.microtime(self.clock()))
         with self._lock:
             self._unanswered[body["spec"]["renewTime"]] = sent
+        # a renewal is worth waiting for only while the Lease it renews is still valid - and it is, even after the run's
+        # own deadline (the run still records what it did and releases the Lease then)
+        valid = max(0.0, self.duration - (self.monotonic() - (self._renewed_at or sent)))
         try:
-            renewed = self.cluster.replace(body)
+            with retry_window(valid, labelled("lease_duration", self.duration), detached=True):
+                renewed = self.cluster.replace(body)
         except ClusterError as exc:
             if exc.status in (404, 409):
                 live = None
                 try:
-                    live = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
+                    with retry_window(valid, labelled("lease_duration", self.duration), detached=True):
+                        live = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
                 except ClusterError:
                     pass
                 holder = ((live or {}).get("spec") or {}).get("holderIdentity")
@@ -276,7 +282,8 @@ class StackLease(object):
         with self._lock:
             current, self._current = self._current, None
         if current is not None and self.lost is None:
-            self._delete_own(current)
+            with bookkeeping("the release of the Lease"):  # even after the run's deadline: another run may take the stack at once
+                self._delete_own(current)
 
     def _delete_own(self, current, attempts=3):
         """Delete the Lease if it is still ours: uid and resourceVersion preconditions, so one another run took over
