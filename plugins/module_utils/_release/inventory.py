@@ -28,6 +28,7 @@ carries; an object's ``uid`` and ``digest`` (sha256 of the body applied) are wha
   their record the next time the stack installs or applies them. Nothing is added to an entry on a run that changes
   nothing, so such an inventory is not rewritten by a no-op run.
 - Written only when it changes, so a no-op run writes nothing.
+- A 403 on it names the verb, the namespace and the Role to bind there (``aicr-runtime:lease``, as for the Lease).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -43,6 +44,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import bounde
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, FIELD_MANAGER, READY, UNCHANGED, fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import bookkeeping
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 
 
@@ -66,6 +68,16 @@ class Inventory(object):
         self.untrusted = False
         self._lock = threading.Lock()
 
+    def _refused(self, exc):
+        """A 403 on the inventory: the Role to bind in its namespace (the Lease's); any other error as it is."""
+        return refusal(exc, "inventory", LEASE_ROLE, self.namespace, "lease_namespace", inventory="%s/%s" % (self.namespace, self.name)) or exc
+
+    def _call(self, method, *args, **kwargs):
+        try:
+            return getattr(self.cluster, method)(*args, **kwargs)
+        except ClusterError as exc:
+            raise self._refused(exc)
+
     def entry(self, name):
         return self.components.get(name) or {}
 
@@ -78,7 +90,7 @@ class Inventory(object):
     def load(self, note, warn=None):
         """Read the ConfigMap (``note(text)`` is told when it is unreadable and ignored; ``warn(text)`` when someone else wrote it)."""
         self.components, self.order, self.loaded, self.found, self.untrusted = {}, [], {}, False, False
-        cm = self.cluster.get("v1", "ConfigMap", self.name, self.namespace)
+        cm = self._call("get", "v1", "ConfigMap", self.name, self.namespace)
         if cm is None:
             return
         if not data_written_by_us(cm, "inventory"):
@@ -106,12 +118,12 @@ class Inventory(object):
         body = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": self.name, "namespace": self.namespace, "labels": managed_labels(self.stack)},
                 "data": {"inventory": new}}
-        self.cluster.apply(body)
+        self._call("apply", body)
         self.components, self.order, self.found, self.untrusted = components, order, True, False
 
     def delete(self):
         if self.found:
-            self.cluster.delete("v1", "ConfigMap", self.name, self.namespace)
+            self._call("delete", "v1", "ConfigMap", self.name, self.namespace)
 
     def write_ahead(self, comp, deployed=None, next_digest=None, refs=()):
         """Record, before it happens, that component ``comp`` is about to install its release (``next_digest``: the digest

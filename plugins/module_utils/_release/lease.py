@@ -40,7 +40,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import bookkeeping, labelled, retry_window
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, binding_advice
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, refusal
 
 
 def lease_name(stack, prefix="aicr-runtime-"):
@@ -156,16 +156,19 @@ class StackLease(object):
                 raise AicrError("lease: another run acquired Lease %s/%s of stack %s at the same moment; retry" % (self.namespace, self.name, self.stack),
                                 lease="%s/%s" % (self.namespace, self.name))
             # the shipped release ClusterRole grants no Leases: they are the namespaced Role's, bound where the Lease lives
-            advice, rbac = binding_advice(exc, LEASE_ROLE, self.namespace)
-            if advice:
-                raise AicrError("lease: this identity may not use Leases in namespace %s (%s); %s - %s" % (self.namespace, self.field, advice, exc.msg),
-                                lease="%s/%s" % (self.namespace, self.name), field=self.field, status=403, **rbac)
+            refused = self.refused(exc)
+            if refused is not None:
+                raise refused
             raise
         self._renewed_at = sent
         self._thread = threading.Thread(target=self._renew_loop, name="aicr-lease-renew")
         self._thread.daemon = True
         self._thread.start()
         return self
+
+    def refused(self, exc):
+        """For a 403 on the Lease: the error naming the verb, the namespace and the Role to bind there; else None."""
+        return refusal(exc, "lease", LEASE_ROLE, self.namespace, self.field, lease="%s/%s" % (self.namespace, self.name))
 
     def _lose(self, reason):
         with self._lock:
@@ -191,6 +194,10 @@ class StackLease(object):
             with retry_window(valid, labelled("lease_duration", self.duration), detached=True):
                 renewed = self.cluster.replace(body)
         except ClusterError as exc:
+            refused = self.refused(exc)
+            if refused is not None:  # RBAC does not change its mind on a retry
+                self._lose("its renewal was refused (403): %s" % refused.msg)
+                return False
             if exc.status in (404, 409):
                 live = None
                 try:
