@@ -53,6 +53,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory im
 from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
+from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
@@ -203,12 +204,15 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 self.helm.server_validates_fields = server_validates_fields(self.cluster.server_version())
                 message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
                 lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
-                self._ensure_namespace(self.opts.lease_namespace)
-                lease.acquire()
+                # a missing lease namespace is created only if this identity could use it; taken away again with an empty
+                # inventory when this run installs nothing (scratch)
+                scratch = RunScratch(self.cluster, self.inventory, self.opts.lease_namespace, note=self._action,
+                                     warn=self._warn).prepare(self._namespace_present, self._ensure_namespace)
+                scratch.acquire(lease)
                 self.lease = lease
                 # from here on every mutating call checks first that this run still holds the Lease
                 raw_cluster, raw_helm = self.cluster, self.helm
-                self.cluster = self.inventory.cluster = Guarded(raw_cluster, lease)
+                self.cluster, self.inventory.cluster = Guarded(raw_cluster, lease), Guarded(raw_cluster, lease)  # what the run changes: self.cluster's
                 self.helm = Guarded(raw_helm, lease)
                 # helm's retries clear a revision their own interrupted attempt left pending through the guarded client
                 raw_helm.release_client = self.cluster
@@ -230,10 +234,12 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 finally:
                     self._stop_early_starts()
                     self._stop_prefetch()
+                    changed = self.cluster.changed or self.helm.changed
                     self.cluster = self.inventory.cluster = raw_cluster
                     self.helm = raw_helm
                     raw_helm.release_client = None
                     lease.release()
+                    scratch.clean(changed)
                 lost = lease.lost_by_the_end()  # the run fails, reporting what it did: another run may hold the stack
             elif not self.opts.check_mode:
                 outcomes = self._execute(start)

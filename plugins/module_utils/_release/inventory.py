@@ -28,6 +28,8 @@ carries; an object's ``uid`` and ``digest`` (sha256 of the body applied) are wha
   their record the next time the stack installs or applies them. Nothing is added to an entry on a run that changes
   nothing, so such an inventory is not rewritten by a no-op run.
 - Written only when it changes, so a no-op run writes nothing.
+- Removed again by a run that created it and installed nothing (:meth:`Inventory.discard`, ``_release.scratch``): it then
+  only promises what never happened. When something was installed it stays: it is the record of what the stack owns.
 - A 403 on it names the verb, the namespace and the Role to bind there (``aicr-runtime:lease``, as for the Lease).
 """
 
@@ -66,6 +68,8 @@ class Inventory(object):
         self.loaded = {}  # what was read: what ownership is decided from (not what this run wrote ahead)
         self.found = False
         self.untrusted = False
+        self.present = False  # a ConfigMap of its name existed when it was last read (trusted or not)
+        self.created = None  # (uid, resourceVersion) of the ConfigMap as this run last wrote it, when this run created it
         self._lock = threading.Lock()
 
     def _refused(self, exc):
@@ -91,6 +95,7 @@ class Inventory(object):
         """Read the ConfigMap (``note(text)`` is told when it is unreadable and ignored; ``warn(text)`` when someone else wrote it)."""
         self.components, self.order, self.loaded, self.found, self.untrusted = {}, [], {}, False, False
         cm = self._call("get", "v1", "ConfigMap", self.name, self.namespace)
+        self.present = cm is not None
         if cm is None:
             return
         if not data_written_by_us(cm, "inventory"):
@@ -118,12 +123,29 @@ class Inventory(object):
         body = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": self.name, "namespace": self.namespace, "labels": managed_labels(self.stack)},
                 "data": {"inventory": new}}
-        self._call("apply", body)
-        self.components, self.order, self.found, self.untrusted = components, order, True, False
+        written = self._call("apply", body)
+        meta = (written or {}).get("metadata") or {}
+        if not self.present or self.created is not None:
+            self.created = (meta.get("uid"), meta.get("resourceVersion"))
+        self.components, self.order, self.found, self.untrusted, self.present = components, order, True, False, True
 
     def delete(self):
         if self.found:
             self._call("delete", "v1", "ConfigMap", self.name, self.namespace)
+
+    def discard(self):
+        """Remove the ConfigMap this run created (a run that installed nothing): only as this run last wrote it (uid and
+        resourceVersion preconditions) and only while the collection alone wrote it; True when it was removed."""
+        if self.created is None:
+            return False
+        uid, version = self.created
+        live = self._call("get", "v1", "ConfigMap", self.name, self.namespace)
+        if live is None or (live.get("metadata") or {}).get("uid") != uid or managers_of(live) != [FIELD_MANAGER]:
+            return False
+        self.created = None
+        removed = self._call("delete", "v1", "ConfigMap", self.name, self.namespace, uid=uid, resource_version=version)
+        self.components, self.order, self.found, self.present = {}, [], False, False
+        return removed
 
     def write_ahead(self, comp, deployed=None, next_digest=None, refs=()):
         """Record, before it happens, that component ``comp`` is about to install its release (``next_digest``: the digest

@@ -343,6 +343,7 @@ class Guarded(object):
     def __init__(self, target, lease):
         self._target = target
         self._lease = lease
+        self.changed = False  # a mutating call went through: this run may have installed, applied or removed something
 
     def holds(self):
         """Raise as a mutating call would when the run was cancelled or no longer holds its Lease: for work that goes on
@@ -361,6 +362,7 @@ class Guarded(object):
             cancel.check("%s (%s)" % (name, "a change" if mutating else "a read"))
             if mutating and (name != "apply" or not kwargs.get("dry_run")):
                 lease.check()
+                self.changed = True
             if name == "watch_until" and len(args) >= 6 and not getattr(target, "watches_interruptible", False):
                 args = args[:5] + (min(float(args[5]), CANCEL_WATCH_SECONDS),) + args[6:]
             return attr(*args, **kwargs)
