@@ -82,6 +82,8 @@ options:
   timeout:
     description:
       - Seconds each HTTP request may take. A mutation that times out is never blindly re-sent - the machine is re-read first.
+      - It bounds each request to the Kubernetes API server too (node, Secret, device record and Lease reads and writes,
+        retries included), its connection included.
     type: float
     default: 30
 notes:
