@@ -198,24 +198,24 @@ FACTS_CONFIGMAP_ROLE = ("ClusterRole", "aicr-runtime:facts-configmap", "meta/rba
 def binding_advice(exc, role, namespace):
     """For a 403 on an object of ``namespace`` that the shipped ``role`` (one of the tuples above) grants: the sentence
     that says which role to bind there, and the same as the structured detail ``rbac`` (for AWX and callers that read
-    the failed result; with the refused ``verb`` and ``resource``). ``("", {})`` for any other failure: that error stands
-    as it is."""
+    the failed result). ``("", {})`` for any other failure: that error stands as it is."""
     if getattr(exc, "status", None) != 403:
         return "", {}
     kind, name, files = role
-    rbac = {"kind": kind, "name": name, "namespace": namespace, "files": files.split("; ")}
-    rbac.update((k, v) for k, v in ((getattr(exc, "details", None) or {}).get("request") or {}).items() if k in ("verb", "resource", "group"))
-    return ("bind the %s %s in namespace %s with a RoleBinding (%s)" % (kind, name, namespace, files), {"rbac": rbac})
+    return ("bind the %s %s in namespace %s with a RoleBinding (%s)" % (kind, name, namespace, files),
+            {"rbac": {"kind": kind, "name": name, "namespace": namespace, "files": files.split("; ")}})
 
 
 def refusal(exc, subject, role, namespace, field, **details):
     """The one message of a 403 on an object the shipped ``role`` grants in ``namespace`` (the option ``field`` names it):
     ``<subject>: this identity may not <verb> <resource> in namespace <namespace> (<field>); bind the Role … in namespace …
-    with a RoleBinding (<files>) - <the API server's answer>``, an AicrError with ``rbac``, ``field`` and ``status`` 403.
-    None for any other failure (that error stands as it is)."""
+    with a RoleBinding (<files>) - <the API server's answer>``, an AicrError with ``rbac``, ``field``, ``status`` 403 and
+    ``request`` (what was refused: verb, resource, group, namespace, name). None for any other failure (that error stands
+    as it is)."""
     advice, rbac = binding_advice(exc, role, namespace)
     if not advice:
         return None
     what = refused_what(exc) or "use what %s grants" % role[1]
+    target = (getattr(exc, "details", None) or {}).get("request")
     return AicrError("%s: this identity may not %s in namespace %s (%s); %s - %s" % (subject, what, namespace, field, advice, getattr(exc, "msg", exc)),
-                     field=field, status=403, **dict(details, **rbac))
+                     field=field, status=403, **dict(details, request=target, **rbac) if target else dict(details, **rbac))

@@ -142,9 +142,10 @@ def test_without_the_lease_role_in_stack_namespace_the_run_stops_before_any_chan
     assert message.startswith("lease: this identity may not get leases (coordination.k8s.io) in namespace %s (stack_namespace); bind the Role "
                               "aicr-runtime:lease in namespace %s with a RoleBinding" % (unbound, unbound)), message
     assert refused.value.details["field"] == "stack_namespace" and refused.value.details["status"] == 403
-    assert refused.value.details["rbac"] == {"kind": "Role", "name": "aicr-runtime:lease", "namespace": unbound, "verb": "get", "resource": "leases",
-                                             "group": "coordination.k8s.io",
+    assert refused.value.details["rbac"] == {"kind": "Role", "name": "aicr-runtime:lease", "namespace": unbound,
                                              "files": ["meta/rbac/aicr-system.yaml", "examples/rbac/lease-rolebinding.yaml"]}
+    assert refused.value.details["request"] == {"verb": "get", "resource": "leases", "group": "coordination.k8s.io", "namespace": unbound,
+                                                "name": "aicr-fabric-delta"}
     assert fab.mutations() == [], "nothing was attached"
 
 

@@ -60,6 +60,6 @@ def test_a_403_on_the_lease_names_the_verb_the_resource_the_namespace_and_the_ro
                          "aicr-runtime:lease in namespace ns with a RoleBinding (meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml) - "
                          "cluster: PUT /apis/coordination.k8s.io/v1/namespaces/ns/leases/l returned 403: forbidden by a webhook")
     assert error.details == {"field": "lease_namespace", "status": 403, "lease": "ns/l", "rbac": {
-        "kind": "Role", "name": "aicr-runtime:lease", "namespace": "ns", "files": ["meta/rbac/aicr-system.yaml", "examples/rbac/lease-rolebinding.yaml"],
-        "verb": "update", "resource": "leases", "group": "coordination.k8s.io"}}
+        "kind": "Role", "name": "aicr-runtime:lease", "namespace": "ns", "files": ["meta/rbac/aicr-system.yaml", "examples/rbac/lease-rolebinding.yaml"]},
+        "request": {"verb": "update", "resource": "leases", "group": "coordination.k8s.io", "namespace": "ns", "name": "l"}}
     assert refusal(ClusterError("cluster: failed", status=409), "lease", LEASE_ROLE, "ns", "lease_namespace") is None

@@ -50,7 +50,7 @@ def test_a_403_on_the_inventory_names_the_role_to_bind(fakes, fake_cluster, chec
         engine(cluster, fakes.FakeHelm(cluster, make_charts(fakes)), [comp("x")], lease_namespace="aicr-system", check_mode=check_mode).run()
     assert refused.value.msg == ("inventory: this identity may not get configmaps in namespace aicr-system (lease_namespace); %s - cluster: GET "
                                  "/api/v1/namespaces/aicr-system/configmaps/aicr-runtime-test-inventory returned 403: forbidden" % HINT)
-    assert refused.value.details["rbac"]["verb"] == "get" and refused.value.details["rbac"]["resource"] == "configmaps"
+    assert refused.value.details["request"]["verb"] == "get" and refused.value.details["request"]["resource"] == "configmaps"
     assert refused.value.details["inventory"] == "aicr-system/aicr-runtime-test-inventory"
 
 
