@@ -138,12 +138,6 @@ def bookkeeping(what):
     return retry_window(BOOKKEEPING_SECONDS, labelled(what, BOOKKEEPING_SECONDS), detached=True)
 
 
-def retry_deadline():
-    """The :func:`retry_window` deadline of this thread (a ``time.monotonic`` value), or None outside one."""
-    stack = getattr(_window, "stack", None)
-    return stack[-1][0].at if stack else None
-
-
 def _governing(own):
     """The deadline a request of this thread must meet: its innermost window and the client's ``own`` (whichever comes
     first; a detached window alone), or None."""
