@@ -10,18 +10,15 @@ without a full re-discovery. A resource whose path is known (the ClusterStack CR
 instead of discovered.
 
 Reads and server-side applies are retried on 429, 5xx and connection errors; other writes only when the server
-certainly did not act (429, a refused connection). Inside a :func:`retry_window` (a component's step, a readiness wait)
+certainly did not act (429, a refused connection). Inside a ``retry_window`` (a component's step, a readiness wait)
 they are retried until its deadline, with a backoff of 0.1 s doubling to 2 s: an API server restarting or paused for less
 than the component's timeout is waited for. Outside one, about 1.5 s (``retries``) before the error is the caller's.
 Every failure is a :class:`~.errors.ClusterError` (``NotServed`` for a kind the server does not serve).
 
-**Every request is bounded by the deadline that governs it** (:class:`Deadline`), connection included: this thread's
-:func:`retry_window`, and the client's own ``deadline`` (a whole run's: gated_release's ``overall_timeout``), whichever
-comes first; without either, the call itself, retries included, is given ``request_timeout``. Each attempt may take what is
-left of it and at most ``request_timeout`` (connect, TLS handshake and answer together); an API server that accepts the
-connection and never answers fails the call when the deadline passes, naming it (``no answer within overall_timeout
-(30s)``), and no request is sent once it has passed. A window opened ``detached`` (the bookkeeping a run does after its
-deadline - recording what it did, releasing its Lease - and a Lease's renewals) is bounded by itself only.
+**Every request is bounded by the deadline that governs it** (``_kube.deadline``: this thread's window, the client's own
+``deadline`` - a whole run's -, else ``request_timeout`` for the call, retries included), connection included: each attempt
+takes at most ``request_timeout`` of it (connect, TLS and answer together), a server that never answers fails the call
+when it passes, naming it (``no answer within overall_timeout (30s)``), and nothing is sent once it has passed.
 
 The object interface (``get``, ``list``, ``apply``, ``delete``, ``create``, ``replace``, ``is_namespaced``) is
 also implemented by the unit tests' in-memory double. ``watch_until`` (a watch on one object) is optional:
@@ -32,7 +29,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import contextlib
 import copy
 import email.utils
 import json
@@ -42,6 +38,7 @@ import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, governing, labelled
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import (
     TRANSIENT_STATUS, ClusterError, NotServed, never_sent, request_target, status_message, transient, transport_error,
 )
@@ -88,68 +85,6 @@ def comparable(obj):
     return result
 
 
-class Deadline(object):
-    """A moment (``time.monotonic``) a piece of work must be done by, and what sets it (``overall_timeout (30s)``), for
-    the message of a request that could not be answered in time."""
-
-    def __init__(self, seconds, name):
-        self.name = name
-        self.at = time.monotonic() + max(0.0, float(seconds))
-
-    def left(self):
-        return self.at - time.monotonic()
-
-    def __str__(self):
-        return self.name
-
-
-def labelled(option, seconds):
-    """``overall_timeout (30s)``: a deadline's name, the option that sets it and its value."""
-    return "%s (%ss)" % (option, ("%.1f" % float(seconds)).rstrip("0").rstrip("."))
-
-
-_window = threading.local()
-
-
-@contextlib.contextmanager
-def retry_window(seconds, name=None, detached=False):
-    """Within it, this thread's requests (any client) are bounded by, and those that may be retried are retried until,
-    ``seconds`` from now: the deadline of the work they are part of bounds the retries, not a count. The innermost window
-    counts, together with the client's own deadline (whichever comes first) unless ``detached`` (work that must be done
-    even after that deadline: it has its own; a window inside it is detached too). ``name`` (the option that sets it:
-    ``timeout (600s)``) defaults to the enclosing window's."""
-    stack = getattr(_window, "stack", None)
-    if stack is None:
-        stack = _window.stack = []
-    name = name or (str(stack[-1][0]) if stack else labelled("the wait", seconds))
-    stack.append((Deadline(seconds, name), detached or bool(stack and stack[-1][1])))
-    try:
-        yield
-    finally:
-        stack.pop()
-
-
-BOOKKEEPING_SECONDS = 15.0  # what a run's bookkeeping after its deadline is given, each step: its record, its Lease's release
-
-
-def bookkeeping(what):
-    """A :func:`retry_window` for the bookkeeping a run does even after its deadline has passed (``what``: recording what it
-    did, releasing its Lease, removing what it created only for itself): :data:`BOOKKEEPING_SECONDS`, detached."""
-    return retry_window(BOOKKEEPING_SECONDS, labelled(what, BOOKKEEPING_SECONDS), detached=True)
-
-
-def _governing(own):
-    """The deadline a request of this thread must meet: its innermost window and the client's ``own`` (whichever comes
-    first; a detached window alone), or None."""
-    stack = getattr(_window, "stack", None)
-    window, detached = stack[-1] if stack else (None, False)
-    if detached or own is None:
-        return window
-    if window is None:
-        return own
-    return window if window.at <= own.at else own
-
-
 _UNREAD = object()  # KubeClient.server_version not read yet (None is an answer: unparsable)
 
 
@@ -184,10 +119,10 @@ class KubeClient(object):
     def request(self, method, path, query=None, body=None, content_type="application/json", attempts=None):
         """Like :meth:`request_once`; reads and server-side applies (idempotent) are retried on 429/5xx/connection errors,
         other writes on 429 and refused connections (:func:`~.errors.never_sent`). ``attempts``: at most that many tries;
-        otherwise until the governing deadline (:func:`retry_window`, the client's ``deadline``), or ``retries`` more tries
+        otherwise until the governing deadline (``retry_window``, the client's ``deadline``), or ``retries`` more tries
         within ``request_timeout`` outside one."""
         idempotent = method == "GET" or (method == "PATCH" and content_type == "application/apply-patch+yaml")
-        deadline = _governing(self.deadline)
+        deadline = governing(self.deadline)
         if deadline is None:
             deadline, attempts = self._call_deadline(), attempts or self.retries + 1
         attempt = 0
@@ -250,7 +185,7 @@ class KubeClient(object):
             payload = json.dumps(body) if not isinstance(body, str) else body
         if query:
             path += "?" + urlencode(query)
-        response = self._send(method, path, deadline or _governing(self.deadline), body=payload, headers=headers)
+        response = self._send(method, path, deadline or governing(self.deadline), body=payload, headers=headers)
         text = response.data.decode("utf-8") if response.data else ""
         if response.status < 200 or response.status > 299:
             reason = status_message(response.status, text)
@@ -334,7 +269,7 @@ class KubeClient(object):
         Ages of objects (a pending helm revision's ``creationTimestamp``, a Lease's ``renewTime``) are measured with it:
         they were written by the server, or by other hosts whose clocks this host does not share.
         """
-        response = self._send("GET", "/version", _governing(self.deadline) or self._call_deadline())
+        response = self._send("GET", "/version", governing(self.deadline) or self._call_deadline())
         moment = None
         try:
             moment = email.utils.parsedate_to_datetime(response.headers.get("Date") or "")
@@ -419,18 +354,18 @@ class KubeClient(object):
             path = self._path(api_version, kind, namespace)[0]
         except ClusterError:
             return False
-        query = {"watch": "true", "fieldSelector": "metadata.name=%s" % name, "resourceVersion": resource_version or "",
-                 "allowWatchBookmarks": "true", "timeoutSeconds": str(max(1, int(timeout + 0.999)))}
-        governing = _governing(self.deadline)
-        if governing is not None:
-            timeout = min(timeout, governing.left())
+        bound = governing(self.deadline)
+        if bound is not None:
+            timeout = min(timeout, bound.left())
             if timeout <= 0:
                 return False  # the work's deadline has passed: the caller reads (and fails) rather than watches
+        query = {"watch": "true", "fieldSelector": "metadata.name=%s" % name, "resourceVersion": resource_version or "",
+                 "allowWatchBookmarks": "true", "timeoutSeconds": str(max(1, int(timeout + 0.999)))}
         deadline = time.monotonic() + timeout
         response = None
         try:
             # the stream may stay silent up to the server's timeoutSeconds (bookmarks aside): a little more than that
-            response = self._send("GET", path + "?" + urlencode(query), governing, preload=False, seconds=timeout + 5)
+            response = self._send("GET", path + "?" + urlencode(query), bound, preload=False, seconds=timeout + 5)
             if response.status != 200:
                 return False
             # SIGTERM shuts the stream down: the watch ends at once (True: the caller reads again, and stops there)

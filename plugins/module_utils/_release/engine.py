@@ -43,7 +43,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import Deadline, labelled, retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy

@@ -45,7 +45,7 @@ import threading
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, FIELD_MANAGER, READY, UNCHANGED, fit_name, managed_labels
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import bookkeeping
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import bookkeeping
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 

@@ -39,7 +39,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import HOLDER_MESSAGE_ANNOTATION as MESSAGE_ANNOTATION
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import bookkeeping, labelled, retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import bookkeeping, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, refusal
 
 

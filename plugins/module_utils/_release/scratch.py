@@ -24,7 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import bookkeeping
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import bookkeeping
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, describe
 
 # What a namespace may hold and still be "empty": what Kubernetes itself puts in every namespace

@@ -7,7 +7,7 @@ is measured here."""
 
 import pytest
 
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import Deadline, bookkeeping, labelled, retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, bookkeeping, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import resolve
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, transient
 from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease
