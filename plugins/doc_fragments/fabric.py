@@ -88,4 +88,6 @@ options:
 notes:
   - One access token is requested per task run and cached until 30 seconds before its C(exp); a C(401) answer refreshes it once.
   - Credentials are never returned or logged.
+  - O(timeout) bounds each request to the Kubernetes API server too (node, Secret, device record and Lease reads and writes,
+    retries included), its connection included.
 """

@@ -28,6 +28,14 @@ options:
     description:
       - The kubeconfig context to use; C(K8S_AUTH_CONTEXT), else the current context, when omitted.
     type: str
+notes:
+  - A kubeconfig is checked before it is used - YAML, a mapping listing clusters and contexts, the context (given or its
+    C(current-context)) present with the cluster and user it names - and one that is not fails in one line naming
+    C(kubeconfig) and the file, never quoting its content.
+  - Every request to the API server is bounded, its connection included - an API server that accepts the connection and
+    never answers fails the task in one line naming the deadline that ran out. A request and its retries get at most
+    30 seconds, or what is left of the task's own deadline when it has one (gated_release's C(timeout) and
+    C(overall_timeout), fabric_device's C(timeout)).
 """
 
     WAIT = r"""
@@ -48,6 +56,10 @@ options:
   overall_timeout:
     description:
       - Seconds the whole run may take. No component is started after it; running ones stop waiting.
+      - It bounds every request to the API server, its connection included - the first read as much as the last - so an
+        API server that accepts the connection and never answers fails the task when it runs out, naming it
+        (C(no answer within overall_timeout (30s))). After it the run still records what it did in its inventory and
+        releases its Lease, each given at most 15 seconds.
     type: int
     default: 3600
   poll_interval:

@@ -305,7 +305,10 @@ options:
     default: [password, passwd, token, secret, apiKey, key, credentials, auth, dsn, connectionString]
   lease_namespace:
     description:
-      - Namespace of the stack Lease and of the inventory ConfigMap; created (a plain create) when missing.
+      - Namespace of the stack Lease and of the inventory ConfigMap; created (a plain create) when missing, if the API server
+        says this identity could use Leases in it (a SelfSubjectAccessReview) - otherwise the run stops before any change,
+        saying to create it and bind the Role C(aicr-runtime:lease) there first. A run that created it and then installed
+        nothing removes it again (with the inventory it created), when it holds nothing else and the identity may.
       - Keep it a namespace only the collection's identities may write in (see the RBAC guide), since the inventory is what
         prune and O(state=absent) remove (see O(adopt)). An inventory ConfigMap another field manager wrote is not trusted.
     type: str

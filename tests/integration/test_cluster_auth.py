@@ -304,3 +304,34 @@ def test_an_expired_client_certificate_fails_in_one_line(rollout, kube, tmp_path
     msg = result.result("Roll out")["msg"]
     assert "401" in msg and "refused the credentials" in msg and "\n" not in msg, msg
     os.unlink(key)
+
+
+def _unanswered(run_playbook, kube, kubeconfig, overall_timeout=600):
+    extravars = {"kubeconfig": kubeconfig, "target_namespace": kube.namespace, "stack": kube.namespace, "overall_timeout": overall_timeout,
+                 "helm_binary": str(BIN / "helm4")}
+    return run_playbook("unanswered.yml", extravars=extravars)
+
+
+def test_an_api_server_that_never_answers_fails_the_task_when_overall_timeout_runs_out(run_playbook, kube):
+    """Issue 36: a server that accepted the connection and never answered held the task 154 s, whatever overall_timeout
+    said. Through the fault proxy every request of the collection is held (the TLS handshake and the request go through;
+    the answer never comes within the test): the task fails at overall_timeout naming it, and nothing was written."""
+    mark = kube.audit_mark()
+    with kube.fault_proxy() as proxy:
+        proxy.add_delay(3600, user_agent="aicr-runtime")
+        run = _unanswered(run_playbook, kube, proxy.kubeconfig_for(kube.kubeconfig_for("release")), overall_timeout=5)
+        held = [r for r in proxy.requests if r["fault"] == "delay"]
+    assert run.rc != 0 and run.failed_tasks == ["Roll out"], run.stdout[-3000:]
+    msg = run.result("Roll out")["msg"]
+    assert msg.endswith("failed: no answer within overall_timeout (5s)") and "\n" not in msg, msg
+    assert len(held) == 1, "one request held, not sent again past the deadline: %s" % held
+    assert kube.audit(since=mark, mutating=True, user=kube.user("release")) == []
+
+
+def test_a_kubeconfig_that_is_not_yaml_fails_naming_the_file(run_playbook, kube, tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nusers:\n- name: me\n  user: {token: not-shown\nclusters: [\n", encoding="utf-8")
+    run = _unanswered(run_playbook, kube, str(path))
+    assert run.rc != 0
+    msg = run.result("Roll out")["msg"]
+    assert msg.startswith("kubeconfig: %s is not YAML (line " % path) and "ScannerError" not in run.stdout and "not-shown" not in run.stdout, msg

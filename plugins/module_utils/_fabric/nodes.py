@@ -98,7 +98,9 @@ class KubernetesClusterView(ClusterView):
 
     @staticmethod
     def _fail(exc, what):
-        raise AicrError("%s: Kubernetes API answered %s" % (what, describe(exc)), status=getattr(exc, "status", None))
+        # no answer at all (status 0: refused, TLS, a deadline passed) is no answer: said so, not "answered"
+        said = ("Kubernetes API answered %s" if getattr(exc, "status", 0) else "Kubernetes API request failed: %s") % describe(exc)
+        raise AicrError("%s: %s" % (what, said), status=getattr(exc, "status", None))
 
     def _get(self, api_version, kind, name, namespace, what):
         """The object (None when it does not exist or its kind is not served); other failures name ``what``."""

@@ -60,7 +60,8 @@ def needs_kubernetes(params, check_mode=False):
 
 def _client(params):
     deps.require("kubernetes", "for node, pod and visibility checks")
-    return client_for(params["kubeconfig"], params["context"])
+    # the module's timeout bounds each request, to the API server as to the fabric (a server that never answers included)
+    return client_for(params["kubeconfig"], params["context"], request_timeout=params["timeout"], timeout_option="timeout")
 
 
 def run(params, check_mode=False, secret=None):

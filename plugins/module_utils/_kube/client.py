@@ -10,10 +10,15 @@ without a full re-discovery. A resource whose path is known (the ClusterStack CR
 instead of discovered.
 
 Reads and server-side applies are retried on 429, 5xx and connection errors; other writes only when the server
-certainly did not act (429, a refused connection). Inside a :func:`retry_window` (a component's step, a readiness wait)
+certainly did not act (429, a refused connection). Inside a ``retry_window`` (a component's step, a readiness wait)
 they are retried until its deadline, with a backoff of 0.1 s doubling to 2 s: an API server restarting or paused for less
 than the component's timeout is waited for. Outside one, about 1.5 s (``retries``) before the error is the caller's.
 Every failure is a :class:`~.errors.ClusterError` (``NotServed`` for a kind the server does not serve).
+
+**Every request is bounded by the deadline that governs it** (``_kube.deadline``: this thread's window, the client's own
+``deadline`` - a whole run's -, else ``request_timeout`` for the call, retries included), connection included: each attempt
+takes at most ``request_timeout`` of it (connect, TLS and answer together), a server that never answers fails the call
+when it passes, naming it (``no answer within overall_timeout (30s)``), and nothing is sent once it has passed.
 
 The object interface (``get``, ``list``, ``apply``, ``delete``, ``create``, ``replace``, ``is_namespaced``) is
 also implemented by the unit tests' in-memory double. ``watch_until`` (a watch on one object) is optional:
@@ -24,7 +29,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import contextlib
 import copy
 import email.utils
 import json
@@ -34,8 +38,9 @@ import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, governing, labelled
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import (
-    TRANSIENT_STATUS, ClusterError, NotServed, never_sent, status_message, transient, transport_error,
+    TRANSIENT_STATUS, ClusterError, NotServed, never_sent, request_target, status_message, transient, transport_error,
 )
 
 try:
@@ -44,13 +49,16 @@ except ImportError:  # pragma: no cover - Python 2 is not supported by the colle
     from urllib import quote, urlencode  # type: ignore
 
 USER_AGENT = "aicr-runtime/gated_release"
+REQUEST_TIMEOUT = 30.0  # seconds one request may take (and one call, retries included, outside any deadline)
 
 try:
     from urllib3.response import HTTPResponse as _StreamedResponse
+    from urllib3.util import Timeout as _Timeout
     # urllib3 2.3 added HTTPResponse.shutdown: another thread (SIGTERM's handler) can cut a watch short
     WATCHES_INTERRUPTIBLE = hasattr(_StreamedResponse, "shutdown")
 except ImportError:  # pragma: no cover - the kubernetes client requires urllib3
     WATCHES_INTERRUPTIBLE = False
+    _Timeout = None
 # Fields the server owns; never part of "did the object change?".
 _VOLATILE_META = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
 
@@ -77,26 +85,6 @@ def comparable(obj):
     return result
 
 
-_window = threading.local()
-
-
-@contextlib.contextmanager
-def retry_window(seconds):
-    """Within it, this thread's requests (any client) that may be retried are retried until ``seconds`` from now: the
-    deadline of the work they are part of bounds the retries, not a count. The innermost window counts."""
-    previous = getattr(_window, "deadline", None)
-    _window.deadline = time.monotonic() + max(0.0, seconds)
-    try:
-        yield
-    finally:
-        _window.deadline = previous
-
-
-def retry_deadline():
-    """The :func:`retry_window` deadline of this thread (a ``time.monotonic`` value), or None outside one."""
-    return getattr(_window, "deadline", None)
-
-
 _UNREAD = object()  # KubeClient.server_version not read yet (None is an answer: unparsable)
 
 
@@ -114,10 +102,12 @@ class KubeClient(object):
     # a watch this client opens ends at once on SIGTERM (_common.cancel.interruptible); without, callers keep watches short
     watches_interruptible = WATCHES_INTERRUPTIBLE
 
-    def __init__(self, api_client, request_timeout=30, retries=4):
+    def __init__(self, api_client, request_timeout=None, retries=4, deadline=None, timeout_option=None):
         self.api_client = api_client
-        self.request_timeout = request_timeout
+        self.request_timeout = float(request_timeout or REQUEST_TIMEOUT)
+        self.timeout_option = timeout_option or "the API request timeout"  # the option that sets request_timeout, for messages
         self.retries = retries
+        self.deadline = deadline  # a Deadline every request of this client meets (a whole run's), besides its thread's window
         self._resources = {}
         self._lock = threading.Lock()
         self._server_version = _UNREAD
@@ -129,25 +119,30 @@ class KubeClient(object):
     def request(self, method, path, query=None, body=None, content_type="application/json", attempts=None):
         """Like :meth:`request_once`; reads and server-side applies (idempotent) are retried on 429/5xx/connection errors,
         other writes on 429 and refused connections (:func:`~.errors.never_sent`). ``attempts``: at most that many tries;
-        otherwise until the :func:`retry_window` deadline, or ``retries`` more tries outside one."""
+        otherwise until the governing deadline (``retry_window``, the client's ``deadline``), or ``retries`` more tries
+        within ``request_timeout`` outside one."""
         idempotent = method == "GET" or (method == "PATCH" and content_type == "application/apply-patch+yaml")
-        deadline = retry_deadline()
-        if attempts is None and deadline is None:
-            attempts = self.retries + 1
+        deadline = governing(self.deadline)
+        if deadline is None:
+            deadline, attempts = self._call_deadline(), attempts or self.retries + 1
         attempt = 0
         while True:
             try:
-                return self.request_once(method, path, query, body, content_type)
+                return self.request_once(method, path, query, body, content_type, deadline=deadline)
             except ClusterError as exc:
                 attempt += 1
                 pause = min(2.0, 0.1 * (2 ** min(attempt - 1, 5)))
                 if not (transient(exc) if idempotent else never_sent(exc)) or cancel.requested():
                     raise
-                if (attempts is not None and attempt >= attempts) or (deadline is not None and time.monotonic() + pause >= deadline):
+                if (attempts is not None and attempt >= attempts) or time.monotonic() + pause >= deadline.at:
                     raise
                 with self._lock:
                     self.retried += 1
                 cancel.pause(pause)  # SIGTERM ends the pause: the error is then the caller's (which stops)
+
+    def _call_deadline(self):
+        """Outside any deadline: one call, its retries included, is given ``request_timeout``."""
+        return Deadline(self.request_timeout, labelled(self.timeout_option, self.request_timeout))
 
     def _headers(self):
         """JSON, our user agent, and the client's credentials (bearer token, refreshed by the kubernetes client)."""
@@ -157,34 +152,53 @@ class KubeClient(object):
                 headers[setting["key"]] = setting["value"]
         return headers
 
-    def request_once(self, method, path, query=None, body=None, content_type="application/json"):
-        """Return the decoded JSON body; raise ClusterError on non-2xx."""
+    def _send(self, method, path, deadline, body=None, headers=None, preload=True, seconds=None):
+        """One HTTP request, given what is left of ``deadline`` (at most ``seconds``, ``request_timeout`` by default): the
+        response, or a ClusterError (status 0) when there was no answer - naming ``deadline`` when it is what ran out."""
+        url = self.api_client.configuration.host + path
+        seconds = self.request_timeout if seconds is None else seconds
+        left = deadline.left() if deadline is not None else seconds
+        where = "cluster: %s %s%s" % (method, self.api_client.configuration.host, path.split("?", 1)[0])
+        if left <= 0:
+            reason = "no answer within %s" % deadline
+            raise ClusterError("%s not sent: %s has passed" % (where, deadline), status=0, reason=reason, deadline=str(deadline))
+        limited = left < seconds
+        timeout = min(seconds, left)
+        try:
+            return self.api_client.rest_client.pool_manager.request(
+                method, url, body=body, headers=headers or self._headers(), timeout=_Timeout(total=timeout) if _Timeout else timeout,
+                preload_content=preload, retries=False)
+        except Exception as exc:  # urllib3 errors: connection refused, TLS, timeouts
+            reason = transport_error(exc)
+            details = {}
+            if reason == "timed out" and limited:
+                reason, details = "no answer within %s" % deadline, {"deadline": str(deadline)}
+            raise ClusterError("%s failed: %s" % (where, reason), status=0, reason=reason, error=str(exc)[:300], **details)
+
+    def request_once(self, method, path, query=None, body=None, content_type="application/json", deadline=None):
+        """Return the decoded JSON body; raise ClusterError on non-2xx. ``deadline``: the :class:`Deadline` it must meet
+        (by default the governing one)."""
         headers = self._headers()
         payload = None
         if body is not None:
             headers["Content-Type"] = content_type
             payload = json.dumps(body) if not isinstance(body, str) else body
-        url = self.api_client.configuration.host + path
         if query:
-            url += "?" + urlencode(query)
-        try:
-            response = self.api_client.rest_client.pool_manager.request(
-                method, url, body=payload, headers=headers, timeout=self.request_timeout, preload_content=True, retries=False
-            )
-        except Exception as exc:  # urllib3 errors: connection refused, TLS, timeouts
-            reason = transport_error(exc)
-            raise ClusterError("cluster: %s %s%s failed: %s" % (method, self.api_client.configuration.host, path, reason), status=0,
-                               reason=reason, error=str(exc)[:300])
+            path += "?" + urlencode(query)
+        response = self._send(method, path, deadline or governing(self.deadline), body=payload, headers=headers)
         text = response.data.decode("utf-8") if response.data else ""
         if response.status < 200 or response.status > 299:
             reason = status_message(response.status, text)
-            raise ClusterError("cluster: %s %s returned %s: %s" % (method, path, response.status, reason), status=response.status, reason=reason)
+            path = path.split("?", 1)[0]
+            target = request_target(method, path)
+            raise ClusterError("cluster: %s %s returned %s: %s" % (method, path, response.status, reason), status=response.status, reason=reason,
+                               **({"request": target} if target else {}))
         if not text:
             return {}
         try:
             return json.loads(text)
         except ValueError:
-            raise ClusterError("cluster: %s %s returned a body that is not JSON" % (method, path), status=response.status)
+            raise ClusterError("cluster: %s %s returned a body that is not JSON" % (method, path.split("?", 1)[0]), status=response.status)
 
     # -- discovery ---------------------------------------------------------
     def _resource(self, api_version, kind):
@@ -255,13 +269,7 @@ class KubeClient(object):
         Ages of objects (a pending helm revision's ``creationTimestamp``, a Lease's ``renewTime``) are measured with it:
         they were written by the server, or by other hosts whose clocks this host does not share.
         """
-        headers = self._headers()
-        try:
-            response = self.api_client.rest_client.pool_manager.request(
-                "GET", self.api_client.configuration.host + "/version", headers=headers, timeout=self.request_timeout, preload_content=True, retries=False)
-        except Exception as exc:  # urllib3 errors: connection refused, TLS, timeouts
-            reason = transport_error(exc)
-            raise ClusterError("cluster: GET %s/version failed: %s" % (self.api_client.configuration.host, reason), status=0, reason=reason)
+        response = self._send("GET", "/version", governing(self.deadline) or self._call_deadline())
         moment = None
         try:
             moment = email.utils.parsedate_to_datetime(response.headers.get("Date") or "")
@@ -346,15 +354,18 @@ class KubeClient(object):
             path = self._path(api_version, kind, namespace)[0]
         except ClusterError:
             return False
+        bound = governing(self.deadline)
+        if bound is not None:
+            timeout = min(timeout, bound.left())
+            if timeout <= 0:
+                return False  # the work's deadline has passed: the caller reads (and fails) rather than watches
         query = {"watch": "true", "fieldSelector": "metadata.name=%s" % name, "resourceVersion": resource_version or "",
                  "allowWatchBookmarks": "true", "timeoutSeconds": str(max(1, int(timeout + 0.999)))}
-        headers = self._headers()
-        url = self.api_client.configuration.host + path + "?" + urlencode(query)
         deadline = time.monotonic() + timeout
         response = None
         try:
-            response = self.api_client.rest_client.pool_manager.request(
-                "GET", url, headers=headers, timeout=timeout + 5, preload_content=False, retries=False)
+            # the stream may stay silent up to the server's timeoutSeconds (bookmarks aside): a little more than that
+            response = self._send("GET", path + "?" + urlencode(query), bound, preload=False, seconds=timeout + 5)
             if response.status != 200:
                 return False
             # SIGTERM shuts the stream down: the watch ends at once (True: the caller reads again, and stops there)

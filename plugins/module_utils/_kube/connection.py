@@ -18,6 +18,11 @@ are then given the same cluster and the same identity
 
 An exec credential plugin that fails is an error naming the plugin, never a silent fallback to
 anonymous requests (the Python client logs the failure and goes on without credentials).
+
+A kubeconfig is read first with the collection's bounded YAML loader and checked (:func:`check_kubeconfig`): one that is
+not YAML, not a mapping, lacks clusters or contexts, or whose context (given, or its ``current-context``) does not exist or
+names a cluster or user it lacks, is one line naming ``kubeconfig`` and the file (never the parser's exception, and never
+its content: only names of contexts, clusters and users are quoted).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +33,7 @@ import json
 import os
 import traceback
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import first_line as _first_line
 
@@ -208,6 +214,105 @@ def from_k8s_auth(kubeconfig, context, environ):
     return config, None
 
 
+def _read_kubeconfig(path):
+    """The parsed kubeconfig file ``path`` (bounded YAML), or an AicrError naming it: unreadable, not text, not YAML."""
+    try:
+        with open(path, "rb") as handle:
+            data = bounded.read_bounded(handle, "kubeconfig %s" % path)
+    except (IOError, OSError) as exc:
+        raise AicrError("kubeconfig: cannot read %s (%s)" % (path, exc.strerror or exc.__class__.__name__), field="kubeconfig")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise AicrError("kubeconfig: %s is not a kubeconfig: it is not UTF-8 text" % path, field="kubeconfig")
+    deps.require("PyYAML", "to read a kubeconfig", field="kubeconfig")
+    try:
+        return deps.load(text, "kubeconfig %s" % path)
+    except deps.yaml.YAMLError as exc:
+        # the parser's own text quotes the offending line (a token, a key): only where it is and what is wrong
+        mark = getattr(exc, "problem_mark", None)
+        where = " (line %d, column %d: %s)" % (mark.line + 1, mark.column + 1, _first_line(getattr(exc, "problem", "") or "")[:120]) if mark else ""
+        raise AicrError("kubeconfig: %s is not YAML%s" % (path, where), field="kubeconfig")
+
+
+def _merged(configs):
+    """Several kubeconfig files (``$KUBECONFIG``) as one, as kubectl merges them: each named entry from the first file
+    that has it, the first ``current-context``."""
+    merged = {}
+    for config in configs:
+        if not isinstance(config, dict):
+            return config
+        for key, value in config.items():
+            if key in ("clusters", "users", "contexts") and isinstance(value, list) and isinstance(merged.get(key), list):
+                seen = set(e.get("name") for e in merged[key] if isinstance(e, dict))
+                merged[key] = merged[key] + [e for e in value if not isinstance(e, dict) or e.get("name") not in seen]
+            elif merged.get(key) in (None, "", []):
+                merged[key] = value
+    return merged
+
+
+def _kind_of(exc):
+    """``binascii.Error``: an exception's class, qualified by its module unless built in."""
+    module = exc.__class__.__module__
+    return exc.__class__.__name__ if module in ("builtins", "exceptions") else "%s.%s" % (module, exc.__class__.__name__)
+
+
+def _names(entries):
+    shown = [str(e["name"]) for e in entries[:10]]
+    return ", ".join(shown) + (", ..." if len(entries) > 10 else "") if shown else "none"
+
+
+def check_kubeconfig(config, where, context=None):
+    """Raise an AicrError naming ``kubeconfig`` and ``where`` (its path) unless ``config`` is a kubeconfig the chosen context
+    (``context``, else its ``current-context``) can be used from: a mapping listing clusters and contexts (and users),
+    each a named entry, the context among them, and the cluster and user it names. Never quotes anything but names."""
+    if config is None:
+        raise AicrError("kubeconfig: %s is empty" % where, field="kubeconfig")
+    if not isinstance(config, dict):
+        raise AicrError("kubeconfig: %s is not a kubeconfig: its top level is a %s, not a mapping" % (where, type(config).__name__), field="kubeconfig")
+    lists = {}
+    for key in ("clusters", "users", "contexts"):
+        entries = config.get(key) or []
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries):
+            raise AicrError("kubeconfig: %s is not a kubeconfig: its %s is not a list of named entries" % (where, key), field="kubeconfig")
+        lists[key] = entries
+    missing = [key for key in ("clusters", "contexts") if not lists[key]]
+    if missing:
+        raise AicrError("kubeconfig: %s is not a kubeconfig: it has no %s (a kubeconfig lists clusters, users and contexts)"
+                        % (where, " and no ".join(missing)), field="kubeconfig")
+    chosen = context or config.get("current-context")
+    if not chosen:
+        raise AicrError("kubeconfig: %s has no current-context and no context was given (its contexts: %s)" % (where, _names(lists["contexts"])),
+                        field="context")
+    found = [e for e in lists["contexts"] if e["name"] == chosen]
+    if not found:
+        raise AicrError("kubeconfig: %s has no context %s (its contexts: %s)" % (where, chosen, _names(lists["contexts"])),
+                        field="context" if context else "kubeconfig")
+    selected = found[0].get("context")
+    if not isinstance(selected, dict):
+        raise AicrError("kubeconfig: context %s of %s is not a mapping" % (chosen, where), field="kubeconfig")
+    for key, plural in (("cluster", "clusters"), ("user", "users")):
+        name = selected.get(key)
+        if (name or key == "cluster") and not any(e["name"] == name for e in lists[plural]):
+            raise AicrError("kubeconfig: context %s of %s names %s %s, which is not in its %s (%s)"
+                            % (chosen, where, key, name or "none", plural, _names(lists[plural])), field="kubeconfig")
+    cluster = [e for e in lists["clusters"] if e["name"] == selected.get("cluster")][0].get("cluster")
+    if not isinstance(cluster, dict) or not cluster.get("server"):
+        raise AicrError("kubeconfig: cluster %s of %s has no server" % (selected.get("cluster"), where), field="kubeconfig")
+
+
+def _checked(kubeconfig, context):
+    """``kubeconfig`` (a dict, a path, or ``$KUBECONFIG``'s ``a:b`` list) checked before the client reads it."""
+    if isinstance(kubeconfig, dict):
+        check_kubeconfig(kubeconfig, "the dictionary given", context)
+        return
+    paths = [p for p in str(kubeconfig).split(os.pathsep) if p]
+    existing = [p for p in paths if os.path.isfile(p)] if len(paths) > 1 else paths  # as kubectl, a list may name missing files
+    if not existing:
+        raise AicrError("kubeconfig: none of the files %s exists" % kubeconfig, field="kubeconfig")
+    check_kubeconfig(_merged([_read_kubeconfig(p) for p in existing]), kubeconfig, context)
+
+
 def resolve(kubeconfig=None, context=None, environ=None):
     """The :class:`Connection` for a kubeconfig (path, dict or None) and context (AWX's ``K8S_AUTH_*`` variables applied:
     :func:`from_k8s_auth`)."""
@@ -215,10 +320,11 @@ def resolve(kubeconfig=None, context=None, environ=None):
     if not HAS_KUBERNETES:
         raise AicrError("the Python package 'kubernetes' is required to talk to a cluster", exception=KUBERNETES_IMPORT_ERROR)
     configuration = k8s_client.Configuration()
-    incluster = None
+    incluster, source = None, None
     try:
         if isinstance(kubeconfig, dict):
             source = "kubeconfig-dict"
+            _checked(kubeconfig, context)
             k8s_config.load_kube_config_from_dict(kubeconfig, context=context, client_configuration=configuration)
         elif kubeconfig:
             source = "kubeconfig"
@@ -226,11 +332,13 @@ def resolve(kubeconfig=None, context=None, environ=None):
             if not os.path.isfile(path):
                 raise AicrError("kubeconfig: file %s does not exist" % path, field="kubeconfig")
             kubeconfig = path
+            _checked(path, context)
             k8s_config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
         elif os.environ.get("KUBECONFIG") or os.path.isfile(os.path.expanduser("~/.kube/config")):
             source = "env"
             # read now, not when the kubernetes package was imported; helm is given exactly these files
             kubeconfig = os.pathsep.join(os.path.expanduser(p) for p in (os.environ.get("KUBECONFIG") or "~/.kube/config").split(os.pathsep) if p)
+            _checked(kubeconfig, context)
             k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
         else:
             source = "in-cluster"
@@ -241,6 +349,11 @@ def resolve(kubeconfig=None, context=None, environ=None):
         # The exception text can quote kubeconfig content; keep only its first line.
         reason = _first_line(exc) or exc.__class__.__name__
         raise AicrError("kubeconfig/context: cannot load cluster configuration (%s)" % reason, field="kubeconfig", context=context)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        # a field of the right name but the wrong shape (a cluster that is a string, undecodable certificate data): the
+        # exception's text may quote the value, so only its kind
+        raise AicrError("kubeconfig: %s could not be loaded by the Kubernetes client (%s: a field has the wrong type or value)"
+                        % ("the dictionary given" if source == "kubeconfig-dict" else kubeconfig, _kind_of(exc)), field="kubeconfig")
     if source != "in-cluster":
         _check_exec_credentials(configuration, kubeconfig, context)
     return Connection(configuration, source, kubeconfig=kubeconfig, context=context, incluster=incluster)

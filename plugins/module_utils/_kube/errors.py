@@ -81,20 +81,29 @@ _TLS_MARKERS = ("certificate verify failed", "certificate has expired", "self-si
 
 def tls_reason(exc):
     """The reason of a failed TLS handshake as OpenSSL gives it, without its decoration, cut at nothing: ``certificate
-    verify failed: self-signed certificate in certificate chain``; None when ``exc`` is no TLS failure."""
+    verify failed: self-signed certificate in certificate chain``; None when ``exc`` is no TLS failure. One walk of the
+    chain: a real handshake's verification message (``ssl.SSLCertVerificationError.verify_message``) wherever it is wins
+    over the first text that reads as a TLS failure."""
+    found = None
     for current in _causes(exc):
         verify = getattr(current, "verify_message", None)
         if verify:  # ssl.SSLCertVerificationError of a real handshake
             return "certificate verify failed: %s" % verify
-    for current in _causes(exc):
-        name = current.__class__.__name__
-        text = first_line(current.args[1] if len(getattr(current, "args", ()) or ()) > 1 and isinstance(current.args[1], str) else current)
-        lowered = text.lower()
-        for marker in _TLS_MARKERS:
-            if marker in lowered:
-                return _clean_tls(text[lowered.index(marker):])
-        if "SSL" in name and text and not isinstance(current.args[0] if current.args else None, BaseException):
-            return _clean_tls(text)
+        if found is None:
+            found = _tls_text(current)
+    return found
+
+
+def _tls_text(current):
+    """The TLS failure ``current`` (one exception of a chain) describes in its text, cleaned; None when it describes none."""
+    args = getattr(current, "args", None) or ()
+    text = first_line(args[1] if len(args) > 1 and isinstance(args[1], str) else current)
+    lowered = text.lower()
+    for marker in _TLS_MARKERS:
+        if marker in lowered:
+            return _clean_tls(text[lowered.index(marker):])
+    if "SSL" in current.__class__.__name__ and text and not isinstance(args[0] if args else None, BaseException):
+        return _clean_tls(text)
     return None
 
 
@@ -142,6 +151,43 @@ def status_message(status, body):
     return message[:400]
 
 
+# The verb RBAC checks for a request: by method, and whether it names one object
+_VERBS = {"GET": ("get", "list"), "DELETE": ("delete", "deletecollection"), "POST": ("create", "create"), "PUT": ("update", "update"),
+          "PATCH": ("patch", "patch")}
+
+
+def request_target(method, path):
+    """What RBAC checks for a request (``GET /api/v1/namespaces/x/configmaps/y`` is ``get`` of ``configmaps`` in ``x``):
+    ``{verb, resource, group, namespace, name}`` (``resource`` with its subresource: ``clusterstacks/status``); empty for
+    a path that names no resource (``/version``, discovery)."""
+    parts = [p for p in (path or "").split("?", 1)[0].split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, rest = "", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, rest = parts[1], parts[3:]
+    else:
+        return {}
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return {}
+    name = rest[1] if len(rest) > 1 else None
+    one, many = _VERBS.get(method.upper(), (method.lower(), method.lower()))
+    target = {"verb": one if name else many, "resource": rest[0] + ("/" + rest[2] if len(rest) > 2 else ""), "group": group}
+    target.update((k, v) for k, v in (("namespace", namespace), ("name", name)) if v)
+    return target
+
+
+def refused_what(exc):
+    """``get leases (coordination.k8s.io)``: the verb and resource a 403 refused, from the request (not from the server's
+    wording, which an admission webhook may replace); "" when the request named no resource."""
+    target = (getattr(exc, "details", None) or {}).get("request") or {}
+    if not target.get("verb"):
+        return ""
+    return "%s %s%s" % (target["verb"], target["resource"], " (%s)" % target["group"] if target.get("group") else "")
+
+
 # The shipped roles that grant namespaced objects only where a RoleBinding binds them (meta/rbac/): (kind, name, the
 # files that ship and show how to bind it). A 403 on those objects means the binding is missing in that namespace.
 LEASE_ROLE = ("Role", "aicr-runtime:lease", "meta/rbac/aicr-system.yaml; examples/rbac/lease-rolebinding.yaml")
@@ -158,3 +204,18 @@ def binding_advice(exc, role, namespace):
     kind, name, files = role
     return ("bind the %s %s in namespace %s with a RoleBinding (%s)" % (kind, name, namespace, files),
             {"rbac": {"kind": kind, "name": name, "namespace": namespace, "files": files.split("; ")}})
+
+
+def refusal(exc, subject, role, namespace, field, **details):
+    """The one message of a 403 on an object the shipped ``role`` grants in ``namespace`` (the option ``field`` names it):
+    ``<subject>: this identity may not <verb> <resource> in namespace <namespace> (<field>); bind the Role … in namespace …
+    with a RoleBinding (<files>) - <the API server's answer>``, an AicrError with ``rbac``, ``field``, ``status`` 403 and
+    ``request`` (what was refused: verb, resource, group, namespace, name). None for any other failure (that error stands
+    as it is)."""
+    advice, rbac = binding_advice(exc, role, namespace)
+    if not advice:
+        return None
+    what = refused_what(exc) or "use what %s grants" % role[1]
+    target = (getattr(exc, "details", None) or {}).get("request")
+    return AicrError("%s: this identity may not %s in namespace %s (%s); %s - %s" % (subject, what, namespace, field, advice, getattr(exc, "msg", exc)),
+                     field=field, status=403, **dict(details, request=target, **rbac) if target else dict(details, **rbac))

@@ -8,7 +8,7 @@ hopes. :func:`until_current` watches the first pending object when the client ca
 readiness is seen the moment the controller reports it, and reads every ``poll_interval`` otherwise.
 
 A read the API server does not answer (no answer, 429, 5xx: ``errors.transient``) is not the wait's end: the client
-retries it until the wait's deadline (:func:`~.client.retry_window`), and one that still fails counts as "not ready
+retries it until the wait's deadline (:func:`~.deadline.retry_window`), and one that still fails counts as "not ready
 yet" - the wait goes on until its deadline, which then names what the server last said.
 """
 
@@ -20,7 +20,7 @@ import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import describe, transient
 
 _UNANSWERED = object()  # a read the API server did not answer (a transient error): pending, not gone

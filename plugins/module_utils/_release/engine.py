@@ -43,7 +43,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
@@ -53,6 +53,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory im
 from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
+from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
@@ -203,12 +204,15 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 self.helm.server_validates_fields = server_validates_fields(self.cluster.server_version())
                 message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
                 lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
-                self._ensure_namespace(self.opts.lease_namespace)
-                lease.acquire()
+                # a missing lease namespace is created only if this identity could use it; taken away again with an empty
+                # inventory when this run installs nothing (scratch)
+                scratch = RunScratch(self.cluster, self.inventory, self.opts.lease_namespace, note=self._action,
+                                     warn=self._warn).prepare(self._namespace_present, self._ensure_namespace)
+                scratch.acquire(lease)
                 self.lease = lease
                 # from here on every mutating call checks first that this run still holds the Lease
                 raw_cluster, raw_helm = self.cluster, self.helm
-                self.cluster = self.inventory.cluster = Guarded(raw_cluster, lease)
+                self.cluster, self.inventory.cluster = Guarded(raw_cluster, lease), Guarded(raw_cluster, lease)  # what the run changes: self.cluster's
                 self.helm = Guarded(raw_helm, lease)
                 # helm's retries clear a revision their own interrupted attempt left pending through the guarded client
                 raw_helm.release_client = self.cluster
@@ -230,10 +234,12 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 finally:
                     self._stop_early_starts()
                     self._stop_prefetch()
+                    changed = self.cluster.changed or self.helm.changed
                     self.cluster = self.inventory.cluster = raw_cluster
                     self.helm = raw_helm
                     raw_helm.release_client = None
                     lease.release()
+                    scratch.clean(changed)
                 lost = lease.lost_by_the_end()  # the run fails, reporting what it did: another run may hold the stack
             elif not self.opts.check_mode:
                 outcomes = self._execute(start)
@@ -269,7 +275,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         deadline - its ``timeout`` within the overall one - rather than a fixed count: an API server that stops answering
         for less than that is waited for."""
         def timed(*args):
-            with retry_window(max(0.0, min(self.opts.timeout, overall_deadline - self.clock()))):
+            with retry_window(max(0.0, min(self.opts.timeout, overall_deadline - self.clock())), labelled("timeout", self.opts.timeout)):
                 return step(*args)
         return timed
 
@@ -469,7 +475,8 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
             # one resolution: the Python client and helm reach the same cluster as the same identity
             connection = kube.resolve(params.get("kubeconfig"), params.get("context"))
         if cluster is None:
-            cluster = connection.client()
+            # overall_timeout bounds every request of the run, connection included (a server that never answers too)
+            cluster = connection.client(deadline=Deadline(options.overall_timeout, labelled("overall_timeout", options.overall_timeout)))
         # the readiness pre-flight: before the helm probe, the Lease or any other request that could change something
         checked = preflight.run(params.get("preflight") or "auto", recipe, snapshot, cluster)
         if checked is not None and not checked["passed"]:

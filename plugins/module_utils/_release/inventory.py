@@ -28,6 +28,9 @@ carries; an object's ``uid`` and ``digest`` (sha256 of the body applied) are wha
   their record the next time the stack installs or applies them. Nothing is added to an entry on a run that changes
   nothing, so such an inventory is not rewritten by a no-op run.
 - Written only when it changes, so a no-op run writes nothing.
+- Removed again by a run that created it and installed nothing (:meth:`Inventory.discard`, ``_release.scratch``): it then
+  only promises what never happened. When something was installed it stays: it is the record of what the stack owns.
+- A 403 on it names the verb, the namespace and the Role to bind there (``aicr-runtime:lease``, as for the Lease).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -42,6 +45,8 @@ import threading
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import data_written_by_us, managers_of
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FAILED, FIELD_MANAGER, READY, UNCHANGED, fit_name, managed_labels
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import bookkeeping
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
 
 
@@ -63,7 +68,19 @@ class Inventory(object):
         self.loaded = {}  # what was read: what ownership is decided from (not what this run wrote ahead)
         self.found = False
         self.untrusted = False
+        self.present = False  # a ConfigMap of its name existed when it was last read (trusted or not)
+        self.created = None  # (uid, resourceVersion) of the ConfigMap as this run last wrote it, when this run created it
         self._lock = threading.Lock()
+
+    def _refused(self, exc):
+        """A 403 on the inventory: the Role to bind in its namespace (the Lease's); any other error as it is."""
+        return refusal(exc, "inventory", LEASE_ROLE, self.namespace, "lease_namespace", inventory="%s/%s" % (self.namespace, self.name)) or exc
+
+    def _call(self, method, *args, **kwargs):
+        try:
+            return getattr(self.cluster, method)(*args, **kwargs)
+        except ClusterError as exc:
+            raise self._refused(exc)
 
     def entry(self, name):
         return self.components.get(name) or {}
@@ -77,7 +94,8 @@ class Inventory(object):
     def load(self, note, warn=None):
         """Read the ConfigMap (``note(text)`` is told when it is unreadable and ignored; ``warn(text)`` when someone else wrote it)."""
         self.components, self.order, self.loaded, self.found, self.untrusted = {}, [], {}, False, False
-        cm = self.cluster.get("v1", "ConfigMap", self.name, self.namespace)
+        cm = self._call("get", "v1", "ConfigMap", self.name, self.namespace)
+        self.present = cm is not None
         if cm is None:
             return
         if not data_written_by_us(cm, "inventory"):
@@ -105,12 +123,29 @@ class Inventory(object):
         body = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": self.name, "namespace": self.namespace, "labels": managed_labels(self.stack)},
                 "data": {"inventory": new}}
-        self.cluster.apply(body)
-        self.components, self.order, self.found, self.untrusted = components, order, True, False
+        written = self._call("apply", body)
+        meta = (written or {}).get("metadata") or {}
+        if not self.present or self.created is not None:
+            self.created = (meta.get("uid"), meta.get("resourceVersion"))
+        self.components, self.order, self.found, self.untrusted, self.present = components, order, True, False, True
 
     def delete(self):
         if self.found:
-            self.cluster.delete("v1", "ConfigMap", self.name, self.namespace)
+            self._call("delete", "v1", "ConfigMap", self.name, self.namespace)
+
+    def discard(self):
+        """Remove the ConfigMap this run created (a run that installed nothing): only as this run last wrote it (uid and
+        resourceVersion preconditions) and only while the collection alone wrote it; True when it was removed."""
+        if self.created is None:
+            return False
+        uid, version = self.created
+        live = self._call("get", "v1", "ConfigMap", self.name, self.namespace)
+        if live is None or (live.get("metadata") or {}).get("uid") != uid or managers_of(live) != [FIELD_MANAGER]:
+            return False
+        self.created = None
+        removed = self._call("delete", "v1", "ConfigMap", self.name, self.namespace, uid=uid, resource_version=version)
+        self.components, self.order, self.found, self.present = {}, [], False, False
+        return removed
 
     def write_ahead(self, comp, deployed=None, next_digest=None, refs=()):
         """Record, before it happens, that component ``comp`` is about to install its release (``next_digest``: the digest
@@ -143,7 +178,12 @@ class Inventory(object):
             self.save(components, self.order + ([comp.name] if comp.name not in self.order else []))
 
     def record(self, plan, states, leftovers, outcomes, state, prune):
-        """After a run: forget what was removed, remember what each component now owns (present) or drop it all (absent)."""
+        """After a run: forget what was removed, remember what each component now owns (present) or drop it all (absent).
+        Even after the run's deadline: what the run did is recorded."""
+        with bookkeeping("the inventory's record"):
+            self._record(plan, states, leftovers, outcomes, state, prune)
+
+    def _record(self, plan, states, leftovers, outcomes, state, prune):
         if state == "absent":
             if all(o.status == OK for o in outcomes.values()):
                 self.delete()

@@ -39,7 +39,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import HOLDER_MESSAGE_ANNOTATION as MESSAGE_ANNOTATION
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import fit_name, managed_labels
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, binding_advice
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import bookkeeping, labelled, retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, refusal
 
 
 def lease_name(stack, prefix="aicr-runtime-"):
@@ -155,16 +156,19 @@ class StackLease(object):
                 raise AicrError("lease: another run acquired Lease %s/%s of stack %s at the same moment; retry" % (self.namespace, self.name, self.stack),
                                 lease="%s/%s" % (self.namespace, self.name))
             # the shipped release ClusterRole grants no Leases: they are the namespaced Role's, bound where the Lease lives
-            advice, rbac = binding_advice(exc, LEASE_ROLE, self.namespace)
-            if advice:
-                raise AicrError("lease: this identity may not use Leases in namespace %s (%s); %s - %s" % (self.namespace, self.field, advice, exc.msg),
-                                lease="%s/%s" % (self.namespace, self.name), field=self.field, status=403, **rbac)
+            refused = self.refused(exc)
+            if refused is not None:
+                raise refused
             raise
         self._renewed_at = sent
         self._thread = threading.Thread(target=self._renew_loop, name="aicr-lease-renew")
         self._thread.daemon = True
         self._thread.start()
         return self
+
+    def refused(self, exc):
+        """For a 403 on the Lease: the error naming the verb, the namespace and the Role to bind there; else None."""
+        return refusal(exc, "lease", LEASE_ROLE, self.namespace, self.field, lease="%s/%s" % (self.namespace, self.name))
 
     def _lose(self, reason):
         with self._lock:
@@ -183,13 +187,22 @@ class StackLease(object):
         body["spec"] = dict(current.get("spec") or {}, renewTime=timeutil.microtime(self.clock()))
         with self._lock:
             self._unanswered[body["spec"]["renewTime"]] = sent
+        # a renewal is worth waiting for only while the Lease it renews is still valid - and it is, even after the run's
+        # own deadline (the run still records what it did and releases the Lease then)
+        valid = max(0.0, self.duration - (self.monotonic() - (self._renewed_at or sent)))
         try:
-            renewed = self.cluster.replace(body)
+            with retry_window(valid, labelled("lease_duration", self.duration), detached=True):
+                renewed = self.cluster.replace(body)
         except ClusterError as exc:
+            refused = self.refused(exc)
+            if refused is not None:  # RBAC does not change its mind on a retry
+                self._lose("its renewal was refused (403): %s" % refused.msg)
+                return False
             if exc.status in (404, 409):
                 live = None
                 try:
-                    live = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
+                    with retry_window(valid, labelled("lease_duration", self.duration), detached=True):
+                        live = self.cluster.get("coordination.k8s.io/v1", "Lease", self.name, self.namespace)
                 except ClusterError:
                     pass
                 holder = ((live or {}).get("spec") or {}).get("holderIdentity")
@@ -276,7 +289,8 @@ class StackLease(object):
         with self._lock:
             current, self._current = self._current, None
         if current is not None and self.lost is None:
-            self._delete_own(current)
+            with bookkeeping("the release of the Lease"):  # even after the run's deadline: another run may take the stack at once
+                self._delete_own(current)
 
     def _delete_own(self, current, attempts=3):
         """Delete the Lease if it is still ours: uid and resourceVersion preconditions, so one another run took over
@@ -329,6 +343,7 @@ class Guarded(object):
     def __init__(self, target, lease):
         self._target = target
         self._lease = lease
+        self.changed = False  # a mutating call went through: this run may have installed, applied or removed something
 
     def holds(self):
         """Raise as a mutating call would when the run was cancelled or no longer holds its Lease: for work that goes on
@@ -347,6 +362,7 @@ class Guarded(object):
             cancel.check("%s (%s)" % (name, "a change" if mutating else "a read"))
             if mutating and (name != "apply" or not kwargs.get("dry_run")):
                 lease.check()
+                self.changed = True
             if name == "watch_until" and len(args) >= 6 and not getattr(target, "watches_interruptible", False):
                 args = args[:5] + (min(float(args[5]), CANCEL_WATCH_SECONDS),) + args[6:]
             return attr(*args, **kwargs)

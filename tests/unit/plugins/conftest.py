@@ -12,7 +12,8 @@ Cluster access:
 - ``stacks`` (per test): unique ClusterStack names (ClusterStacks are cluster-scoped, the cluster is shared) and
   their removal after the test.
 
-Doubles (``doubles.py``, the only ones besides the real control plane): ``fakes`` (the classes), ``fake_cluster``.
+Doubles (``doubles.py``, the only ones besides the real control plane): ``fakes`` (the classes), ``fake_cluster``,
+``silent_server`` (an API server that accepts connections and never answers).
 Fabric: ``fabric_sim`` (one simulator per session), ``fab`` (reset per test), ``present`` (a Target maker).
 Recipes: ``aicr_catalog_dir``, ``aicr_conformance_dir``, ``aicr_catalog`` (the real AICR catalog from ../shared).
 
@@ -34,7 +35,7 @@ if HERE not in sys.path:
 from aicr_lab.fabric.pytest_fixture import start_simulator  # noqa: E402  pylint: disable=wrong-import-position
 from aicr_lab.fabric.state import DEFAULT_POOL  # noqa: E402  pylint: disable=wrong-import-position
 
-from doubles import FakeCluster, Fakes  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from doubles import FakeCluster, Fakes, SilentServer  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend  # noqa: E402  pylint: disable=wrong-import-position
@@ -148,6 +149,14 @@ def stacks(kube, clusterstack_crd):  # pylint: disable=unused-argument,redefined
 @pytest.fixture
 def fake_cluster():
     return FakeCluster()
+
+
+@pytest.fixture
+def silent_server():
+    """An API server on 127.0.0.1 that accepts every connection and never answers (``doubles.SilentServer``)."""
+    server = SilentServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture

@@ -9,6 +9,9 @@ the real ``KubernetesClusterView`` over it (``add_node``, ``add_gpu_pod``, ``add
 
 ``FakeHelm`` installs charts defined in Python into the fake cluster, stores releases exactly as helm's Secret
 driver does (base64 of gzip JSON) and answers ``upgrade`` as ``helm upgrade --output json`` does (the release).
+
+``SilentServer`` is an API server that accepts every connection and never answers (a hung API server, a proxy that
+holds requests): a socket on 127.0.0.1 and one thread, with a kubeconfig naming it.
 """
 
 import base64
@@ -17,6 +20,7 @@ import gzip
 import io
 import json
 import os
+import socket
 import tarfile
 import threading
 import time
@@ -451,12 +455,58 @@ def deployment(name, delay=0.0, fail=None, replicas=1):
                      "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
 
 
+class SilentServer:
+    """Accepts every TCP connection on 127.0.0.1 and never reads or answers; ``accepted`` counts the connections."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.accepted = 0
+        self._held = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="silent-server", daemon=True)
+        self._thread.start()
+
+    def _accept(self):
+        while not self._stop.is_set():
+            try:
+                conn, _peer = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self._held.append(conn)  # held open, never read: the client waits for an answer that never comes
+            self.accepted += 1
+
+    def kubeconfig(self, path):
+        """A kubeconfig file (a bearer token) naming this server; its path."""
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "silent",
+                  "clusters": [{"name": "silent", "cluster": {"server": self.url}}],
+                  "users": [{"name": "silent", "user": {"token": "not-a-real-token"}}],
+                  "contexts": [{"name": "silent", "context": {"cluster": "silent", "user": "silent"}}]}
+        with open(str(path), "w") as handle:
+            yaml.safe_dump(config, handle)
+        return str(path)
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sock.close()
+        for conn in self._held:
+            conn.close()
+
+
 class Fakes(object):
     """The doubles, for tests that build several instances (the ``fakes`` fixture)."""
 
     FakeCluster = FakeCluster
     FakeHelm = FakeHelm
     FakeClock = FakeClock
+    SilentServer = SilentServer
     deployment = staticmethod(deployment)
     READY_AFTER = READY_AFTER
     FAIL = FAIL

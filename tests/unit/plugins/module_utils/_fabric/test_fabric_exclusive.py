@@ -138,8 +138,14 @@ def test_without_the_lease_role_in_stack_namespace_the_run_stops_before_any_chan
     with pytest.raises(AicrError) as refused:
         exclusive.run("delta", 1, namespace=unbound)
     message = refused.value.msg
-    assert message.startswith("lease: this identity may not use Leases in namespace %s (stack_namespace); bind the Role aicr-runtime:lease" % unbound), message
+    # the verb and resource refused (from the request), the namespace, and the Role to bind there (issue 36)
+    assert message.startswith("lease: this identity may not get leases (coordination.k8s.io) in namespace %s (stack_namespace); bind the Role "
+                              "aicr-runtime:lease in namespace %s with a RoleBinding" % (unbound, unbound)), message
     assert refused.value.details["field"] == "stack_namespace" and refused.value.details["status"] == 403
+    assert refused.value.details["rbac"] == {"kind": "Role", "name": "aicr-runtime:lease", "namespace": unbound,
+                                             "files": ["meta/rbac/aicr-system.yaml", "examples/rbac/lease-rolebinding.yaml"]}
+    assert refused.value.details["request"] == {"verb": "get", "resource": "leases", "group": "coordination.k8s.io", "namespace": unbound,
+                                                "name": "aicr-fabric-delta"}
     assert fab.mutations() == [], "nothing was attached"
 
 

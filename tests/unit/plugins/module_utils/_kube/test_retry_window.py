@@ -9,7 +9,8 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import client as cluster_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import KubeClient, retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import KubeClient
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 
 DISCOVERY = {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True}]}

@@ -93,3 +93,29 @@ def test_a_real_self_signed_server_gives_a_clean_line(self_signed_server):
     with pytest.raises(Exception) as caught:
         pool.request("GET", self_signed_server + "/version", retries=False, timeout=5)
     assert transport_error(caught.value) == "TLS: certificate verify failed: self-signed certificate"
+
+
+def test_the_exception_chain_is_walked_once(monkeypatch):
+    # stop-43 review: tls_reason walked the chain twice (once for a verification message, once for a text)
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube import errors
+
+    walks = []
+    real = errors._causes  # pylint: disable=protected-access
+
+    def counted(exc):
+        walks.append(exc)
+        return real(exc)
+
+    monkeypatch.setattr(errors, "_causes", counted)
+    assert errors.tls_reason(_wrapped(ssl.SSLError(1, DECORATED))) == "certificate verify failed: self-signed certificate in certificate chain"
+    assert len(walks) == 1
+    walks[:] = []
+    assert errors.tls_reason(ValueError("no TLS here")) is None and len(walks) == 1
+
+
+def test_a_verification_message_deeper_in_the_chain_wins_over_an_outer_text():
+    inner = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed (_ssl.c:1006)")
+    inner.verify_message = "certificate has expired"
+    outer = ConnectionError("tlsv1 alert unknown ca")  # an outer text that reads as a TLS failure too
+    outer.__cause__ = urllib3.exceptions.SSLError(inner)
+    assert transport_error(outer) == "TLS: certificate verify failed: certificate has expired"
