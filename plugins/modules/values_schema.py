@@ -99,7 +99,10 @@ options:
     choices: ["2020-12", "draft-07"]
     default: "2020-12"
   name:
-    description: Chart name used to derive the CRD names when there is no O(chart) (default the values file's directory name).
+    description:
+      - Chart name used to derive the CRD names when there is no O(chart) (default the values file's directory name).
+      - A DNS-1123 label, used as it is (the default group is C(<name>.bundles.<domain>)); any other is refused, never folded
+        into one.
     type: str
   group:
     description: CRD API group (default C(<chart>.bundles.<domain>)); a DNS-1123 subdomain with at least one dot.

@@ -80,8 +80,10 @@ def check_params(params):
     except AicrError as exc:
         problems.extend(exc)
     compat.severity_problems(problems, params.get("severities"), params.get("compat_profile") or "aicr")
-    for field in ("chart", "chart_version", "repository", "helm_binary", "name", "context", "dest"):
+    for field in ("chart", "chart_version", "repository", "helm_binary", "context", "dest"):
         problems.text(field, params.get(field))
+    # the CRD's group is <name>.bundles.<domain>: a name is used as it is, never folded (My Stack/../x is no my-stack-x)
+    problems.name("name", params.get("name"))
     crd_mod.name_problems(problems, group=params.get("group"), kind=params.get("kind"), plural=params.get("plural"),
                           api_version=params.get("api_version"), domain=params.get("domain"))
     _paths(problems, "values_files", params.get("values_files"))

@@ -39,6 +39,10 @@ def test_every_parameter_problem_is_listed_before_a_chart_is_pulled(tmp_path):
      "versions: ['1.0', '1.0'] lists a version twice; allowed: each version once"),
     ({"output": "validate", "schema": {}, "set_string": ["a[0].b"]}, "set_string: 'a[0].b' is not key=value"),
     ({"output": "validate", "schema": {}, "values": ["a"]}, "values: a list is not allowed; use a mapping"),
+    # a name was folded into the CRD's group (my-stack-x.bundles.aicr.io) without a word
+    ({"output": "crd", "values_files": ["v.yaml"], "name": "My Stack/../x"},
+     "name: 'My Stack/../x' is not a DNS-1123 label; allowed: a DNS-1123 label: lowercase letters, digits and '-', starting and ending "
+     "with a letter or digit, at most 63 characters"),
 ])
 def test_one_parameter_problem(params, message):
     assert refusal(**params).msg == message
