@@ -129,7 +129,7 @@ options:
     description:
       - Resolve against a snapshot of the cluster, as C(aicr recipe --snapshot) does - an AICR C(Snapshot) mapping,
         the registered result of M(aicr.runtime.cluster_facts), or the path of a Snapshot YAML/JSON file.
-      - A document with neither C(kind: Snapshot) nor C(measurements) is no Snapshot and is refused.
+      - "A document with neither C(kind: Snapshot) nor C(measurements) is no Snapshot and is refused."
       - Criteria not given in O(criteria) are taken from the snapshot (service from the server version or
         C(K8s.server.service), accelerator from the GPU model, OS from C(OS.release.ID)).
       - The constraints of each matched overlay, of the mixins and of the profile value are evaluated on the

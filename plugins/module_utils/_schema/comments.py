@@ -27,7 +27,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
-from ansible_collections.aicr.runtime.plugins.module_utils._schema.annotations import COMMENT_SOURCE, TYPE_ALIASES, parse_bitnami_modifiers, parse_schema_annotation
+from ansible_collections.aicr.runtime.plugins.module_utils._schema.annotations import COMMENT_SOURCE, TYPE_ALIASES
+from ansible_collections.aicr.runtime.plugins.module_utils._schema.annotations import parse_bitnami_modifiers, parse_schema_annotation
 
 _HELMDOCS_PATH = re.compile(r'^#\s*((?:[A-Za-z0-9_\-$]+|"[^"]*")(?:\.(?:[A-Za-z0-9_\-$]+|"[^"]*"))*)\s+--\s?(.*)$')
 _HELMDOCS_TYPE = re.compile(r'^\(([A-Za-z0-9_/\-]+)\)\s*(.*)$', re.S)

@@ -110,8 +110,8 @@ def check_params(params):
                      "mapping or file")
     if output in ("json_schema", "crd") or (output == "compare" and params.get("new_crd") is None):
         if not sources:
-            problems.add("chart", "a chart or at least one values file is required to generate a %s (output=%s)" % ("CRD" if output != "json_schema"
-                                                                                                                      else "JSON Schema", output))
+            what = "JSON Schema" if output == "json_schema" else "CRD"
+            problems.add("chart", "a chart or at least one values file is required to generate a %s (output=%s)" % (what, output))
     problems.raise_if_any()
 
 
