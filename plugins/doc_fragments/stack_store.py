@@ -28,6 +28,7 @@ options:
         ignored with a warning starting C(foreign claim:). Two ConfigMaps written with that field manager that claim one stack
         refuse that stack.
       - The identity needs the ClusterRole C(aicr-runtime:stack-configmap) there, bound by a RoleBinding in this namespace only.
+      - A DNS-1123 label; any other value fails before the cluster is contacted.
     type: str
     default: aicr-system
 """

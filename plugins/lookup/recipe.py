@@ -69,6 +69,7 @@ options:
     choices: [all, recipe, components, recipe_name, catalog_digest, graph, deployment_order, relaxed_dimensions]
 notes:
   - Errors are raised as lookup errors with the same one-line messages as the module.
+  - A keyword that is not one of the options above (C(critera=...)) is refused, naming the nearest option - never ignored.
 """
 
 EXAMPLES = r"""
@@ -95,6 +96,7 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import refuse_unknown_options
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 
@@ -120,6 +122,7 @@ class LookupModule(LookupBase):
         self.set_options(var_options=variables, direct=kwargs)
         criteria = criteria_from_terms(terms, self.get_option("criteria"))
         try:
+            refuse_unknown_options("recipe lookup", kwargs, self._options)
             result = resolve_mod.resolve(
                 self.get_option("catalog"),
                 criteria=criteria,

@@ -129,6 +129,7 @@ options:
     choices: [output, all]
 notes:
   - Errors are raised as lookup errors with the same one-line messages as the module.
+  - A keyword that is not one of the options above (C(ouput=...)) is refused, naming the nearest option - never ignored.
 """
 
 EXAMPLES = r"""
@@ -165,6 +166,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import refuse_unknown_options
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
@@ -197,6 +199,7 @@ class LookupModule(LookupBase):
         params["chart"] = chart
         params["values_files"] = files
         try:
+            refuse_unknown_options("values_schema lookup", kwargs, self._options)
             result, failure = engine.run(params)
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)

@@ -54,14 +54,15 @@ options:
   nodes:
     description:
       - Names of the nodes whose OS, kernel, runtime and GPU readings are reported. Naming a node the cluster does
-        not have is an error.
+        not have is an error; a name that is not a DNS-1123 subdomain fails before the cluster is contacted.
     type: list
     elements: str
     default: []
   node_selector:
     description:
       - A label selector (for example C(nvidia.com/gpu.present=true)) choosing the reported nodes; ignored when
-        O(nodes) is given.
+        O(nodes) is given. Kubernetes' syntax (C(key), C(!key), C(key=value), C(key!=value), C(key in (a,b)), C(key notin (a,b)),
+        comma-separated), checked before the cluster is contacted.
     type: str
   from_file:
     description:
@@ -71,7 +72,7 @@ options:
   from_configmap:
     description:
       - Read the Snapshot AICR's agent stored in a ConfigMap, given as C(namespace/name) or C(cm://namespace/name)
-        (key C(snapshot.yaml) or C(snapshot.json)).
+        (key C(snapshot.yaml) or C(snapshot.json)); the namespace a DNS-1123 label, the name a DNS-1123 subdomain.
     type: str
 notes:
   - The identity needs C(get) and C(list) on C(nodes); the collection ships the ClusterRole C(aicr-runtime:facts) in

@@ -97,16 +97,19 @@ options:
     default: true
   wait_timeout:
     description:
-      - Seconds to wait for O(wait).
+      - Seconds to wait for O(wait), more than 0 and at most 86400 (a C(0) is refused; use O(wait=false) not to wait).
     type: int
     default: 120
   wait_sleep:
     description:
-      - Seconds between two reads of the CRD while waiting.
+      - Seconds between two reads of the CRD while waiting, more than 0 and at most 60.
     type: float
     default: 1
 notes:
   - The cluster is reached with the Python C(kubernetes) client only; C(kubernetes.core) is not needed.
+  - The options and the definition are checked in one pass before the cluster is contacted - the CRD's group, kind, plural,
+    singular, listKind, scope and version names by apiextensions' rules; every problem found is listed in C(errors), C(msg) is
+    the first one's line.
 seealso:
   - module: aicr.runtime.values_schema
 """

@@ -70,7 +70,7 @@ options:
         description: Platform layer, for example C(kubeflow), C(dynamo), C(nim), C(slurm).
         type: str
       nodes:
-        description: Number of worker nodes (metadata only; C(0) means unstated).
+        description: Number of worker nodes (metadata only; C(0) means unstated), C(0) to C(100000).
         type: int
   profile:
     description:
@@ -86,7 +86,8 @@ options:
     default: []
   component_overrides:
     description:
-      - Per-component changes applied after resolution, keyed by component name.
+      - Per-component changes applied after resolution, keyed by component name. An unknown key is refused naming the nearest one;
+        C(namespace) is a DNS-1123 label.
       - C(version) and C(namespace) replace the resolved ones; C(values) is merged last into the effective
         Helm values (maps merge recursively, C(null) deletes a key); C(enabled=false) disables the component.
     type: dict
@@ -128,6 +129,7 @@ options:
     description:
       - Resolve against a snapshot of the cluster, as C(aicr recipe --snapshot) does - an AICR C(Snapshot) mapping,
         the registered result of M(aicr.runtime.cluster_facts), or the path of a Snapshot YAML/JSON file.
+      - "A document with neither C(kind: Snapshot) nor C(measurements) is no Snapshot and is refused."
       - Criteria not given in O(criteria) are taken from the snapshot (service from the server version or
         C(K8s.server.service), accelerator from the GPU model, OS from C(OS.release.ID)).
       - The constraints of each matched overlay, of the mixins and of the profile value are evaluated on the
@@ -138,6 +140,10 @@ options:
         cleared and the recipe is resolved once more (RV(relaxed_dimensions)).
     type: raw
 notes:
+  - Every option is checked in one pass before the catalog is read or unpacked (criteria keys and types, O(criteria.nodes), the
+    O(profile) form, O(skip_components), the shape of O(component_overrides), the kind of O(snapshot)); what only the catalog can
+    say (a criteria value, a component the recipe lacks) once it is read. Every problem found is listed in C(errors); C(msg) is
+    the first one's line.
   - Errors (bad criteria value, unknown profile, missing or malformed catalog files, unknown base,
     dependency cycles, duplicate mixins) fail the task with a one-line message naming the field or
     file, the value and what is allowed.

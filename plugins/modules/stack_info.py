@@ -56,6 +56,7 @@ options:
   resync_interval:
     description:
       - Operator-level resync interval (seconds, or a duration like C(5m)); a stack's C(spec.resyncInterval) wins.
+      - 0 or more; C(0) converges every stack on every run. Checked, with every other option, before the cluster is contacted.
     type: raw
     default: 300
   auto_update:

@@ -78,6 +78,8 @@ options:
       - Conditions to set, each with C(type) (C(RecipeResolved), C(DevicesReady), C(PreflightPassed), C(ComponentsReady),
         C(HealthChecksPassed) or C(CatalogCurrent)),
         C(status) (C(True), C(False), C(Unknown)), C(reason) and C(message). C(Ready) is derived from the phase.
+      - Every argument (the stack, the store, O(spec), the phase, each condition, component, device and event) is checked in one
+        pass before the cluster is contacted; every problem found is listed in C(errors).
     type: list
     elements: dict
   components:
@@ -99,7 +101,7 @@ options:
   recipe:
     description:
       - The resolved recipe - C(name), C(catalogVersion), C(catalogDigest), C(appliedOverlays). C(resolvedAt) is set when any of
-        them changes (and a history event recorded).
+        them changes (and a history event recorded). Another key is refused naming the nearest one.
     type: dict
   events:
     description:
@@ -108,15 +110,17 @@ options:
     elements: raw
   observed_generation:
     description:
-      - Set C(status.observedGeneration) (and the conditions' C(observedGeneration)) - the generation the run started from.
+      - Set C(status.observedGeneration) (and the conditions' C(observedGeneration)) - the generation the run started from; 0 or more.
     type: int
   reconcile:
     description:
-      - Merged into C(status.reconcile) - C(lastReconcileTime), C(lastHandledReconcileRequest), C(reason), C(resyncSeconds).
+      - Merged into C(status.reconcile) - C(lastReconcileTime), C(lastHandledReconcileRequest), C(reason), C(resyncSeconds) (0 or
+        more). Another key is refused naming the nearest one.
     type: dict
   catalog:
     description:
-      - Merged into C(status.catalog) - C(latestVersion), C(autoUpdate), C(autoUpdateSource).
+      - Merged into C(status.catalog) - C(latestVersion), C(autoUpdate), C(autoUpdateSource) (C(spec) or C(default)). Another key is
+        refused naming the nearest one.
     type: dict
 seealso:
   - module: aicr.runtime.stack_info

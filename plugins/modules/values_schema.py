@@ -99,23 +99,26 @@ options:
     choices: ["2020-12", "draft-07"]
     default: "2020-12"
   name:
-    description: Chart name used to derive the CRD names when there is no O(chart) (default the values file's directory name).
+    description:
+      - Chart name used to derive the CRD names when there is no O(chart) (default the values file's directory name).
+      - A DNS-1123 label, used as it is (the default group is C(<name>.bundles.<domain>)); any other is refused, never folded
+        into one.
     type: str
   group:
-    description: CRD API group (default C(<chart>.bundles.<domain>)).
+    description: CRD API group (default C(<chart>.bundles.<domain>)); a DNS-1123 subdomain with at least one dot.
     type: str
   kind:
-    description: CRD kind (default the chart name in CamelCase).
+    description: CRD kind (default the chart name in CamelCase); CamelCase letters and digits, at most 63 characters.
     type: str
   plural:
-    description: CRD plural (default the lower-case kind plus C(s)).
+    description: CRD plural (default the lower-case kind plus C(s)); a DNS-1035 label.
     type: str
   domain:
-    description: Domain of the default group.
+    description: Domain of the default group; a DNS-1123 subdomain.
     type: str
     default: aicr.io
   api_version:
-    description: Version name of the CRD (C(v1alpha1) when unset).
+    description: Version name of the CRD (C(v1alpha1) when unset); a DNS-1035 label.
     type: str
   scope:
     description: Scope of the custom resource.
@@ -123,7 +126,7 @@ options:
     choices: [Namespaced, Cluster]
     default: Namespaced
   versions:
-    description: Chart versions allowed in C(.spec.version) (an enum).
+    description: Chart versions allowed in C(.spec.version) (an enum); each a non-empty string, listed once.
     type: list
     elements: str
   discover_versions:
@@ -181,6 +184,12 @@ options:
     choices: [auto, json, yaml]
     default: auto
 notes:
+  - Every option is checked in one pass before a chart is pulled, a file read or a cluster contacted (choices, the CRD names by
+    apiextensions' rules, types, O(versions), every O(set)/O(set_string) expression, O(severities), what O(output) needs);
+    every problem found is listed in C(errors), C(msg) is the first one's line.
+  - Values files, O(values), the result of O(set), O(schema) and the CRDs are held to the collection's input limits (bytes,
+    nodes, alias nodes, depth; C(AICR_RUNTIME_MAX_*), see C(docs/troubleshooting.md#limits)) - a YAML alias bomb is refused
+    unexpanded, naming the file.
   - Remote C($ref) in schemas are never fetched during validation; they accept any value and a warning is returned.
   - Details of the inference rules and of the differences with other generators are in C(docs/modules/values_schema.md).
 requirements:

@@ -11,8 +11,9 @@ secret, and what is allowed) plus how many more there are; ``errors`` lists them
 - numbers: an integer or float (a bool is not a number), within ``minimum``..``maximum``; ``None`` means "not given"
   and takes the default - a zero is a value, never the default (no ``x or default``);
 - choices: one of a fixed list;
-- names: unknown keys (a lookup's keyword, a role's variable) are refused naming the nearest known one
-  (:func:`nearest`).
+- names: Kubernetes names by their rule (:data:`NAME_RULES`: a DNS-1123 label, a DNS-1035 label, a DNS-1123 subdomain),
+  never folded into one (no lower-casing, no slug); unknown keys (a lookup's keyword, a role's variable) are refused
+  naming the nearest known one (:func:`nearest`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,11 +22,38 @@ __metaclass__ = type
 
 import difflib
 import math
+import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 MAX_ERRORS = 50  # listed in ``errors``; a pass over a huge input still answers in one screen
 _NOT_GIVEN = object()
+
+# rule: (pattern, longest, its name, what is allowed) - Kubernetes' own rules (apimachinery's IsDNS1123Label & co.)
+NAME_RULES = {
+    "dns-label": (re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"), 63, "a DNS-1123 label",
+                  "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"),
+    "dns-1035-label": (re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$"), 63, "a DNS-1035 label",
+                       "a DNS-1035 label: lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, "
+                       "at most 63 characters"),
+    "dns-subdomain": (re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"), 253, "a DNS-1123 subdomain",
+                      "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', each part starting and ending with a letter or digit, "
+                      "at most 253 characters"),
+}
+
+
+def name_problem(value, rule="dns-label"):
+    """What is wrong with ``value`` as a Kubernetes name by ``rule`` (:data:`NAME_RULES`), or None."""
+    pattern, longest, label, _allowed = NAME_RULES[rule]
+    if not isinstance(value, str):
+        return "is a %s, not a string" % type(value).__name__
+    if not value:
+        return "is empty"
+    if len(value) > longest:
+        return "is %d characters long" % len(value)
+    if not pattern.match(value):
+        return "is not %s" % label
+    return None
 
 
 def nearest(name, known):
@@ -39,6 +67,17 @@ def unknown_name_message(field, name, known):
     guess = nearest(name, known)
     hint = "did you mean %s? " % guess if guess else ""
     return "%s: %s is not known; %sallowed: %s" % (field, name, hint, ", ".join(sorted(known)))
+
+
+def refuse_unknown_options(what, given, options):
+    """A lookup's keywords: raise ``AicrError`` naming every one of ``given`` that is none of ``options`` (the plugin's
+    documented options, ``_terms`` aside) and the nearest option - Ansible itself passes an unknown keyword silently."""
+    known = sorted(name for name in options if name != "_terms")
+    problems = Problems(what)
+    for key in given or {}:
+        if key not in known:
+            problems.errors.append({"field": key, "message": unknown_name_message(what, key, known), "allowed": known})
+    problems.raise_if_any()
 
 
 def _shown(value):
@@ -73,7 +112,9 @@ class Problems(object):
         if listed:
             self.errors.extend(listed)
         else:
-            self.errors.append({"field": error.details.get("field") or "", "message": error.msg})
+            entry = {"field": error.details.get("field") or "", "message": error.msg}
+            entry.update((key, error.details[key]) for key in ("value", "allowed") if key in error.details)
+            self.errors.append(entry)
 
     def number(self, field, value, default=None, minimum=None, maximum=None, integer=False, unit=""):
         """``value`` checked as a number in range (``None``: ``default``); the value itself when it is refused."""
@@ -113,6 +154,32 @@ class Problems(object):
             wanted = "more than 0 and at most %s %s" % (maximum, unit) if maximum is not None else "a positive number of %s" % unit
             self.add(field, "%s is not allowed; use %s" % (checked, wanted), value=checked, allowed=_range(">0", maximum))
         return checked
+
+    def name(self, field, value, rule="dns-label"):
+        """``value`` a Kubernetes name by ``rule`` (:data:`NAME_RULES`; None: not given), never folded into a valid one."""
+        if value is None:
+            return value
+        problem = name_problem(value, rule)
+        if problem is not None:
+            self.add(field, "%s %s; allowed: %s" % (_shown(value), problem, NAME_RULES[rule][3]), value=value, allowed=NAME_RULES[rule][3])
+        return value
+
+    def text(self, field, value, empty=False):
+        """``value`` a string (not empty unless ``empty``; None: not given)."""
+        if value is None:
+            return value
+        if not isinstance(value, str) or (not value.strip() and not empty):
+            self.add(field, "%s is not allowed; use a non-empty string" % _shown(value), value=value)
+        return value
+
+    def mapping(self, field, value):
+        """Whether ``value`` is a mapping (None: not given, and not one); a problem otherwise."""
+        if value is None:
+            return False
+        if not isinstance(value, dict):
+            self.add(field, "a %s is not allowed; use a mapping" % type(value).__name__, value=value)
+            return False
+        return True
 
     def choice(self, field, value, allowed, default=None):
         """``value`` one of ``allowed`` (``None``: ``default``)."""

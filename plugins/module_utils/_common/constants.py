@@ -30,6 +30,7 @@ __metaclass__ = type
 import hashlib
 import re
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import NAME_RULES, name_problem
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 FIELD_MANAGER = "aicr-runtime"
@@ -75,10 +76,8 @@ STACK_PHASES = (PENDING, RESOLVING, ATTACHING, DEPLOYING, READY, DEGRADED, FAILE
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)?$")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-STACK_NAME_MAX = 63
-STACK_NAME_ALLOWED = "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
+STACK_NAME_ALLOWED = NAME_RULES["dns-label"][3]  # a DNS-1123 label: lowercase letters, digits and '-', ... at most 63 characters
 NAME_HASH_LENGTH = 10  # hex digits of sha256 (40 bits): what a cut name ends in
 
 
@@ -88,15 +87,7 @@ def stack_name_problem(value):
     Every name the collection derives from a stack (labels, Leases, inventory, device records, stack ConfigMaps) is
     injective only because the stack name itself needs no folding: ``gpu prod``, ``gpu/prod`` and ``GPU-prod`` are refused
     instead of all becoming ``gpu-prod``."""
-    if not isinstance(value, str):
-        return "is a %s, not a string" % type(value).__name__
-    if not value:
-        return "is empty"
-    if len(value) > STACK_NAME_MAX:
-        return "is %d characters long" % len(value)
-    if not _DNS_LABEL.match(value):
-        return "is not a DNS-1123 label"
-    return None
+    return name_problem(value, "dns-label")
 
 
 def check_stack_name(field, value):

@@ -211,7 +211,8 @@ def evaluate(constraint, snapshot):
 
 # -- the node-set form -----------------------------------------------------------------
 
-def _valid_label_key(key):
+def valid_label_key(key):
+    """Whether ``key`` is a Kubernetes label key (an optional DNS-1123 subdomain prefix and ``/``, a name of at most 63)."""
     if not key or key.count("/") > 1:
         return False
     prefix, name = key.rpartition("/")[0], key.rpartition("/")[2]
@@ -220,7 +221,8 @@ def _valid_label_key(key):
     return len(name) <= 63 and bool(_LABEL_NAME.match(name))
 
 
-def _valid_label_value(value):
+def valid_label_value(value):
+    """Whether ``value`` is a Kubernetes label value (empty, or at most 63 alphanumerics, ``-``, ``_``, ``.``)."""
     return value == "" or (len(value) <= 63 and bool(_LABEL_NAME.match(value)))
 
 
@@ -229,13 +231,13 @@ def parse_gpu_nodes_value(raw):
     text = (raw or "").strip()
     if text.startswith("!"):
         key = text[1:].strip()
-        if not _valid_label_key(key):
+        if not valid_label_key(key):
             raise ValueError("invalid node-set constraint value %r: negated form is \"!<label-key>\" with a valid label key and no value" % raw)
         return key, "", True
     if "=" not in text:
         raise ValueError("invalid node-set constraint value %r: expected \"<label-key>=<value>\" or \"!<label-key>\"" % raw)
     key, want = text.split("=", 1)
-    if not _valid_label_key(key) or not _valid_label_value(want):
+    if not valid_label_key(key) or not valid_label_value(want):
         raise ValueError("invalid node-set constraint value %r: label key or value is not valid" % raw)
     return key, want, False
 

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 ANY = "any"
@@ -93,20 +94,23 @@ def parse_nodes(raw):
 
 
 def parse_criteria(raw, registered=None):
-    """Validate a user query: dict of dimension -> value. Unknown keys are errors."""
+    """Validate a user query: dict of dimension -> value. Unknown keys are errors; every problem is listed in ``errors``."""
     raw = raw or {}
     if not isinstance(raw, dict):
         raise AicrError("criteria: expected a mapping of %s, nodes; got %s" % (", ".join(DIMENSIONS), type(raw).__name__), field="criteria")
-    unknown = sorted(k for k in raw if k not in DIMENSIONS and k != "nodes")
-    if unknown:
-        raise AicrError(
-            "criteria: unknown key '%s' (allowed: %s, nodes)" % (unknown[0], ", ".join(DIMENSIONS)),
-            field="criteria.%s" % unknown[0], allowed=list(DIMENSIONS) + ["nodes"],
-        )
+    problems = Problems("criteria")
+    problems.known_keys("criteria", raw, DIMENSIONS + ("nodes",))
     out = {}
     for dim in DIMENSIONS:
-        out[dim] = parse_dimension(dim, raw.get(dim), registered)
-    out["nodes"] = parse_nodes(raw.get("nodes"))
+        try:
+            out[dim] = parse_dimension(dim, raw.get(dim), registered)
+        except AicrError as exc:
+            problems.extend(exc)
+    try:
+        out["nodes"] = parse_nodes(raw.get("nodes"))
+    except AicrError as exc:
+        problems.extend(exc)
+    problems.raise_if_any()
     return out
 
 

@@ -28,9 +28,11 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection as kube_connection
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import FACTS_CONFIGMAP_ROLE, ClusterError, binding_advice
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as constraints_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 
 NFD_OS = "feature.node.kubernetes.io/system-os_release."
@@ -268,8 +270,64 @@ def _match_selector(client, selector):
     return set((n.get("metadata") or {}).get("name") for n in client.list("v1", "Node", label_selector=selector))
 
 
+_SET_REQUIREMENT = re.compile(r"^\s*(\S+)\s+(in|notin)\s+\(([^()]*)\)\s*$")
+_EQUALITY = re.compile(r"^\s*([^!=\s]+)\s*(==|=|!=)\s*([^=\s]*)\s*$")
+
+
+def selector_problem(selector):
+    """What is wrong with a label selector (Kubernetes' syntax: ``key``, ``!key``, ``key=value``, ``key==value``,
+    ``key!=value``, ``key in (a,b)``, ``key notin (a,b)``, comma-separated), or None."""
+    requirements, depth, current = [], 0, ""
+    for char in str(selector):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            requirements.append(current)
+            current = ""
+        else:
+            current += char
+    requirements.append(current)
+    for requirement in requirements:
+        text = requirement.strip()
+        in_set, equality = _SET_REQUIREMENT.match(text), _EQUALITY.match(text)
+        if in_set:
+            key, values = in_set.group(1), [v.strip() for v in in_set.group(3).split(",")]
+        elif equality:
+            key, values = equality.group(1), [equality.group(3)]
+        else:
+            key, values = text[1:].strip() if text.startswith("!") else text, []
+        if not constraints_mod.valid_label_key(key) or not all(constraints_mod.valid_label_value(v) for v in values):
+            return "requirement %r is not a label key with an optional =, ==, != value or in/notin (values) set" % text
+    return None
+
+
+def check_params(params):
+    """cluster_facts' one validation pass, before the cluster is reached or a file read: node names (DNS-1123
+    subdomains), the label selector, the ConfigMap reference (namespace/name); every problem in ``errors``."""
+    problems = Problems("cluster_facts")
+    nodes = params.get("nodes")
+    if nodes is not None and not isinstance(nodes, (list, tuple)):
+        problems.add("nodes", "a %s is not allowed; use a list of node names" % type(nodes).__name__)
+    for index, node in enumerate(nodes if isinstance(nodes, (list, tuple)) else []):
+        problems.name("nodes[%d]" % index, node, "dns-subdomain")
+    selector = params.get("node_selector")
+    if selector not in (None, ""):
+        problem = selector_problem(selector) if isinstance(selector, str) else "a %s is not a label selector" % type(selector).__name__
+        if problem:
+            problems.add("node_selector", "%r: %s; allowed: a label selector such as nvidia.com/gpu.present=true" % (selector, problem), value=selector)
+    if params.get("from_configmap"):
+        try:
+            namespace, name = _parse_configmap_ref(params["from_configmap"])
+        except AicrError as exc:
+            problems.extend(exc)
+        else:
+            problems.name("from_configmap", namespace)  # the namespace: a DNS-1123 label
+            problems.name("from_configmap", name, "dns-subdomain")
+    problems.raise_if_any()
+
+
 def collect(params):
     """The module's result (see plugins/modules/cluster_facts.py RETURN)."""
+    check_params(params)
     if params.get("from_file"):
         snap = snapshot_mod.load(params["from_file"])
         return {"changed": False, "snapshot": snap, "source": "file", "nodes": [], "conflicts": [],

@@ -323,14 +323,25 @@ def validate_profile(decl, source):
     return dict((comp, sorted(p)) for comp, p in owned.items())
 
 
-def parse_selection(raw):
+def profile_problem(raw):
+    """What is wrong with a profile selection (the text after ``profile: ``), or None; ``None``/``""`` select none."""
     if raw in (None, ""):
         return None
     if not isinstance(raw, str) or raw.strip() != raw or raw.count("=") != 1:
-        raise AicrError("profile: %r must use the exact name=value form (e.g. gpuStack=operator-managed)" % (raw,), field="profile", value=raw)
+        return "%r must use the exact name=value form (e.g. gpuStack=operator-managed)" % (raw,)
     name, value = raw.split("=", 1)
     if not _PROFILE_ID.match(name) or not _PROFILE_ID.match(value):
-        raise AicrError("profile: name and value of %r must match [A-Za-z0-9._-]+" % raw, field="profile", value=raw)
+        return "name and value of %r must match [A-Za-z0-9._-]+" % raw
+    return None
+
+
+def parse_selection(raw):
+    if raw in (None, ""):
+        return None
+    problem = profile_problem(raw)
+    if problem:
+        raise AicrError("profile: " + problem, field="profile", value=raw)
+    name, value = raw.split("=", 1)
     return name, value
 
 

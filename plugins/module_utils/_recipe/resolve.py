@@ -20,8 +20,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
-from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as _OVERRIDE_KEYS
-from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component, override_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_kept
@@ -31,6 +31,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criter
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import match
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import merge
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import check_inputs, override_problems_into
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import values as values_mod
 
@@ -328,37 +329,18 @@ def build_recipe(catalog, query, profile=None, evaluator=None):
 
 
 def _check_user_inputs(result, skip_components, component_overrides):
+    """Every ``skip_components`` entry and ``component_overrides`` key names a component of the recipe (all problems at once)."""
     names = [ref["name"] for ref in result["componentRefs"]]
     skip = list(skip_components or [])
+    problems = Problems("recipe")
     for name in skip:
         if name not in names:
-            raise AicrError("skip_components: component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
-                            field="skip_components", value=name, allowed=sorted(names))
+            problems.add("skip_components", "component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
+                         value=name, allowed=sorted(names))
     overrides = component_overrides or {}
-    for kind, name, key, value in override_problems(overrides, names, _OVERRIDE_KEYS):
-        _raise_override_problem(kind, name, key, value, names)
+    override_problems_into(problems, overrides, names)
+    problems.raise_if_any()
     return skip, overrides
-
-
-def _raise_override_problem(kind, name, key, value, names):
-    """recipe_resolve's wording of a ``component.override_problems`` entry (one field at a time)."""
-    where = "component_overrides.%s" % name
-    if kind == "not-a-mapping":
-        raise AicrError("component_overrides: expected a mapping of component name to {version, namespace, values, enabled}", field="component_overrides")
-    if kind == "unknown-component":
-        raise AicrError("component_overrides: component %r is not in the resolved recipe (components: %s)" % (name, ", ".join(sorted(names))),
-                        field="component_overrides", value=name, allowed=sorted(names))
-    if kind == "entry-not-a-mapping":
-        raise AicrError("component_overrides.%s: expected a mapping with keys %s" % (name, ", ".join(_OVERRIDE_KEYS)), field=where)
-    if kind == "unknown-key":
-        raise AicrError("component_overrides.%s: unknown key %r (allowed: %s)" % (name, key, ", ".join(_OVERRIDE_KEYS)),
-                        field="%s.%s" % (where, key), allowed=list(_OVERRIDE_KEYS))
-    if kind == "not-a-string":
-        raise AicrError("component_overrides.%s.%s: expected a non-empty string, got %r" % (name, key, value), field="%s.%s" % (where, key))
-    if kind == "values-not-a-mapping":
-        raise AicrError("component_overrides.%s.values: expected a mapping of Helm values, got %s" % (name, type(value).__name__),
-                        field="%s.values" % where)
-    raise AicrError("component_overrides.%s.enabled: expected a boolean, got %r" % (name, value), field="%s.enabled" % where)
 
 
 def apply_user_inputs(result, skip_components=None, component_overrides=None):
@@ -427,7 +409,10 @@ def shown(result, sensitive_values=None):
 
 def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True,
             write_cache=True, snapshot=None):
-    """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md)."""
+    """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md).
+
+    Every input is checked first (:func:`~.options.check_inputs`), before the catalog is read or unpacked."""
+    check_inputs(catalog_path, criteria, profile, skip_components, component_overrides, snapshot)
     cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache, write_cache=write_cache)
     return resolve_loaded(cat, criteria, profile, skip_components, component_overrides, snapshot=snapshot)
 

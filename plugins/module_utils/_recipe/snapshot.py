@@ -57,6 +57,9 @@ def check(doc, where=""):
     kind = doc.get("kind") or ""
     if kind not in ("", KIND):
         _fail(where, "document has kind %r, expected %r" % (kind, KIND))
+    if not kind and "measurements" not in doc:  # {a: 1} would read as an empty snapshot and resolve a fallback recipe
+        _fail(where, "not a Snapshot: neither kind: Snapshot nor measurements; allowed: a Snapshot (kind: Snapshot, measurements: [...]) "
+                     "or the result of aicr.runtime.cluster_facts")
     api_version = doc.get("apiVersion") or ""
     if api_version and not api_version.startswith(("aicr.nvidia.com/", "aicr.run/")):
         _fail(where, "unsupported apiVersion %r (expected aicr.nvidia.com/v1alpha1)" % api_version)
@@ -100,6 +103,7 @@ def parse_text(text, where):
 def load(value):
     """A normalised snapshot from a mapping (Snapshot or cluster_facts result) or a file path."""
     if isinstance(value, dict):
+        bounded.check_value(value, "snapshot")  # a mapping given inline: held to the limits a Snapshot file is
         if "measurements" not in value and isinstance(value.get("snapshot"), dict):
             return check(value["snapshot"], " (cluster_facts result)")
         return check(value)

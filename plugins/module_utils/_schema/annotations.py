@@ -13,6 +13,9 @@ import re
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
+# the source a comment's YAML is read as: a refusal past a limit is renamed after the values file it is in (infer)
+COMMENT_SOURCE = "a YAML comment"
+
 
 TYPE_ALIASES = {
     "int": "integer", "integer": "integer", "int64": "integer", "int32": "integer", "uint": "integer",
@@ -54,7 +57,7 @@ def _scalar(text):
     if text == "":
         return True
     try:
-        return deps.load(text)
+        return deps.load(text, COMMENT_SOURCE)
     except deps.yaml.YAMLError:
         return text
 

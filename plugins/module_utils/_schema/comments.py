@@ -27,7 +27,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
-from ansible_collections.aicr.runtime.plugins.module_utils._schema.annotations import TYPE_ALIASES, parse_bitnami_modifiers, parse_schema_annotation
+from ansible_collections.aicr.runtime.plugins.module_utils._schema.annotations import COMMENT_SOURCE, TYPE_ALIASES
+from ansible_collections.aicr.runtime.plugins.module_utils._schema.annotations import parse_bitnami_modifiers, parse_schema_annotation
 
 _HELMDOCS_PATH = re.compile(r'^#\s*((?:[A-Za-z0-9_\-$]+|"[^"]*")(?:\.(?:[A-Za-z0-9_\-$]+|"[^"]*"))*)\s+--\s?(.*)$')
 _HELMDOCS_TYPE = re.compile(r'^\(([A-Za-z0-9_/\-]+)\)\s*(.*)$', re.S)
@@ -286,7 +287,7 @@ class CommentIndex:
 
 def _load_or_none(text):
     try:
-        return deps.load(text)
+        return deps.load(text, COMMENT_SOURCE)
     except deps.yaml.YAMLError:
         return None
 
@@ -333,7 +334,7 @@ def parse_block(block):
                 end += 1
             text = "\n".join(_strip_hashes(b) for b in block[index + 1:end])
             try:
-                loaded = deps.load(text) if text.strip() else None
+                loaded = deps.load(text, COMMENT_SOURCE) if text.strip() else None
             except deps.yaml.YAMLError:
                 loaded = None
             if isinstance(loaded, dict):

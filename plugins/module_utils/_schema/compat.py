@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, unknown_name_message
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 DEFAULT_SEVERITIES = {
@@ -68,19 +69,33 @@ MAX_KEYS = ("maximum", "maxLength", "maxItems", "maxProperties")
 
 
 def resolve_severities(overrides=None, profile="aicr"):
-    """Severity per check: the profile's defaults, then overrides keyed by check or by rule name."""
+    """Severity per check: the profile's defaults, then overrides keyed by check or by rule name (every problem listed)."""
+    problems = Problems("severities")
+    result = severity_problems(problems, overrides, profile)
+    problems.raise_if_any()
+    return result
+
+
+def severity_problems(problems, overrides=None, profile="aicr"):
+    """:func:`resolve_severities` adding what is wrong with ``profile`` and ``overrides`` to ``problems`` (the checks
+    that are right still apply)."""
     if profile not in PROFILES:
-        raise AicrError("compat_profile: %r is not allowed; allowed: %s" % (profile, ", ".join(PROFILES)), field="compat_profile", value=profile)
+        problems.choice("compat_profile", profile, PROFILES)
+        profile = "aicr"
     result = dict(DEFAULT_SEVERITIES) if profile == "aicr" else dict((check, "error") for check in DEFAULT_SEVERITIES)
+    if overrides is not None and not isinstance(overrides, dict):
+        problems.mapping("severities", overrides)
+        return result
+    known = sorted(set(list(result) + list(RULE_OF_CHECK.values())))
     for key, value in (overrides or {}).items():
-        if value not in SEVERITIES:
-            raise AicrError("severities.%s: %r is not allowed; allowed: error, warn, ignore" % (key, value), field="severities", value=value)
-        checks = [c for c in result if c == key or RULE_OF_CHECK.get(c) == key or c.startswith(key + "_")]
-        if key in ("minimum", "minLength", "minItems", "minProperties", "maximum", "maxLength", "maxItems", "maxProperties"):
+        checks = [c for c in result if c == key or RULE_OF_CHECK.get(c) == key or c.startswith(str(key) + "_")]
+        if key in MIN_KEYS + MAX_KEYS:
             checks = [c for c in result if c.startswith("minimum_" if key.startswith("min") else "maximum_")]
         if not checks:
-            raise AicrError("severities: %r is not a check or rule; allowed: %s" % (key, ", ".join(sorted(set(list(result) + list(RULE_OF_CHECK.values()))))),
-                            field="severities", value=key)
+            problems.errors.append({"field": "severities.%s" % key, "message": unknown_name_message("severities", key, known), "allowed": known})
+        if value not in SEVERITIES:
+            problems.choice("severities.%s" % key, value, SEVERITIES)
+            continue
         for check in checks:
             result[check] = value
     return result

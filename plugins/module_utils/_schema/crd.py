@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, name_problem
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import CHART_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import jsonschema, refs
@@ -25,9 +26,8 @@ DEFAULT_DOMAIN = "aicr.io"
 DEFAULT_API_VERSION = "v1alpha1"
 _CRD_KEYWORDS = ("title", "description", "enum", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                  "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "default")
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+KIND_ALLOWED = "CamelCase letters and digits starting with an upper-case letter, at most 63 characters"
 
 CONDITION_SCHEMA = {
     "type": "object",
@@ -52,6 +52,25 @@ def _kind_from(name):
     return kind
 
 
+def name_problems(problems, group=None, kind=None, plural=None, api_version=None, domain=None, fields=None):
+    """The CRD naming rules of apiextensions (each name given is checked; None: not given), added to ``problems``:
+    ``group`` a DNS-1123 subdomain with at least one dot, ``kind`` CamelCase, ``plural`` and ``api_version`` DNS-1035
+    labels, ``domain`` (of a default group) a DNS-1123 subdomain. ``fields`` renames a name's field in the message."""
+    fields = fields or {}
+    if group is not None:
+        if name_problem(group, "dns-subdomain") is not None or "." not in str(group):
+            problems.add(fields.get("group", "group"), "%r is not a DNS subdomain with at least one dot (e.g. example.com)" % (group,), value=group)
+    if kind is not None and (not isinstance(kind, str) or not _KIND.match(kind) or len(kind) > 63):
+        problems.add(fields.get("kind", "kind"), "%r is not allowed; allowed: %s" % (kind, KIND_ALLOWED), value=kind, allowed=KIND_ALLOWED)
+    if plural is not None:
+        problems.name(fields.get("plural", "plural"), plural, "dns-1035-label")
+    if api_version is not None:
+        problems.name(fields.get("api_version", "api_version"), api_version, "dns-1035-label")
+    if domain is not None:
+        problems.name(fields.get("domain", "domain"), domain, "dns-subdomain")
+    return problems
+
+
 def derive_names(chart_name, group=None, kind=None, plural=None, domain=None):
     """Group, kind, plural, singular for a chart (``<name>.bundles.<domain>``, ``GpuOperator``, ``gpuoperators``)."""
     if not chart_name and not (group and kind):
@@ -61,12 +80,7 @@ def derive_names(chart_name, group=None, kind=None, plural=None, domain=None):
     kind = kind or _kind_from(str(chart_name))
     plural = plural or (kind.lower() + ("es" if kind.lower().endswith(("s", "x", "sh", "ch")) else "s"))
     singular = kind.lower()
-    if not _DNS_SUBDOMAIN.match(group) or len(group) > 253 or "." not in group:
-        raise AicrError("group: %r is not a DNS subdomain with at least one dot (e.g. example.com)" % group, field="group", value=group)
-    if not _KIND.match(kind):
-        raise AicrError("kind: %r must be CamelCase letters and digits starting with an upper-case letter" % kind, field="kind", value=kind)
-    if not _DNS_LABEL.match(plural):
-        raise AicrError("plural: %r is not a lower-case DNS label" % plural, field="plural", value=plural)
+    name_problems(Problems("crd"), group=group, kind=kind, plural=plural).raise_if_any()
     return {"group": group, "kind": kind, "plural": plural, "singular": singular, "listKind": kind + "List"}
 
 
@@ -191,8 +205,7 @@ def build_crd(node, chart_name, group=None, kind=None, plural=None, domain=None,
     """The CRD dict and the list of dropped keywords."""
     names = derive_names(chart_name, group, kind, plural, domain)
     api_version = api_version or DEFAULT_API_VERSION
-    if not _DNS_LABEL.match(api_version):
-        raise AicrError("api_version: %r is not a DNS-1035 label such as v1alpha1" % api_version, field="api_version", value=api_version)
+    name_problems(Problems("crd"), api_version=api_version).raise_if_any()
     if scope not in ("Namespaced", "Cluster"):
         raise AicrError("scope: %r is not allowed; allowed: Namespaced, Cluster" % scope, field="scope", value=scope)
     dropped = []

@@ -19,6 +19,7 @@ import os
 import tempfile
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps, validation
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
@@ -40,9 +41,78 @@ DEFAULTS = dict(
 def _params(params):
     merged = dict(DEFAULTS)
     merged.update(dict((k, v) for k, v in (params or {}).items() if v is not None))
-    if merged["output"] not in OUTPUTS:
-        raise AicrError("output: %r is not allowed; allowed: %s" % (merged["output"], ", ".join(OUTPUTS)), field="output", value=merged["output"])
+    check_params(merged)
     return merged
+
+
+def _paths(problems, field, value):
+    """A list of non-empty strings (None: not given)."""
+    if value is None:
+        return
+    if not isinstance(value, (list, tuple)):
+        problems.add(field, "a %s is not allowed; use a list" % type(value).__name__, value=value)
+        return
+    for index, item in enumerate(value):
+        problems.text("%s[%d]" % (field, index), item)
+
+
+def _document(problems, field, value, what):
+    """A mapping (held to the node and depth limits) or a non-empty string (a file, YAML text or a name); None: not given."""
+    if isinstance(value, dict):
+        try:
+            bounded.check_value(value, field)
+        except AicrError as exc:
+            problems.extend(exc)
+    elif value is not None and not (isinstance(value, str) and value.strip()):
+        problems.add(field, "a %s is not allowed; use %s" % (type(value).__name__, what), value=value)
+
+
+def check_params(params):
+    """One validation pass over the parameters, before a chart is pulled, a file read or a cluster reached: every problem
+    (enums, names of the CRD, types, the ``set`` expressions, severities, what ``output`` needs) listed in ``errors``."""
+    problems = Problems("values_schema")
+    output = problems.choice("output", params["output"], OUTPUTS)
+    problems.choice("draft", params.get("draft"), sorted(jsonschema.DRAFT_ALIASES))
+    problems.choice("scope", params.get("scope"), ("Namespaced", "Cluster"))
+    problems.choice("dest_format", params.get("dest_format"), ("auto", "json", "yaml"))
+    try:
+        refs.normalise_k8s_version(params.get("k8s_schema_version"))
+    except AicrError as exc:
+        problems.extend(exc)
+    compat.severity_problems(problems, params.get("severities"), params.get("compat_profile") or "aicr")
+    for field in ("chart", "chart_version", "repository", "helm_binary", "context", "dest"):
+        problems.text(field, params.get(field))
+    # the CRD's group is <name>.bundles.<domain>: a name is used as it is, never folded (My Stack/../x is no my-stack-x)
+    problems.name("name", params.get("name"))
+    crd_mod.name_problems(problems, group=params.get("group"), kind=params.get("kind"), plural=params.get("plural"),
+                          api_version=params.get("api_version"), domain=params.get("domain"))
+    _paths(problems, "values_files", params.get("values_files"))
+    _paths(problems, "versions", params.get("versions"))
+    if isinstance(params.get("versions"), (list, tuple)) and len(set(map(str, params["versions"]))) != len(params["versions"]):
+        problems.add("versions", "%r lists a version twice; allowed: each version once" % (list(params["versions"]),), value=list(params["versions"]))
+    if params.get("values") is not None and problems.mapping("values", params["values"]):
+        _document(problems, "values", params["values"], "a mapping")
+    for field in ("set", "set_string"):
+        _paths(problems, field, params.get(field))
+        for expression in params.get(field) or [] if isinstance(params.get(field), (list, tuple)) else []:
+            try:
+                bounded.check_value(validate.parse_set([expression], as_string=field == "set_string", field=field), field)
+            except AicrError as exc:
+                problems.extend(exc)
+    _document(problems, "schema", params.get("schema"), "a JSON Schema mapping or the path of one")
+    for field in ("old_crd", "new_crd"):
+        _document(problems, field, params.get(field), "a CRD mapping, a file or the name of a live CRD")
+    sources = params.get("chart") or params.get("values_files")
+    if output == "compare" and params.get("old_crd") is None:
+        problems.add("old_crd", "required with output=compare; allowed: a CRD file, a mapping, or the name of a live CRD")
+    if output == "validate" and not params.get("chart") and params.get("schema") is None:
+        problems.add("schema", "required with output=validate when no chart is given (a chart's schema is generated); allowed: a JSON Schema "
+                     "mapping or file")
+    if output in ("json_schema", "crd") or (output == "compare" and params.get("new_crd") is None):
+        if not sources:
+            what = "JSON Schema" if output == "json_schema" else "CRD"
+            problems.add("chart", "a chart or at least one values file is required to generate a %s (output=%s)" % (what, output))
+    problems.raise_if_any()
 
 
 def _read_text(path, field):
@@ -60,8 +130,6 @@ def load_sources(params):
         chart = sources.load_chart(params["chart"], params.get("chart_version"), params.get("repository"), params.get("helm_binary") or "helm",
                                    insecure=bool(params.get("plain_http")), repository_credentials=params.get("repository_credentials"))
     files = [(str(path), _read_text(path, "values_files")) for path in params.get("values_files") or []]
-    if chart is None and not files and params["output"] in ("json_schema", "crd", "compare"):
-        raise AicrError("chart/values_files: give a chart or at least one values file to generate a %s" % params["output"], field="chart")
     return chart, files
 
 
@@ -184,7 +252,8 @@ def values_to_validate(params, chart, files):
     if params.get("set"):
         values = merge_null_deletes(values, validate.parse_set(params["set"]))
     if params.get("set_string"):
-        values = merge_null_deletes(values, validate.parse_set(params["set_string"], as_string=True))
+        values = merge_null_deletes(values, validate.parse_set(params["set_string"], as_string=True, field="set_string"))
+    bounded.check_value(values, "the values to validate")  # values files, inline values and set expressions together
     return values
 
 
@@ -258,10 +327,8 @@ def run(params, check_mode=False):
     elif output == "validate":
         if params.get("schema") is not None:
             schema = _load_schema(params["schema"])
-        elif chart is not None:
+        else:  # a chart: check_params refused neither
             schema = jsonschema.to_json_schema(build_node(chart, [], warnings, params["draft"], params.get("k8s_schema_version")), params["draft"])
-        else:
-            raise AicrError("validate: give a chart (its schema is generated) or a schema to validate against", field="schema")
         values = values_to_validate(params, chart, files)
         content = validation.validate(schema, values, warnings=warnings)
         result["errors"] = content
@@ -269,8 +336,6 @@ def run(params, check_mode=False):
         if content and params["fail_on_error"]:
             failure = "values do not validate: %d violation(s): %s" % (len(content), validation.summarise(content))
     else:
-        if params.get("old_crd") is None:
-            raise AicrError("compare: old_crd is required (a file, a dict, or the name of a live CRD)", field="old_crd")
         old = load_crd(params["old_crd"], "old_crd", params.get("kubeconfig"), params.get("context"))
         if params.get("new_crd") is not None:
             new = load_crd(params["new_crd"], "new_crd", params.get("kubeconfig"), params.get("context"))

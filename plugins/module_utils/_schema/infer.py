@@ -88,7 +88,13 @@ class Inferrer:
         if not isinstance(self.root, yaml.MappingNode):
             raise AicrError("values file %s: top level is a %s; allowed: a mapping" % (self.source, self.root.id), field="values", source=self.source)
         self.expanding[id(self.root)] = ()
-        node = self._mapping(self.root, ())
+        try:
+            node = self._mapping(self.root, ())
+        except AicrError as exc:
+            if exc.details.get("field") != comments_mod.COMMENT_SOURCE:
+                raise
+            # a comment's YAML (an example, an annotation) past a limit: named by the file it is in
+            raise AicrError("values file %s: %s" % (self.source, exc.msg), **dict(exc.details, field="values", source=self.source))
         self._apply_paths(node)
         return prune_hidden(node)
 

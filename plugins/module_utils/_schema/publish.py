@@ -33,12 +33,14 @@ import os
 import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness, wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import comparable
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod
 
 API_VERSION = "apiextensions.k8s.io/v1"
 KIND = "CustomResourceDefinition"
@@ -51,18 +53,23 @@ DEFAULTS = dict(
 )
 
 
-def _params(params):
+MAX_WAIT = 24 * 3600  # wait_timeout: a day
+MAX_SLEEP = 60  # wait_sleep
+
+
+def _params(params, problems=None):
+    """The parameters with their defaults filled in, checked in one pass (every problem added to ``problems``; raised
+    here when none is given). A zero is a value, never the default: ``wait_timeout`` and ``wait_sleep`` are above 0."""
     merged = dict(DEFAULTS)
     merged.update(dict((k, v) for k, v in (params or {}).items() if v is not None))
-    if merged["state"] not in STATES:
-        raise AicrError("state: %r is not allowed; allowed: %s" % (merged["state"], ", ".join(STATES)), field="state", value=merged["state"])
-    for field in ("wait_timeout", "wait_sleep"):
-        try:
-            merged[field] = float(merged[field])
-        except (TypeError, ValueError):
-            raise AicrError("%s: %r is not a number of seconds" % (field, merged[field]), field=field, value=str(merged[field]))
-        if merged[field] < 0 or (field == "wait_sleep" and merged[field] == 0):
-            raise AicrError("%s: %s is not allowed; allowed: a number of seconds above 0" % (field, merged[field]), field=field, value=merged[field])
+    own = problems is None
+    problems = Problems("crd_publish") if own else problems
+    problems.choice("state", merged["state"], STATES)
+    merged["wait_timeout"] = problems.positive("wait_timeout", merged["wait_timeout"], maximum=MAX_WAIT)
+    merged["wait_sleep"] = problems.positive("wait_sleep", merged["wait_sleep"], maximum=MAX_SLEEP)
+    compat.severity_problems(problems, merged.get("severities"))
+    if own:
+        problems.raise_if_any()
     return merged
 
 
@@ -87,6 +94,7 @@ def load_definition(definition=None, src=None):
         raise AicrError("definition/src: give one of them, not both", field="definition")
     if definition is not None:
         if isinstance(definition, dict):
+            bounded.check_value(definition, "definition")
             crd = definition
         elif isinstance(definition, str):
             crd = _first_crd(_parse_yaml(definition, "definition", "the text"), "definition", "the text")
@@ -104,20 +112,40 @@ def load_definition(definition=None, src=None):
 
 
 def check_definition(crd):
-    """Refuse what is not an ``apiextensions.k8s.io/v1`` CRD with a name, a group and names."""
+    """Refuse what is not an ``apiextensions.k8s.io/v1`` CRD with a name, a group, names and versions by apiextensions'
+    rules (every problem listed in ``errors``); a copy without status and server-set metadata."""
+    problems = Problems("definition")
+    if not isinstance(crd, dict):
+        raise AicrError("definition: a %s is not allowed; allowed: a mapping or YAML text" % type(crd).__name__, field="definition")
     if crd.get("kind") != KIND or crd.get("apiVersion") != API_VERSION:
-        raise AicrError("definition: apiVersion/kind %s/%s is not allowed; allowed: %s/%s" % (crd.get("apiVersion"), crd.get("kind"), API_VERSION, KIND),
-                        field="definition")
+        problems.add("definition", "apiVersion/kind %s/%s is not allowed; allowed: %s/%s" % (crd.get("apiVersion"), crd.get("kind"), API_VERSION, KIND))
     name = (crd.get("metadata") or {}).get("name")
     if not name or not isinstance(name, str):
-        raise AicrError("definition: metadata.name is missing; allowed: <plural>.<group>", field="definition")
-    spec = crd.get("spec") or {}
-    plural = (spec.get("names") or {}).get("plural")
+        problems.add("definition", "metadata.name is missing; allowed: <plural>.<group>")
+    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    plural = names.get("plural")
     if not spec.get("group") or not plural:
-        raise AicrError("definition: CRD %s has no spec.group or spec.names.plural" % name, field="definition", name=name)
-    if name != "%s.%s" % (plural, spec["group"]):
-        raise AicrError("definition: metadata.name %s is not allowed; allowed: %s.%s (<plural>.<group>)" % (name, plural, spec["group"]),
-                        field="definition", name=name)
+        problems.add("definition", "CRD %s has no spec.group or spec.names.plural" % name)
+    elif name and name != "%s.%s" % (plural, spec["group"]):
+        problems.add("definition", "metadata.name %s is not allowed; allowed: %s.%s (<plural>.<group>)" % (name, plural, spec["group"]))
+    crd_mod.name_problems(problems, group=spec.get("group") or None, kind=names.get("kind"), plural=plural or None,
+                          fields={"group": "definition.spec.group", "kind": "definition.spec.names.kind", "plural": "definition.spec.names.plural"})
+    for key in ("singular", "listKind"):
+        if names.get(key) is not None:
+            if key == "singular":
+                problems.name("definition.spec.names.singular", names[key], "dns-1035-label")
+            else:
+                crd_mod.name_problems(problems, kind=names[key], fields={"kind": "definition.spec.names.listKind"})
+    problems.choice("definition.spec.scope", spec.get("scope"), ("Namespaced", "Cluster"))
+    versions = spec.get("versions")
+    if versions is not None and not isinstance(versions, list):
+        problems.add("definition.spec.versions", "a %s is not allowed; allowed: a list of versions" % type(versions).__name__)
+    for index, version in enumerate(versions if isinstance(versions, list) else []):
+        version_name = version.get("name") if isinstance(version, dict) else None
+        crd_mod.name_problems(problems, api_version=version_name if version_name is not None else "",
+                              fields={"api_version": "definition.spec.versions[%d].name" % index})
+    problems.raise_if_any(name=name)
     body = copy.deepcopy(crd)
     body.pop("status", None)
     meta = body["metadata"]
@@ -304,8 +332,14 @@ def _absent(cluster, params, name, check_mode):
 
 def publish(params, check_mode=False, cluster=None, sleep=time.sleep, clock=time.monotonic):
     """Do what the crd_publish module asks. Returns the result dict; raises AicrError."""
-    params = _params(params)
-    crd = load_definition(params.get("definition"), params.get("src"))
+    problems = Problems("crd_publish")  # one pass over the options and the definition, before the cluster is reached
+    params = _params(params, problems)
+    crd = None
+    try:
+        crd = load_definition(params.get("definition"), params.get("src"))
+    except AicrError as exc:
+        problems.extend(exc)
+    problems.raise_if_any()
     cluster = cluster if cluster is not None else make_cluster(params)
     if params["state"] == "absent":
         return _absent(cluster, params, crd["metadata"]["name"], check_mode)

@@ -79,8 +79,9 @@ def _key_parts(key):
     return parts
 
 
-def parse_set(expressions, as_string=False):
-    """``["a.b=1", "c[0].d=x,e={a,b}"]`` → a nested dict (later wins), as ``helm --set`` does."""
+def parse_set(expressions, as_string=False, field="set"):
+    """``["a.b=1", "c[0].d=x,e={a,b}"]`` → a nested dict (later wins), as ``helm --set`` does; ``field`` names the option
+    in a refusal (``set``, ``set_string``)."""
     result = {}
     for expression in expressions or []:
         for assignment in _split_unescaped(str(expression), ","):
@@ -88,21 +89,21 @@ def parse_set(expressions, as_string=False):
                 continue
             key, sep, value = assignment.partition("=")
             if not sep or not key:
-                raise AicrError("set: %r is not key=value" % (assignment,), field="set", value=assignment)
-            _assign(result, _key_parts(key), _value(value, as_string), assignment)
+                raise AicrError("%s: %r is not key=value" % (field, assignment), field=field, value=assignment)
+            _assign(result, _key_parts(key), _value(value, as_string), assignment, field)
     return result
 
 
-def _assign(root, parts, value, expression):
+def _assign(root, parts, value, expression, field="set"):
     node = root
     for index, part in enumerate(parts):
         last = index == len(parts) - 1
         nxt = None if last else parts[index + 1]
         if isinstance(part, int):
             if not isinstance(node, list):
-                raise AicrError("set: %r indexes a non-list" % (expression,), field="set", value=expression)
+                raise AicrError("%s: %r indexes a non-list" % (field, expression), field=field, value=expression)
             if part > 10000:
-                raise AicrError("set: index %d in %r is above the limit 10000" % (part, expression), field="set", value=expression)
+                raise AicrError("%s: index %d in %r is above the limit 10000" % (field, part, expression), field=field, value=expression)
             while len(node) <= part:
                 node.append(None)
             if last:
@@ -113,7 +114,7 @@ def _assign(root, parts, value, expression):
                 node = node[part]
         else:
             if not isinstance(node, dict):
-                raise AicrError("set: %r sets a key inside a non-map" % (expression,), field="set", value=expression)
+                raise AicrError("%s: %r sets a key inside a non-map" % (field, expression), field=field, value=expression)
             if last:
                 node[part] = value
             else:

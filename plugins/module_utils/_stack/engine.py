@@ -14,7 +14,8 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, timeutil
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_NAMESPACE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import HIDDEN, Sensitive
@@ -22,6 +23,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection impo
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import decide as stack_decide
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import model as stack_model
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import releases, store
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import StatusWriter
@@ -102,12 +104,54 @@ def _store(client, params):
     return store.make_store(client, params.get("backend") or "crd", params.get("namespace") or STACK_NAMESPACE)
 
 
+def _check_store(problems, params, *stack_fields):
+    """The options every stack module shares: the store (``backend``, ``namespace``) and the stack names in ``stack_fields``."""
+    problems.choice("backend", params.get("backend"), ("crd", "configmap"))
+    problems.name("namespace", params.get("namespace"))
+    try:
+        check_stack_options(params, *stack_fields)
+    except AicrError as exc:
+        problems.extend(exc)
+
+
+def check_info(params):
+    """stack_info's one validation pass, before the cluster is reached; returns the resync interval in seconds."""
+    problems = Problems("stack_info")
+    _check_store(problems, params, "names")
+    if params.get("names") is not None and not isinstance(params["names"], (list, tuple)):
+        problems.add("names", "a %s is not allowed; use a list of stack names" % type(params["names"]).__name__)
+    resync = None
+    try:
+        resync = stack_decide.parse_duration(params.get("resync_interval") if params.get("resync_interval") is not None else 300,
+                                             field="resync_interval")
+    except AicrError as exc:
+        problems.extend(exc)
+    problems.raise_if_any()
+    return resync
+
+
+def check_status(params):
+    """stack_status's one validation pass, before the cluster is reached: the stack, the store, the spec and the update."""
+    problems = Problems("stack_status")
+    _check_store(problems, params, "name")
+    if not params.get("name") and not params.get("install_crd"):
+        problems.add("name", "missing; allowed: a stack name (or install_crd=true alone)")
+    if params.get("spec") is not None:
+        if (params.get("backend") or "crd") != "configmap":
+            problems.add("spec", "only allowed with backend=configmap; allowed: edit a ClusterStack's spec with kubectl")
+        elif problems.mapping("spec", params["spec"]):
+            try:  # what the store writes it must read again (it reads a stack's spec within the same limits)
+                bounded.check_value(params["spec"], "spec")
+            except AicrError as exc:
+                problems.extend(exc)
+    stack_model.check_update(problems, dict((k, params[k]) for k in UPDATE_KEYS if params.get(k) is not None))
+    problems.raise_if_any()
+
+
 def info(params, now=None):
     """Stacks of the store (filtered by ``names``) with their decisions; ``foreign_claims`` and ``refused`` (see store)."""
-    check_stack_options(params, "names")
+    resync = check_info(params)
     now = now or timeutil.utcnow()
-    resync = stack_decide.parse_duration(params.get("resync_interval") if params.get("resync_interval") is not None else 300,
-                                         field="resync_interval")
     client = _client(params)
     backend = _store(client, params)
     if backend.backend == "crd" and client.get_path(publish.BASE_PATH + "/" + store.CRD_NAME) is None:
@@ -132,7 +176,7 @@ def info(params, now=None):
 
 def update_status(params, check_mode=False, diff=False):
     """Ensure the CRD / the inventory spec and apply one status update; the stack_status module's result."""
-    check_stack_options(params, "name")
+    check_status(params)
     client = _client(params)
     actions = []
     changed = False
@@ -142,16 +186,12 @@ def update_status(params, check_mode=False, diff=False):
         if crd_changed:
             actions.append(action)
     name = params.get("name")
-    if not name:
-        if not params.get("install_crd"):
-            raise AicrError("name: missing; allowed: a stack name (or install_crd=true alone)", field="name")
+    if not name:  # install_crd alone (check_status refused neither)
         return {"changed": changed, "actions": actions}
     backend = _store(client, params)
     result = {"changed": changed, "actions": actions, "name": name, "backend": backend.backend}
     spec_before = None
-    if params.get("spec") is not None:
-        if backend.backend != "configmap":
-            raise AicrError("spec: only allowed with backend=configmap; allowed: edit a ClusterStack's spec with kubectl", field="spec")
+    if params.get("spec") is not None:  # backend=configmap (check_status)
         spec_changed, before, after = backend.ensure_spec(name, params["spec"], check_mode=check_mode)
         if spec_changed:
             spec_before = (before or {}).get("spec")

@@ -202,7 +202,7 @@ def apply_update(status, update, now=None, generation=None):
     ``components`` (gated_release results or status entries), ``replace_components`` (bool),
     ``devices``, ``recipe`` (dict), ``events`` (list), ``observed_generation`` (int),
     ``reconcile`` (dict merged into ``status.reconcile``: lastReconcileTime, lastHandledReconcileRequest,
-    reason, autoUpdate, autoUpdateSource, resyncSeconds), ``catalog`` (dict merged into ``status.catalog``).
+    reason, resyncSeconds), ``catalog`` (dict merged into ``status.catalog``).
     Phase changes and component transitions are recorded in history.
     """
     now = now or timeutil.now_rfc3339()
@@ -266,6 +266,60 @@ def apply_update(status, update, now=None, generation=None):
     if events:
         new["history"] = add_events(new.get("history"), events, now)
     return new, events
+
+
+# the keys of status.recipe, status.catalog and status.reconcile a stack_status update may set: the CRD's status schema
+# (_stack.crd.status_schema; a unit test holds them equal - the CRD would prune any other key)
+UPDATE_MAPPINGS = {
+    "recipe": ("name", "catalogVersion", "catalogDigest", "appliedOverlays", "resolvedAt"),
+    "catalog": ("latestVersion", "autoUpdate", "autoUpdateSource"),
+    "reconcile": ("lastReconcileTime", "lastHandledReconcileRequest", "reason", "resyncSeconds"),
+}
+
+
+def check_update(problems, update):
+    """Add to ``problems`` what is wrong with a status ``update`` (the keys :func:`apply_update` takes), before any store is
+    read: the phase, every condition, component, device and event, the recipe/catalog/reconcile keys, observed_generation."""
+    problems.choice("phase", update.get("phase"), PHASES)
+    problems.text("phase_message", update.get("phase_message"), empty=True)
+    problems.number("observed_generation", update.get("observed_generation"), minimum=0, integer=True)
+    for field in ("conditions", "components", "devices", "events"):
+        value = update.get(field)
+        if value is not None and not isinstance(value, list):
+            problems.add(field, "a %s is not allowed; use a list" % type(value).__name__, value=value)
+    for index, cond in enumerate(update.get("conditions") or [] if isinstance(update.get("conditions"), list) else []):
+        where = "conditions[%d]" % index
+        if not problems.mapping(where, cond):
+            continue
+        if cond.get("type") == "Ready":
+            problems.add(where + ".type", "Ready is not allowed here; allowed: %s (Ready follows the phase)" % ", ".join(CONDITION_TYPES[1:]))
+        else:
+            problems.choice(where + ".type", cond.get("type"), CONDITION_TYPES[1:])
+            if cond.get("type") is None:
+                problems.add(where + ".type", "missing; allowed: %s" % ", ".join(CONDITION_TYPES[1:]))
+        if not isinstance(cond.get("status"), bool) and cond.get("status") is not None:
+            problems.choice(where + ".status", cond.get("status"), CONDITION_STATUSES)
+        for key in ("reason", "message"):
+            problems.text("%s.%s" % (where, key), cond.get(key), empty=True)
+    for index, comp in enumerate(update.get("components") or [] if isinstance(update.get("components"), list) else []):
+        where = "components[%d]" % index
+        if problems.mapping(where, comp):
+            if not comp.get("name"):
+                problems.add(where + ".name", "missing; allowed: every component needs a name")
+            problems.choice(where + ".phase", comp.get("phase") or None, sorted(RELEASE_PHASES))
+    for index, device in enumerate(update.get("devices") or [] if isinstance(update.get("devices"), list) else []):
+        problems.mapping("devices[%d]" % index, device)
+    for index, event in enumerate(update.get("events") or [] if isinstance(update.get("events"), list) else []):
+        if not isinstance(event, str) and not (isinstance(event, dict) and event.get("message")):
+            problems.add("events[%d]" % index, "%r is not allowed; allowed: a string or a dict with type and message" % (event,), value=event)
+    for field, keys in UPDATE_MAPPINGS.items():
+        if problems.mapping(field, update.get(field)):
+            problems.known_keys(field, update[field], keys)
+    if isinstance(update.get("catalog"), dict):
+        problems.choice("catalog.autoUpdateSource", update["catalog"].get("autoUpdateSource"), ("spec", "default"))
+    if isinstance(update.get("reconcile"), dict):
+        problems.number("reconcile.resyncSeconds", update["reconcile"].get("resyncSeconds"), minimum=0, integer=True)
+    return problems
 
 
 def same_status(left, right, ignore=("reconcile",)):

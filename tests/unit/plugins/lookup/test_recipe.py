@@ -58,3 +58,10 @@ def test_result_choice_is_validated(lookup, catalog_dir):
     with pytest.raises(Exception) as err:
         lookup.run([], catalog=catalog_dir, result="bogus")
     assert "bogus" in str(err.value)
+
+
+def test_an_unknown_keyword_is_refused_naming_the_nearest_option(lookup, catalog_dir, tmp_path):
+    """critera= used to be ignored and the base recipe returned (issue 36)."""
+    with pytest.raises(AnsibleLookupError) as err:
+        lookup.run([], catalog=catalog_dir, critera={"service": "eks"}, cache_dir=str(tmp_path))
+    assert str(err.value).startswith("recipe lookup: critera is not known; did you mean criteria? allowed: cache_dir, catalog, ")

@@ -70,7 +70,7 @@ def test_configmap_backend(capsys, kube):
 @pytest.mark.parametrize("args, message", [
     ({}, "name: missing; allowed: a stack name (or install_crd=true alone)"),
     ({"name": "gpu", "spec": {}}, "spec: only allowed with backend=configmap"),
-    ({"name": "gpu", "conditions": [{"type": "Ready", "status": "True"}]}, "conditions[].type: Ready is not allowed here"),
+    ({"name": "gpu", "conditions": [{"type": "Ready", "status": "True"}]}, "conditions[0].type: Ready is not allowed here"),
     ({"name": "absent"}, "name: ClusterStack 'absent' not found"),
     ({"name": "gpu", "phase": "Done"}, "value of phase must be one of"),
 ])

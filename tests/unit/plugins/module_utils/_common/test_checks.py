@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, nearest, unknown_name_message
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import NAME_RULES, Problems, nearest, refuse_unknown_options, unknown_name_message
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 
@@ -87,3 +87,43 @@ def test_choice_suggests_the_nearest():
     problems = Problems()
     problems.choice("state", "presnt", ["present", "absent"])
     assert problems.errors[0]["message"] == "state: 'presnt' is not allowed; did you mean present? use one of present, absent"
+
+
+@pytest.mark.parametrize("rule, good, bad", [
+    ("dns-label", ["a", "gpu-prod", "0abc"], ["A", "a_b", "a.b", "-a", "a" * 64, ""]),
+    ("dns-1035-label", ["v1alpha1", "things"], ["1a", "Things", "a-", "a.b"]),
+    ("dns-subdomain", ["nvidia.com", "node-0", "a.b.c"], ["Node-0", "a..b", "a_b", ".a", "a" * 254]),
+])
+def test_names_by_kubernetes_rules_are_never_folded(rule, good, bad):
+    problems = Problems()
+    for value in good:
+        problems.name("n", value, rule)
+    assert not problems
+    for value in bad:
+        problems.name("n", value, rule)
+    assert len(problems.errors) == len(bad) and all(e["value"] == v for e, v in zip(problems.errors, bad))
+    assert problems.errors[0]["message"].endswith("; allowed: %s" % NAME_RULES[rule][3])
+
+
+def test_types():
+    problems = Problems()
+    assert problems.mapping("values", {"a": 1}) and not problems.mapping("values", None)
+    assert not problems.mapping("values", ["a"])
+    problems.text("chart", "")
+    problems.text("chart", 5)
+    problems.text("message", "", empty=True)
+    assert [e["message"] for e in problems.errors] == ["values: a list is not allowed; use a mapping", "chart: '' is not allowed; use a non-empty string",
+                                                       "chart: 5 is not allowed; use a non-empty string"]
+
+
+def test_another_check_s_error_keeps_its_value_and_what_is_allowed():
+    problems = Problems()
+    problems.extend(AicrError("criteria.os: invalid os type 'win'", field="criteria.os", value="win", allowed=["cos", "ubuntu"]))
+    assert problems.errors == [{"field": "criteria.os", "message": "criteria.os: invalid os type 'win'", "value": "win", "allowed": ["cos", "ubuntu"]}]
+
+
+def test_a_lookup_s_unknown_keywords_are_refused_naming_the_nearest():
+    with pytest.raises(AicrError) as caught:
+        refuse_unknown_options("recipe lookup", {"critera": {}, "catalog": "/c"}, {"_terms": None, "catalog": None, "criteria": None})
+    assert caught.value.msg == "recipe lookup: critera is not known; did you mean criteria? allowed: catalog, criteria"
+    refuse_unknown_options("recipe lookup", {"catalog": "/c"}, {"catalog": None})

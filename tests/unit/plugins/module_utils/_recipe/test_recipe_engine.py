@@ -52,7 +52,16 @@ def test_catalog_values_are_accepted():
 def test_unknown_criteria_key():
     with pytest.raises(AicrError) as err:
         crit.parse_criteria({"gpu": "h100"})
-    assert err.value.msg == "criteria: unknown key 'gpu' (allowed: service, accelerator, intent, os, platform, nodes)"
+    assert err.value.msg == "criteria: gpu is not known; allowed: accelerator, intent, nodes, os, platform, service"
+
+
+def test_a_misspelt_criteria_key_names_the_nearest_and_every_problem_is_listed():
+    with pytest.raises(AicrError) as err:
+        crit.parse_criteria({"servce": "eks", "accelerator": "h1000", "os": "windows", "nodes": -1})
+    assert err.value.msg == ("criteria: servce is not known; did you mean service? allowed: accelerator, intent, nodes, os, platform, service "
+                             "(and 3 more problems, listed in errors)")
+    assert [e["field"] for e in err.value.details["errors"]] == ["criteria.servce", "criteria.accelerator", "criteria.os", "criteria.nodes"]
+    assert err.value.details["errors"][1]["value"] == "h1000" and "h100" in err.value.details["errors"][1]["allowed"]
 
 
 @pytest.mark.parametrize("raw", [-1, "x", True])
@@ -213,7 +222,8 @@ def test_skip_and_component_overrides(tmp_path):
 @pytest.mark.parametrize("kwargs,fragment", [
     ({"skip_components": ["ghost"]}, "skip_components: component 'ghost' is not in the resolved recipe (components: alpha, beta)"),
     ({"component_overrides": {"ghost": {}}}, "component_overrides: component 'ghost' is not in the resolved recipe"),
-    ({"component_overrides": {"alpha": {"chart": "x"}}}, "component_overrides.alpha: unknown key 'chart' (allowed: version, namespace, values, enabled)"),
+    ({"component_overrides": {"alpha": {"chart": "x"}}}, "component_overrides.alpha: chart is not known; allowed: enabled, namespace, values, version"),
+    ({"component_overrides": {"alpha": {"vesion": "1"}}}, "component_overrides.alpha: vesion is not known; did you mean version?"),
     ({"component_overrides": {"alpha": {"values": [1]}}}, "component_overrides.alpha.values: expected a mapping of Helm values, got list"),
     ({"component_overrides": {"alpha": {"enabled": "no"}}}, "component_overrides.alpha.enabled: expected a boolean, got 'no'"),
 ])

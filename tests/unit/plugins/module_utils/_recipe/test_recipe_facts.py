@@ -110,3 +110,40 @@ def test_a_refused_configmap_read_names_the_role_to_bind_and_where():
     with pytest.raises(ClusterError) as other:  # any other failure is the client's own one line
         facts.read_configmap_snapshot(_Refusing(500), "gpu-operator/aicr-snapshot")
     assert other.value.status == 500
+
+
+# -- one validation pass before the cluster is reached (issue 36) ----------------------------------------------------------
+
+def test_options_are_checked_before_the_cluster_is_reached():
+    """An unreachable kubeconfig would otherwise be the first (and only) thing to fail."""
+    with pytest.raises(AicrError) as err:
+        facts.collect({"nodes": ["Bad Node", "gpu-0"], "node_selector": "a=b=c", "from_configmap": "Bad_NS/snap",
+                       "kubeconfig": "/nonexistent/kubeconfig"})
+    assert [e["field"] for e in err.value.details["errors"]] == ["nodes[0]", "node_selector", "from_configmap"]
+    assert err.value.msg.startswith("nodes[0]: 'Bad Node' is not a DNS-1123 subdomain; allowed: a DNS-1123 subdomain")
+
+
+@pytest.mark.parametrize("selector", ["nvidia.com/gpu.present=true", "a,b!=c", "!a", "zone in (a, b),tier notin (x)", "a==b", "a="])
+def test_label_selectors_kubernetes_accepts(selector):
+    assert facts.selector_problem(selector) is None
+
+
+@pytest.mark.parametrize("selector", ["a=b=c", "a b", "=x", "a in (b", "a=b c", "Bad Key/x=1", "a=" + "v" * 64])
+def test_label_selectors_kubernetes_refuses(selector):
+    assert facts.selector_problem(selector) is not None
+
+
+@pytest.mark.parametrize("ref", ["nope", "ns/", "/name", "a/b/c"])
+def test_a_configmap_reference_is_namespace_slash_name(ref):
+    with pytest.raises(AicrError) as err:
+        facts.check_params({"from_configmap": ref})
+    assert err.value.msg == "from_configmap: %r is not namespace/name (or cm://namespace/name)" % ref
+
+
+def test_a_yaml_file_that_is_no_snapshot_is_refused(tmp_path):
+    """{a: 1} read as an empty snapshot: cluster_facts returned it, recipe_resolve resolved the fallback recipe."""
+    path = tmp_path / "values.yaml"
+    path.write_text("a: 1\n")
+    with pytest.raises(AicrError) as err:
+        facts.collect({"from_file": str(path)})
+    assert err.value.msg.startswith("snapshot %s: not a Snapshot: neither kind: Snapshot nor measurements; allowed: " % path)

@@ -80,7 +80,7 @@ def test_new_required_field_reported_at_the_parent_as_crdify_does():
     assert crdify == [("^.spec", "new required fields: [tls]")]
     with pytest.raises(AicrError) as exc:
         compat.compare(old, new, profile="strict")
-    assert exc.value.msg == "compat_profile: 'strict' is not allowed; allowed: aicr, crdify"
+    assert exc.value.msg == "compat_profile: 'strict' is not allowed; use one of aicr, crdify"
 
 
 CHECKER = {
@@ -178,10 +178,10 @@ def test_severity_overrides():
     assert [f["severity"] for f in compat.compare(old, new, {"description_changed": "error"})] == ["error"]
     with pytest.raises(AicrError) as exc:
         compat.compare(old, new, {"description": "fatal"})
-    assert exc.value.msg == "severities.description: 'fatal' is not allowed; allowed: error, warn, ignore"
+    assert exc.value.msg == "severities.description: 'fatal' is not allowed; use one of error, warn, ignore"
     with pytest.raises(AicrError) as exc:
         compat.compare(old, new, {"colour": "warn"})
-    assert exc.value.msg.startswith("severities: 'colour' is not a check or rule; allowed: ")
+    assert exc.value.msg.startswith("severities: colour is not known; allowed: ")
 
 
 def test_summary_and_identity(shared_dir):

@@ -116,7 +116,7 @@ def test_crd_name_options_and_errors():
     assert doc["spec"]["versions"][0]["name"] == "v2"
     with pytest.raises(AicrError) as exc:
         _crd_for("a: 1\n", "x", kind="thing")
-    assert exc.value.msg == "kind: 'thing' must be CamelCase letters and digits starting with an upper-case letter"
+    assert exc.value.msg == "kind: 'thing' is not allowed; allowed: CamelCase letters and digits starting with an upper-case letter, at most 63 characters"
     with pytest.raises(AicrError) as exc:
         _crd_for("a: 1\n", "x", scope="Global")
     assert exc.value.msg == "scope: 'Global' is not allowed; allowed: Namespaced, Cluster"

@@ -62,7 +62,8 @@ def test_validate_against_shipped_schema(shared_dir):
     assert failure is None and result["errors"] == []
     with pytest.raises(AicrError) as exc:
         engine.run({"output": "validate", "values": {"a": 1}})
-    assert exc.value.msg == "validate: give a chart (its schema is generated) or a schema to validate against"
+    assert exc.value.msg == ("schema: required with output=validate when no chart is given (a chart's schema is generated); allowed: a JSON Schema "
+                             "mapping or file")
 
 
 def test_dest_is_idempotent_with_check_mode_and_diff(chart_dir, tmp_path):
@@ -100,10 +101,10 @@ def test_compare_files_and_generated(shared_dir, tmp_path):
 def test_bad_inputs(tmp_path):
     with pytest.raises(AicrError) as exc:
         engine.run({"output": "yaml"})
-    assert exc.value.msg == "output: 'yaml' is not allowed; allowed: json_schema, crd, validate, compare"
+    assert exc.value.msg == "output: 'yaml' is not allowed; use one of json_schema, crd, validate, compare"
     with pytest.raises(AicrError) as exc:
         engine.run({"output": "crd"})
-    assert exc.value.msg == "chart/values_files: give a chart or at least one values file to generate a crd"
+    assert exc.value.msg == "chart: a chart or at least one values file is required to generate a CRD (output=crd)"
     with pytest.raises(AicrError) as exc:
         engine.run({"values_files": [str(tmp_path / "none.yaml")]})
     assert exc.value.msg == "values_files: file %s does not exist" % (tmp_path / "none.yaml")

@@ -376,18 +376,38 @@ def test_load_definition_forms(tmp_path):
 def test_load_definition_errors(kwargs, message):
     with pytest.raises(AicrError) as caught:
         publish.load_definition(**kwargs)
-    assert caught.value.msg == message
+    assert caught.value.msg.split(" (and ")[0] == message  # the first problem; every one is in errors
+
+
+GOOD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "things.x.io"},
+        "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": [{"name": "v1"}]}}
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"state": "gone"}, "state: 'gone' is not allowed; allowed: present, absent"),
-    ({"wait_sleep": 0}, "wait_sleep: 0.0 is not allowed; allowed: a number of seconds above 0"),
-    ({"wait_timeout": -1}, "wait_timeout: -1.0 is not allowed; allowed: a number of seconds above 0"),
+    ({"state": "gone"}, "state: 'gone' is not allowed; use one of present, absent"),
+    ({"wait_sleep": 0}, "wait_sleep: 0 is not allowed; use more than 0 and at most 60 seconds"),
+    ({"wait_timeout": -1}, "wait_timeout: -1 is not allowed; use more than 0 and at most 86400 seconds"),
+    ({"wait_timeout": 0}, "wait_timeout: 0 is not allowed; use more than 0 and at most 86400 seconds"),  # 0 was accepted (no wait at all)
+    ({"wait_sleep": "soon"}, "wait_sleep: 'soon' is not allowed; use a number"),
+    ({"severities": {"enum_removed": "fatal"}}, "severities.enum_removed: 'fatal' is not allowed; use one of error, warn, ignore"),
 ])
 def test_parameter_errors(params, message):
     with pytest.raises(AicrError) as caught:
-        publish.publish(dict(params, definition={}), cluster=NeverEstablished())
+        publish.publish(dict(params, definition=GOOD), cluster=NeverEstablished())
     assert caught.value.msg == message
+
+
+def test_the_options_and_the_definition_are_checked_in_one_pass_before_the_cluster():
+    """Every problem, the options' and the CRD's names by apiextensions' rules, listed at once; no request is made."""
+    bad = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "Things.x_y"},
+           "spec": {"group": "x_y", "names": {"plural": "Things", "kind": "thing", "singular": "Thing"}, "scope": "Global",
+                    "versions": [{"name": "V1"}]}}
+    with pytest.raises(AicrError) as caught:
+        publish.publish({"definition": bad, "wait_timeout": 0, "state": "present"}, cluster=object())  # any request would raise
+    assert [e["field"] for e in caught.value.details["errors"]] == [
+        "wait_timeout", "definition.spec.group", "definition.spec.names.kind", "definition.spec.names.plural", "definition.spec.names.singular",
+        "definition.spec.scope", "definition.spec.versions[0].name"]
+    assert caught.value.msg.endswith("(and 6 more problems, listed in errors)")
 
 
 # --- state: absent deletes only a CRD this collection manages (on a double) ---------------------------------------------------
