@@ -29,6 +29,7 @@ import json
 import re
 import resource
 import shutil
+import socket
 import subprocess
 import time
 import uuid
@@ -54,7 +55,7 @@ CASE_KEYS = {"id", "set", "drop", "field", "expect"}
 LANES = {"a": {"release", "reconciler", None}, "b": {"facts", "crd-publisher", "fabric", "stack"}}
 # Creates that change nothing: the authorizer's reviews.
 NOT_A_CHANGE = {"selfsubjectaccessreviews", "selfsubjectrulesreviews", "subjectaccessreviews", "tokenreviews", "selfsubjectreviews"}
-ARGSPEC_PREFIX = "Validation of arguments failed:\n"
+ARGSPEC_PREFIX = "Validation of arguments failed:"
 CASE_TIMEOUT = 180  # a hung case fails (Ansible's task timeout) instead of holding the whole matrix
 
 # A YAML alias bomb: six levels of nine aliases, 8 lines and under 300 bytes, that expand to 531 441 leaves.
@@ -144,6 +145,7 @@ class Outcome:
         self.failed = None
         self.failed_task = None
         self.ok = None
+        self.identity = None
         self.writes = []
         self.fabric = []
 
@@ -174,8 +176,8 @@ def outcomes_of(run, names):
 def one_line_message(res):
     """``msg`` as the one line the case asks for (a role's argument-spec refusal: its one problem), or None with why."""
     msg = str(res.get("msg") or "").strip()
-    if msg.startswith(ARGSPEC_PREFIX.strip()):
-        msg = msg[len(ARGSPEC_PREFIX.strip()):].strip()
+    if msg.startswith(ARGSPEC_PREFIX):
+        msg = msg[len(ARGSPEC_PREFIX):].strip()
     if not msg:
         return None, "no msg"
     if "\n" in msg:
@@ -193,6 +195,11 @@ def names_field(msg, field):
         return True
     parts = [p for p in re.split(r"[.\[\]]+", field) if p]
     return len(parts) > 1 and all(word(p) for p in parts)
+
+
+def describe(entry):
+    """An audit entry (or a fabric request in its shape) as text."""
+    return "%s %s %s/%s by %s (HTTP %s)" % (entry["verb"], entry["resource"], entry["namespace"] or "-", entry["name"] or "*", entry["user"], entry["code"])
 
 
 def problems_of(case, outcome, lab):
@@ -224,13 +231,36 @@ def problems_of(case, outcome, lab):
                 problems.append("msg does not say %r: %r" % (lab.render(case["expect"]), msg))
         if res.get("changed"):
             problems.append("the failed result says changed: true")
-    problems += ["the cluster was changed: %s %s %s/%s by %s (HTTP %s)" % (e["verb"], e["resource"], e["namespace"] or "-", e["name"] or "*",
-                                                                         e["user"], e["code"]) for e in outcome.writes]
+    problems += ["the cluster was changed: %s" % describe(e) for e in outcome.writes]
     problems += ["the fabric was asked to %s (%s %s)" % (r["op"], r["method"], r["path"]) for r in outcome.fabric]
     return problems
 
 
 # --- the lab the matrix runs in -------------------------------------------------------------------------------------
+
+def write_inputs(directory, namespace, kubeconfig, silent_port):
+    """The files the cases name (``{{ lab.<key> }}``), in ``directory``: the example catalog (and a copy with an alias bomb
+    in a values file), a bomb, a file that is not YAML, a path that does not exist, a private cache directory, a scratch
+    directory, and kubeconfigs of an API server that refuses connections and of one that never answers."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "bomb.yaml").write_text(BOMB)
+    (directory / "not-yaml.yaml").write_text(NOT_YAML)
+    (directory / "cache").mkdir(mode=0o700)
+    (directory / "scratch").mkdir()
+    paths = {"catalog": example_catalog(directory / "catalog", namespace), "bomb_catalog": example_catalog(directory / "bomb-catalog", namespace)}
+    values = paths["bomb_catalog"] / "components" / "example-monitoring" / "values.yaml"
+    values.write_text(values.read_text() + "\n" + BOMB)
+    for name, server in (("unreachable", "https://127.0.0.1:1"), ("silent", "https://127.0.0.1:%d" % silent_port)):  # port 1: refused
+        config = yaml.safe_load(Path(kubeconfig).read_text())
+        for cluster in config["clusters"]:
+            cluster["cluster"]["server"] = server
+        paths[name] = directory / ("%s.kubeconfig" % name)
+        paths[name].write_text(yaml.safe_dump(config))
+        paths[name].chmod(0o600)
+    paths.update(bomb=directory / "bomb.yaml", not_yaml=directory / "not-yaml.yaml", missing=directory / "does-not-exist",
+                 cache_dir=directory / "cache", scratch=directory / "scratch")
+    return {key: str(path) for key, path in paths.items()}
+
 
 class Lab:
     """Paths and endpoints the cases name as ``{{ lab.* }}``, and the clean-up."""
@@ -240,33 +270,17 @@ class Lab:
         self.namespace = lab_kube.create_namespace("bad-input-matrix")
         self.crd_group = "matrix-%s.example.aicr.io" % uuid.uuid4().hex[:6]
         self.sim = sim
-        self.nodes = nodes
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        files = {"bomb.yaml": BOMB, "not-yaml.yaml": NOT_YAML}
-        for name, text in files.items():
-            (directory / name).write_text(text)
-        catalog = example_catalog(directory / "catalog", self.namespace)
-        bomb_catalog = example_catalog(directory / "bomb-catalog", self.namespace)
-        values = bomb_catalog / "components" / "example-monitoring" / "values.yaml"
-        values.write_text(values.read_text() + "\n" + BOMB)
-        (directory / "cache").mkdir(mode=0o700)
-        (directory / "scratch").mkdir()
-        release = yaml.safe_load(Path(lab_kube.kubeconfig_for("release")).read_text())
-        for cluster in release["clusters"]:
-            cluster["cluster"]["server"] = "https://127.0.0.1:1"  # nothing listens there: connection refused
-        (directory / "unreachable.kubeconfig").write_text(yaml.safe_dump(release))
-        (directory / "unreachable.kubeconfig").chmod(0o600)
+        # an API server that accepts connections (the kernel does, into the backlog) and never answers
+        self.silent = socket.socket()
+        self.silent.bind(("127.0.0.1", 0))
+        self.silent.listen(64)
         state = sim.control.state()
-        self.vars = {
-            "namespace": self.namespace, "catalog": str(catalog), "bomb_catalog": str(bomb_catalog), "cache_dir": str(directory / "cache"),
-            "bomb": str(directory / "bomb.yaml"), "not_yaml": str(directory / "not-yaml.yaml"), "missing": str(directory / "does-not-exist"),
-            "unreachable": str(directory / "unreachable.kubeconfig"), "scratch": str(directory / "scratch"), "crd_group": self.crd_group,
-            "chart": str(REPO / "examples" / "charts" / "example-operator"), "helm": str(HELM), "repo_url": repo.url,
-            "mirrors": {EXAMPLE_REPO: repo.url},
-            "fabric": dict(sim.credentials, endpoint=sim.endpoint, tenant_id=state["tenant_id"], cluster_id=state["cluster_id"],
-                           ca_path=sim.ca_path, machine=nodes.machine_ids[0], node=nodes.names[0]),
-        }
+        self.vars = dict(write_inputs(directory, self.namespace, lab_kube.kubeconfig_for("release"), self.silent.getsockname()[1]),
+                         namespace=self.namespace, crd_group=self.crd_group, chart=str(REPO / "examples" / "charts" / "example-operator"),
+                         helm=str(HELM), repo_url=repo.url, mirrors={EXAMPLE_REPO: repo.url},
+                         fabric=dict(sim.credentials, endpoint=sim.endpoint, tenant_id=state["tenant_id"], cluster_id=state["cluster_id"],
+                                     ca_path=sim.ca_path, machine=nodes.machine_ids[0], node=nodes.names[0]))
         self.kubeconfigs = {identity: lab_kube.kubeconfig_for(identity)
                             for identities in LANES.values() for identity in identities if identity}
         self.users = [lab_kube.user(identity) for identity in self.kubeconfigs]
@@ -281,6 +295,7 @@ class Lab:
 
     def close(self):
         """What an accepted case may have left: the namespace's releases, the matrix's CRDs, the namespace."""
+        self.silent.close()
         helm = [str(HELM), "--kubeconfig", self.kube.kubeconfig]
         listed = subprocess.run(helm + ["list", "-a", "-q", "-n", self.namespace], capture_output=True, text=True, check=False, timeout=60)
         for release in listed.stdout.split():
@@ -306,54 +321,53 @@ class Matrix:
     def group_seconds(self):
         """Seconds each group's cases took, both modes together (to balance the lanes)."""
         totals = {}
-        for (_, group, _), outcome in self.outcomes.items():
-            totals[group] = round(totals.get(group, 0) + outcome.end - outcome.start, 1)
+        for key, outcome in self.outcomes.items():
+            totals[key[1]] = round(totals.get(key[1], 0) + outcome.end - outcome.start, 1)
         return totals
 
     def run(self, run_playbook, selected):
+        """Run the selected cases (two lanes side by side, normal mode then check mode) and give each its outcome, the
+        writes and the fabric requests of its window."""
         lab = self.lab
-        lanes = {lane: [doc for doc in GROUPS.values() if lane_of(doc) == lane] for lane in LANES}
         books = {}
-        for lane, docs in lanes.items():
-            plays = playbook(docs, selected, lab.kubeconfigs)
+        for lane in LANES:
+            plays = playbook([doc for doc in GROUPS.values() if lane_of(doc) == lane], selected, lab.kubeconfigs)
             if plays:
-                path = lab.directory / ("matrix-%s.yml" % lane)
-                path.write_text(yaml.safe_dump(plays, sort_keys=False, width=200))
-                books[lane] = path
+                books[lane] = lab.directory / ("matrix-%s.yml" % lane)
+                books[lane].write_text(yaml.safe_dump(plays, sort_keys=False, width=200))
         lab.sim.control.clear_requests()
         mark = lab.kube.audit_mark()
         started, cpu = time.monotonic(), _children_cpu()
-        extravars = {"lab": lab.vars}
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(books) or 1) as pool:
             for mode in MODES:
                 begun = time.monotonic()
-                futures = {lane: pool.submit(run_playbook, str(path), extravars=extravars, check=(mode == "check"))
+                futures = {lane: pool.submit(run_playbook, str(path), extravars={"lab": lab.vars}, check=(mode == "check"))
                            for lane, path in books.items()}
                 for lane, future in futures.items():
                     self.runs[(mode, lane)] = future.result()
                 self.seconds[mode] = round(time.monotonic() - begun, 1)
         self.seconds["total"] = round(time.monotonic() - started, 1)
         self.seconds["cpu"] = round(_children_cpu() - cpu, 1)
-        names = {task_name(g, c): (g, c) for g, c in selected}
-        windows = []
-        for (mode, lane), run in self.runs.items():
+        names = {task_name(group, case_id): (group, case_id) for group, case_id in selected}
+        for (mode, _lane), run in self.runs.items():
             for name, outcome in outcomes_of(run, set(names)).items():
                 group, case_id = names[name]
+                outcome.identity = GROUPS[group].get("identity")
                 self.outcomes[(mode, group, case_id)] = outcome
-                windows.append((outcome, GROUPS[group].get("identity"), GROUPS[group]["kind"], group))
-        for entry in lab.writes(mark):
-            owners = [o for o, identity, _, _ in windows if lab.kube.user(identity or "admin") == entry["user"] and o.start <= entry["time"] < o.end]
+        self._attribute(lab.writes(mark), lambda e: e["user"], lambda o: lab.kube.user(o.identity) if o.identity else None, "writes")
+        fabric = [dict(r, verb=r["op"], resource="fabric", namespace="", name=r["path"], user="fabric", code=r.get("status"), time=r["t"])
+                  for r in lab.sim.control.requests(mutating=True)]
+        self._attribute(fabric, lambda r: "fabric", lambda o: o.identity, "fabric")
+
+    def _attribute(self, entries, who, whose, where):
+        """Each entry to the case that ran as ``who(entry)`` when it was made (``whose(outcome)``: who a case runs as);
+        one no case accounts for to ``unattributed``."""
+        for entry in entries:
+            owners = [o for o in self.outcomes.values() if whose(o) == who(entry) and o.start <= entry["time"] < o.end]
             for owner in owners:
-                owner.writes.append(entry)
+                getattr(owner, where).append(entry)
             if not owners:
                 self.unattributed.append(entry)
-        for request in lab.sim.control.requests(mutating=True):
-            owners = [o for o, identity, _, _ in windows if identity == "fabric" and o.start <= request["t"] < o.end]
-            for owner in owners:
-                owner.fabric.append(request)
-            if not owners:
-                self.unattributed.append(dict(request, verb=request["op"], resource="fabric", namespace="", name=request["path"],
-                                              user="fabric", code=request.get("status")))
 
 
 def _selected(session):
@@ -391,7 +405,8 @@ def matrix(request, lab_kube, run_playbook_module, tmp_path_factory):
 
 # --- the tests ------------------------------------------------------------------------------------------------------
 
-pytestmark = [pytest.mark.helm, pytest.mark.slow]
+# the first test also waits for the whole matrix (its fixture): more than pytest.ini's 900 s on a busy machine
+pytestmark = [pytest.mark.helm, pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=["%s/%s" % c for c in CASES])
@@ -407,7 +422,7 @@ def test_bad_input(matrix, mode, case):
 
 def test_nothing_changed_outside_the_cases(matrix):
     """No write and no fabric change between the cases either, and no device left on the matrix's machine."""
-    assert matrix.unattributed == [], dump(matrix.unattributed)
+    assert matrix.unattributed == [], "\n".join(describe(e) for e in matrix.unattributed)
     assert matrix.devices_after == [], dump(matrix.devices_after)
 
 
