@@ -8,10 +8,10 @@ and run once per test module; every case is then a test of its own, ``test_bad_i
 what its task did from the runner's events. A case passes when:
 
 * its task failed (for a role: a task of the role failed);
-* ``msg`` (of a loop: the first failed item's) is one line naming the case's ``field`` (a dotted field also matches Ansible's own wording for a sub-option,
-  ``'nodes' ... found in 'criteria'``) and containing ``expect`` when given. A role's argument-spec refusal is Ansible's
-  ``Validation of arguments failed:`` followed by one line per problem; the role cannot change that wording, so the
-  line after it must be the only one;
+* ``msg`` (of a loop: the first failed item's) is one line naming the case's ``field`` (a dotted field also matches
+  Ansible's own wording for a sub-option, ``'nodes' ... found in 'criteria'``) and containing ``expect`` when given. A
+  role's argument-spec refusal is Ansible's ``Validation of arguments failed:`` followed by one line per problem; the
+  role cannot change that wording, so the line after it must be the only one;
 * nothing crashed: no ``module_stderr``, no ``Traceback``, no ``unexpected`` in ``msg``;
 * nothing changed: the result is not ``changed``, the lab's audit log holds no mutating request (server-side dry runs
   and access reviews left out) by the group's least-privilege identity in the case's time window (from the start of
@@ -271,6 +271,7 @@ class Lab:
         self.crd_group = "matrix-%s.example.aicr.io" % uuid.uuid4().hex[:6]
         self.sim = sim
         self.directory = directory
+        self.crds_before = set(self._crds())
         # an API server that accepts connections (the kernel does, into the backlog) and never answers
         self.silent = socket.socket()
         self.silent.bind(("127.0.0.1", 0))
@@ -293,6 +294,9 @@ class Lab:
         return [e for e in self.kube.audit(since=mark, mutating=True, user=self.users)
                 if "dryRun" not in (e.get("query") or "") and e["resource"] not in NOT_A_CHANGE]
 
+    def _crds(self):
+        return [crd["metadata"]["name"] for crd in self.kube.rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]]
+
     def close(self):
         """What an accepted case may have left: the namespace's releases, the matrix's CRDs, the namespace."""
         self.silent.close()
@@ -300,10 +304,8 @@ class Lab:
         listed = subprocess.run(helm + ["list", "-a", "-q", "-n", self.namespace], capture_output=True, text=True, check=False, timeout=60)
         for release in listed.stdout.split():
             subprocess.run(helm + ["uninstall", release, "-n", self.namespace], capture_output=True, check=False, timeout=120)
-        crds = self.kube.rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
-        for crd in crds:
-            if crd["spec"]["group"] == self.crd_group:
-                self.kube.rest.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s" % crd["metadata"]["name"])
+        for name in set(self._crds()) - self.crds_before:  # the matrix's own, or example-crds' installed by an accepted case
+            self.kube.rest.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/%s" % name)
         self.kube.rest.delete("/api/v1/namespaces/%s" % self.namespace, propagationPolicy="Background")
         self.kube.namespaces.remove(self.namespace)
 
@@ -317,6 +319,7 @@ class Matrix:
         self.unattributed = []
         self.runs = {}
         self.seconds = {}
+        self.devices_after = []
 
     def group_seconds(self):
         """Seconds each group's cases took, both modes together (to balance the lanes)."""
@@ -391,7 +394,7 @@ def matrix(request, lab_kube, run_playbook_module, tmp_path_factory):
     try:
         handle = Matrix(lab)
         handle.run(run_playbook_module, _selected(request.session))
-        handle.devices_after = [d for m in nodes.machine_ids for d in sim.control.devices(m)]
+        handle.devices_after = [d for machine in nodes.machine_ids for d in sim.control.devices(machine)]
         print("bad-input matrix: %d case runs in %s s (normal %s s, check %s s; %s s of CPU); seconds per group: %s"
               % (len(handle.outcomes), handle.seconds["total"], handle.seconds.get("normal"), handle.seconds.get("check"), handle.seconds["cpu"],
                  json.dumps(handle.group_seconds(), sort_keys=True)))
@@ -415,7 +418,10 @@ def test_bad_input(matrix, mode, case):
     group, case_id = case
     outcome = matrix.outcomes.get((mode, group, case_id))
     problems = problems_of(case_of(group, case_id), outcome, matrix.lab)
-    detail = outcome.failed if outcome is not None and outcome.failed is not None else (outcome.ok if outcome is not None else None)
+    if outcome is None:
+        detail = None
+    else:
+        detail = outcome.failed if outcome.failed is not None else outcome.ok
     assert not problems, "%s %s (%s) was not refused cleanly:\n- %s\nresult: %s" % (
         mode, task_name(group, case_id), getattr(outcome, "failed_task", None), "\n- ".join(problems), dump(detail))
 
