@@ -90,15 +90,15 @@ class PlaybookRun:
         ]
 
 
-@pytest.fixture
-def run_playbook(installed_collection, tmp_path):
-    """Run a playbook (a path, or a name under tests/integration/playbooks) with ansible-runner."""
+def _playbook_runner(directory):
+    """Run a playbook (a path, or a name under tests/integration/playbooks) with ansible-runner, its private data
+    directories under ``directory``."""
 
     def run(playbook, extravars=None, inventory=None, check=False, diff=False, envvars=None, limit=None):
         playbook = Path(playbook)
         if not playbook.is_absolute():
             playbook = PLAYBOOKS / playbook
-        private_dir = Path(tempfile.mkdtemp(prefix="runner-", dir=str(tmp_path)))
+        private_dir = Path(tempfile.mkdtemp(prefix="runner-", dir=str(directory)))
         cmdline = []
         if check:
             cmdline.append("--check")
@@ -127,6 +127,18 @@ def run_playbook(installed_collection, tmp_path):
         return PlaybookRun(runner)
 
     return run
+
+
+@pytest.fixture
+def run_playbook(installed_collection, tmp_path):  # pylint: disable=unused-argument
+    """Run a playbook (a path, or a name under tests/integration/playbooks) with ansible-runner."""
+    return _playbook_runner(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def run_playbook_module(installed_collection, tmp_path_factory):  # pylint: disable=unused-argument
+    """``run_playbook`` for module-scoped fixtures (a few playbooks whose results many tests read)."""
+    return _playbook_runner(tmp_path_factory.mktemp("runner"))
 
 
 @pytest.fixture(scope="session")
