@@ -43,11 +43,13 @@ options:
         C(pending-rollback) for longer than this (by the API server's clock) is taken as an interrupted helm operation -
         its revision record is removed and the release installed or upgraded again; a younger one fails the component
         (someone may be running helm on it). Without O(clear_pending) any pending revision fails the component.
+      - More than 0 and at most 604800 (a week); 0 or a negative number is refused, never taken as the default.
     type: int
     default: 600
   overall_timeout:
     description:
       - Seconds the whole run may take. No component is started after it; running ones stop waiting.
+      - More than 0 and at most 604800 (a week); 0 or a negative number is refused, never taken as the default.
     type: int
     default: 3600
   poll_interval:
@@ -55,6 +57,7 @@ options:
       - Readiness is observed with a watch on the resource a component is waiting for, so it is seen as soon as
         the cluster reports it. O(poll_interval) is the pause between two reads when a watch cannot be opened
         (or keeps ending at once).
+      - More than 0 and at most 60 seconds; 0 or a negative number is refused, never taken as the default.
     type: float
     default: 0.5
 """

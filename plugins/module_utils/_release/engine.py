@@ -56,6 +56,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.remove impor
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
+from ansible_collections.aicr.runtime.plugins.module_utils._release.valuescheck import ValuesCheck
 
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
@@ -117,7 +118,7 @@ class Options(object):
                 setattr(self, name, float(value))
 
 
-class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
+class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
     """One run of gated_release against one cluster."""
 
     def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=cancel.pause, wall=time.time, on_transition=None, checks=None):
@@ -214,6 +215,11 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 if not mutation:
                     self.survey_objects()
                     mutation = self._mutation_planned()
+            if self.opts.state == "present" and self.opts.validate_chart_schema:
+                # every chart's values checked before the first change (check mode shows the same refusal)
+                refused = self._check_values_up_front()
+                if refused:
+                    return self._refused_up_front(refused)
             if mutation and not self.opts.check_mode:
                 self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
                 self.helm.server_validates_fields = server_validates_fields(self.cluster.server_version())
@@ -257,8 +263,6 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 outcomes = None
                 for st in self.states.values():
                     st.phase = PENDING
-                if self.opts.state == "present" and self.opts.validate_chart_schema:
-                    self._check_chart_values()
             result = self._result(outcomes, lease)
             if lost:
                 result["failed_message"] = lost + (" | " + result["failed_message"] if result.get("failed_message") else "")
