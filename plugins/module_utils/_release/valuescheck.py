@@ -100,7 +100,8 @@ class ValuesCheck(object):
                 self._pull_and_validate(st.comp, chart_ref, repo, flags)
             except AicrError as exc:
                 st.phase = FAILED
-                st.message = exc.msg if st.comp.name in exc.msg else "component %s: %s" % (st.comp.name, exc.msg)
+                named = exc.msg.startswith(("values: component %s:" % st.comp.name, "component %s:" % st.comp.name))
+                st.message = exc.msg if named else "component %s: %s" % (st.comp.name, exc.msg)
                 return st, exc.details.get("field") or "chart"
             return None
 
