@@ -149,6 +149,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
         self.warnings = []
         self.foreign_claims = []  # releases and objects labelled for the stack that its inventory does not vouch for
         self.lease = None  # the stack Lease while this run holds it
+        self._init_values_check()  # the charts pulled and the values checked (ValuesCheck)
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):

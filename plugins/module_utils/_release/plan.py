@@ -143,8 +143,8 @@ def _readable(raw_components, problems):
         names.append(name)
         bad = dict_problems(raw)
         for key, value, allowed in bad:
-            shown = "a %s" % type(value).__name__ if key == "values" else "%r (a %s)" % (value if len(repr(value)) <= 80 else repr(value)[:77] + "...",
-                                                                                        type(value).__name__)
+            text = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            shown = "a %s" % type(value).__name__ if key == "values" else "%s (a %s)" % (text, type(value).__name__)  # values: never shown
             problems.add("recipe", "component %s: %s %s is not allowed; allowed: %s" % (name, key, shown, allowed), allowed=allowed)
         if not bad:
             readable.append(raw)
@@ -159,10 +159,9 @@ def _dependency_problems(readable, names, problems):
         for dep in raw.get("dependencies") or []:
             if dep not in known:
                 guess = nearest(dep, known)
-                problems.add("recipe", "component %s: dependency %r is not a component of the recipe; %sallowed: one of %s (what the recipe "
-                             "does not deploy goes in external_dependencies)" % (raw["name"], dep, "did you mean %s? " % guess if guess else "",
-                                                                                   ", ".join(names)),
-                             value=dep, allowed=list(names))
+                hint = "did you mean %s? " % guess if guess else ""
+                problems.add("recipe", "component %s: dependency %r is not a component of the recipe; %sallowed: one of %s (what the recipe does "
+                             "not deploy goes in external_dependencies)" % (raw["name"], dep, hint, ", ".join(names)), value=dep, allowed=list(names))
 
 
 def build_plan(recipe, skip_components=None, component_overrides=None, skip_deployment_order=False, base_dir=None, problems=None):

@@ -42,24 +42,21 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import 
 class ValuesCheck(object):
     """The values-check section of :class:`~.engine.GatedRelease` (a mixin)."""
 
-    _chart_archives = None
-
-    def _charts_state(self):
-        if self._chart_archives is None:
-            self._chart_archives = {}  # (name, chart_ref, repo, version) -> the local chart
-            self._chart_locks = KeyedLocks()
-            self._values_valid = set()  # (name, digest, chart): values checked against that chart's schema
-        return self._chart_archives
+    def _init_values_check(self):
+        """The run's charts and checked values (called once, from the run's constructor)."""
+        self._chart_archives = {}  # (name, chart_ref, repo, version) -> the local chart
+        self._chart_locks = KeyedLocks()
+        self._values_valid = set()  # (name, digest, chart): values checked against that chart's schema
 
     def _local_chart(self, comp, chart_ref, repo, flags):
         """The chart on local disk: a local chart as it is, a remote one pulled into the run's scratch directory (once per
         run: the up-front check, an early start and the gate share it)."""
-        archives = self._charts_state()
         key = (comp.name, chart_ref, repo, comp.version)
         with self._chart_locks(comp.name):
-            if key not in archives:
-                archives[key] = self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name), extra_flags=flags)
-            return archives[key]
+            if key not in self._chart_archives:
+                self._chart_archives[key] = self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name),
+                                                           extra_flags=flags)
+            return self._chart_archives[key]
 
     def _pull_and_validate(self, comp, chart_ref, repo, flags):
         """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
@@ -70,7 +67,6 @@ class ValuesCheck(object):
     def _validate_chart_values(self, comp, archive):
         """The chart's defaults merged with the component's values, against the chart's ``values.schema.json`` (a chart
         without one: nothing to check). Once per values and chart in a run."""
-        self._charts_state()
         key = (comp.name, comp.digest(), archive)
         if key in self._values_valid:
             return
