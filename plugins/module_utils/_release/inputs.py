@@ -69,8 +69,9 @@ def checked(params, check_mode=False, diff=False):
     if readable:
         plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
                           skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"), problems=found)
+    schemas = _mapping(found, "values_schemas", params.get("values_schemas"))
     if plan is not None and params.get("validate_values", True):
-        found.run(engine.validate_values, plan, _mapping(found, "values_schemas", params.get("values_schemas")))
+        found.run(engine.validate_values, plan, schemas)
     options = found.run(engine.options_from, params, recipe if recipe is not None else {}, check_mode, diff, problems=found)
     found.run(_check_repositories, params, options)
     checks = None
