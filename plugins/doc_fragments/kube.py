@@ -48,8 +48,8 @@ options:
     default: 600
   overall_timeout:
     description:
-      - Seconds the whole run may take. No component is started after it; running ones stop waiting.
       - More than 0 and at most 604800 (a week); 0 or a negative number is refused, never taken as the default.
+      - Seconds the whole run may take. No component is started after it; running ones stop waiting.
     type: int
     default: 3600
   poll_interval:

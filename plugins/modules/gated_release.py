@@ -319,10 +319,10 @@ options:
     default: [password, passwd, token, secret, apiKey, key, credentials, auth, dsn, connectionString]
   lease_namespace:
     description:
-      - Namespace of the stack Lease and of the inventory ConfigMap; created (a plain create) when missing. A DNS-1123
-        label (lowercase letters, digits and C(-), at most 63 characters), checked before the cluster is contacted.
+      - Namespace of the stack Lease and of the inventory ConfigMap; created (a plain create) when missing.
       - Keep it a namespace only the collection's identities may write in (see the RBAC guide), since the inventory is what
         prune and O(state=absent) remove (see O(adopt)). An inventory ConfigMap another field manager wrote is not trusted.
+      - A DNS-1123 label (lowercase letters, digits and C(-), at most 63 characters), checked before the cluster is contacted.
     type: str
     default: aicr-system
   lease_duration:
