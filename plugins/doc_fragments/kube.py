@@ -51,10 +51,12 @@ options:
         C(pending-rollback) for longer than this (by the API server's clock) is taken as an interrupted helm operation -
         its revision record is removed and the release installed or upgraded again; a younger one fails the component
         (someone may be running helm on it). Without O(clear_pending) any pending revision fails the component.
+      - More than 0 and at most 604800 (a week); 0 or a negative number is refused, never taken as the default.
     type: int
     default: 600
   overall_timeout:
     description:
+      - More than 0 and at most 604800 (a week); 0 or a negative number is refused, never taken as the default.
       - Seconds the whole run may take. No component is started after it; running ones stop waiting.
       - It bounds every request to the API server, its connection included - the first read as much as the last - so an
         API server that accepts the connection and never answers fails the task when it runs out, naming it
@@ -67,6 +69,7 @@ options:
       - Readiness is observed with a watch on the resource a component is waiting for, so it is seen as soon as
         the cluster reports it. O(poll_interval) is the pause between two reads when a watch cannot be opened
         (or keeps ending at once).
+      - More than 0 and at most 60 seconds; 0 or a negative number is refused, never taken as the default.
     type: float
     default: 0.5
 """

@@ -120,13 +120,14 @@ def critical_path(result):
     return max(longest(n) for n in comps)
 
 
-def converge(kube, workdir, concurrency, recipe, charts_dir, tag, early_start=True):
+def converge(kube, workdir, concurrency, recipe, charts_dir, tag, early_start=True, **extra):
     """Roll ``recipe`` out, then re-run it (concurrency > 1) and check the re-run changed nothing: (wall, no-op wall, result).
 
     The engine runs in a Python process of its own (``--converge``), as the module does: nothing else in it - no watch
     thread of a benchmark - competes with the engine for its interpreter. The process imports everything before the
     clock starts (the module's imports are Python start-up, not the rollout). ``result["bench_cpu_s"]``: CPU seconds
-    of that process and its helms during the rollout (``bench_cpu_with_noop_s``: and the re-run)."""
+    of that process and its helms during the rollout (``bench_cpu_with_noop_s``: and the re-run). ``extra``: more of
+    gated_release's parameters (``validate_values``...); ``charts_dir`` may be a chart repository's URL."""
     os.makedirs(workdir, exist_ok=True)
     helm_binary = str(REPO / ".venv" / "bin" / os.environ.get("AICR_BENCH_HELM", "helm"))
     cache_dir = os.path.join(workdir, "cache-%s" % tag)
@@ -134,6 +135,7 @@ def converge(kube, workdir, concurrency, recipe, charts_dir, tag, early_start=Tr
                   repository_mirrors={REPOSITORY: str(charts_dir)}, concurrency=concurrency, timeout=120, overall_timeout=600,
                   poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="aicr-system", cache_dir=cache_dir,
                   early_start=early_start)
+    params.update(extra)
     mark = kube.audit_mark()
     child = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--converge"], input=json.dumps({"params": params, "noop": concurrency > 1}),
                            capture_output=True, text=True, check=False)

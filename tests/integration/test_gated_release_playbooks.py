@@ -152,6 +152,33 @@ def test_check_mode_plan_mutates_nothing(run_playbook, kube, catalog, example_re
     assert res["diff"][0]["before"] == ""
 
 
+@pytest.mark.parametrize("check", [True, False], ids=["check", "real"])
+def test_bad_values_are_refused_against_the_chart_before_anything_is_installed(run_playbook, kube, catalog, example_repo, check):
+    """Issue 36: through the role, ``replicaCount: lots`` showed a clean plan in --check; the real run installed four
+    components, then helm refused example-operator and example-agent was blocked. example-operator's chart ships a
+    values.schema.json (replicaCount: integer): the role now has gated_release check every chart's values before the
+    first change (cluster_runtime_enforce_values, the default) - the plan shows the refusal and nothing is installed."""
+    role_vars = {"cluster_runtime_catalog": str(catalog), "cluster_runtime_criteria": H100_KIND_TRAINING,
+                 "cluster_runtime_kubeconfig": kube.kubeconfig_for(IDENTITY), "cluster_runtime_helm_binary": str(BIN / "helm4"),
+                 "cluster_runtime_repository_mirrors": {EXAMPLE_REPO: example_repo.url}, "cluster_runtime_poll_interval": 0.2,
+                 "cluster_runtime_lease_namespace": kube.namespace,
+                 "cluster_runtime_recipe_overrides": {"example-operator": {"values": {"replicaCount": "lots"}}}}
+    mark = kube.audit_mark()
+    run = run_playbook("release_role.yml", extravars=role_vars, check=check)
+    assert run.rc != 0, run.stdout[-3000:]
+    res = run.result("Resolve the cluster's recipe and deploy its components in dependency order")
+    refusal = ("values: component example-operator: 1 value(s) violate the chart's values.schema.json; first: values.replicaCount: "
+               "violates type integer")
+    assert res["msg"] == "gated_release: 1 of 6 components refused before anything was installed (nothing was changed): example-operator (%s)" % refusal
+    assert res["errors"] == [{"field": "values", "component": "example-operator", "message": refusal}]
+    phases = dict((c["name"], c["phase"]) for c in res["components"])
+    assert phases.pop("example-operator") == "Failed" and set(phases.values()) == {"Pending"}, phases
+    assert "lots" not in json.dumps(dict((k, v) for k, v in res.items() if k != "invocation")), "the value itself is never shown (values may be secret)"
+    assert "refused before anything was installed" in run.stdout and "COMPONENT" in run.stdout, "the outcome table is printed"
+    assert mutations(kube, mark) == [], "no Lease, no namespace, no release, no object: nothing was written"
+    assert kubectl_json(kube, "get", "secrets", "-n", kube.namespace, "-l", "owner=helm")["items"] == []
+
+
 @pytest.mark.parametrize("helm", ["helm4"])
 def test_failure_blocks_dependents_names_the_resource_and_rerun_finishes(run_playbook, kube, catalog, example_repo, helm):
     # The operator's pods run but never become Ready (a kwok stage the pod annotation selects); the real Deployment

@@ -6,7 +6,8 @@
 A pass collects every problem it finds (:class:`Problems`) rather than stopping at the first, and raises one
 :class:`AicrError` at the end: its ``msg`` is the first problem's one line (naming the field, the value unless it is
 secret, and what is allowed) plus how many more there are; ``errors`` lists them all, each
-``{field, message, value?, allowed?}``. The same rules apply everywhere:
+``{field, message, value?, allowed?}``. A pass that found one problem only, an ``AicrError`` another check raised
+(:meth:`Problems.extend`), raises that error as it was (its details kept), with ``errors`` listing it. The same rules apply everywhere:
 
 - numbers: an integer or float (a bool is not a number), within ``minimum``..``maximum``; ``None`` means "not given"
   and takes the default - a zero is a value, never the default (no ``x or default``);
@@ -91,6 +92,7 @@ class Problems(object):
     def __init__(self, what=""):
         self.what = what  # e.g. "gated_release": the error's ``msg`` starts with the first problem, not with this
         self.errors = []
+        self.raised = []  # the AicrErrors given to :meth:`extend`
 
     def __bool__(self):
         return bool(self.errors)
@@ -115,6 +117,7 @@ class Problems(object):
             entry = {"field": error.details.get("field") or "", "message": error.msg}
             entry.update((key, error.details[key]) for key in ("value", "allowed") if key in error.details)
             self.errors.append(entry)
+        self.raised.append(error)
 
     def number(self, field, value, default=None, minimum=None, maximum=None, integer=False, unit=""):
         """``value`` checked as a number in range (``None``: ``default``); the value itself when it is refused."""
@@ -203,6 +206,9 @@ class Problems(object):
         """One :class:`AicrError` for every problem found (nothing when there is none)."""
         if not self.errors:
             return
+        if len(self.raised) == 1 and len(self.errors) == len(self.raised[0].details.get("errors") or [None]):
+            only = self.raised[0]  # the one problem is another check's error: raised as it was (its details kept), listed in errors
+            raise AicrError(only.msg, **dict(only.details, errors=self.errors[:MAX_ERRORS], **details))
         first = self.errors[0]["message"]
         more = len(self.errors) - 1
         msg = first if not more else "%s (and %d more problem%s, listed in errors)" % (first, more, "" if more == 1 else "s")

@@ -137,6 +137,34 @@ def override_problems(overrides, names, allowed=OVERRIDE_KEYS):
     return problems
 
 
+_SCALAR_KEYS = ("type", "chart", "repository", "version", "namespace")
+_LIST_KEYS = ("dependencies", "external_dependencies", "values_files", "pre_manifest_files", "pre_manifest_paths", "manifest_files",
+              "manifest_paths")
+_BOOLEAN_KEYS = ("manifest_only", "enabled", "cleanup")
+
+
+def dict_problems(raw):
+    """What :meth:`Component.from_dict` cannot read in a component dict (recipe_resolve's ``components[]`` or one written
+    by hand), in order: ``(key, value, allowed)`` per key of the wrong type (``[]`` when it can read it all). The value
+    of ``values`` is never shown (it may hold secrets): callers name its type."""
+    problems = []
+    if raw.get("values") is not None and not isinstance(raw["values"], dict):
+        problems.append(("values", raw["values"], "a mapping of Helm values"))
+    for key in _SCALAR_KEYS:
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+            problems.append((key, value, "a string"))
+    for key in _LIST_KEYS:
+        value = raw.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(item, str) and item for item in value)):
+            problems.append((key, value, "a list of non-empty strings"))
+    for key in _BOOLEAN_KEYS:
+        value = raw.get(key)
+        if value is not None and not isinstance(value, bool):
+            problems.append((key, value, "a boolean"))
+    return problems
+
+
 def _file_list(value, field, name, base_dir):
     """Manifest files as absolute paths: strings, relative ones joined to ``base_dir``."""
     paths = []

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicr.runtime contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Deploying one component once its gate opens, and checking values against the chart's own schema.
+"""Deploying one component once its gate opens.
 
 what it is about to install and apply written ahead into the inventory -> pre objects -> wait Ready -> ``helm upgrade
---install`` (only if the digest differs; the chart pulled and its values checked first when asked; the release's
+--install`` (only if the digest differs; from the chart pulled and checked before the run's first change, ``valuescheck``; the release's
 ownership read again right before) -> wait for every resource of the release -> post objects -> wait Ready -> prune the
 objects it no longer renders. Readiness is always observed from the cluster (``_kube.wait``).
 """
@@ -13,16 +13,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import claim
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeutil, validation
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
     COMPONENT_LABEL, DEPLOYING, DIGEST_LABEL, FAILED, READY, STACK_LABEL, UNCHANGED, label_value,
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
@@ -30,7 +26,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import DONE
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import object_digest
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, UNRECORDED, object_owner, upgrade_refusal
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_schema_and_defaults, chart_source, read_release
+from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_source, read_release
 
 
 def manifest_docs(manifest):
@@ -141,44 +137,6 @@ class Deploy(object):
         self.cluster.delete("v1", "Secret", deployed.secret_name, comp.namespace)
         self._action("clear the interrupted helm operation on %s (revision %s, %s since %s)"
                      % (comp.name, deployed.revision, deployed.status, deployed.created))
-
-    def _pull_and_validate(self, comp, chart_ref, repo, flags):
-        """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
-        archive = self._local_chart(comp, chart_ref, repo, flags)
-        self._validate_chart_values(comp, archive)
-        return archive
-
-    def _local_chart(self, comp, chart_ref, repo, flags):
-        """The chart on local disk: a local chart as it is, a remote one pulled into the run's scratch directory."""
-        return self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name), extra_flags=flags)
-
-    def _validate_chart_values(self, comp, archive):
-        schema, defaults_text = chart_schema_and_defaults(archive)
-        if schema:
-            defaults = deps.load(defaults_text, "chart %s: values.yaml" % archive) if defaults_text.strip() else {}
-            problems = validation.rule_problems(schema, merge_null_deletes(defaults if isinstance(defaults, dict) else {}, comp.values))
-            if problems:
-                raise AicrError("values: component %s: %d value(s) violate the chart's values.schema.json; first: %s" % (comp.name, len(problems), problems[0]),
-                                component=comp.name, problems=problems[:50])
-
-    def _check_chart_values(self):
-        """Check mode: the values of every release that would be installed or upgraded against its chart's own schema.
-
-        The real run validates at gate-open and fails the component; the plan says so beforehand. Charts are pulled
-        into the run's scratch directory (nothing is written to the cluster); a component whose chart cannot be
-        pulled or whose values fail is reported Failed with the same message the real run would give.
-        """
-        to_check = [st for st in self.states.values() if not st.comp.manifest_only and st.action != "unchanged" and st.comp.chart]
-
-        def check(st):
-            try:
-                chart_ref, repo, flags, _where = chart_source(st.comp.chart, st.comp.repository, self.opts.mirrors)
-                self._pull_and_validate(st.comp, chart_ref, repo, flags)
-            except AicrError as exc:
-                st.phase, st.message = FAILED, exc.msg
-
-        with ThreadPoolExecutor(max_workers=max(1, self.opts.concurrency)) as pool:
-            list(pool.map(check, to_check))
 
     def _install(self, st, deadline):
         """``helm upgrade --install`` of a component whose release must change (its helm started early, waiting at its

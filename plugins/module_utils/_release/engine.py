@@ -38,14 +38,15 @@ import time
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import PENDING, STACK_NAMESPACE, check_stack_name
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
+    PENDING, STACK_NAME_ALLOWED, STACK_NAMESPACE, check_stack_name, stack_name_problem,
+)
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
-from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
 from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors, server_validates_fields
@@ -56,53 +57,69 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.result impor
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
-from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
+from ansible_collections.aicr.runtime.plugins.module_utils._release.valuescheck import ValuesCheck
 
 LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
 MAX_CONCURRENCY = 64
+MAX_POLL_INTERVAL = 60  # seconds
 LEASE_NAMESPACE = "aicr-system"  # the stack Lease and inventory live here by default, never in `default`
 
 
 class Options(object):
-    """Engine settings (the module's parameters, minus the cluster connection).
+    """Engine settings (the module's parameters, minus the cluster connection), checked in one pass.
 
-    ``validate_chart_schema``: pull each chart before installing it and check the values against the chart's own
-    ``values.schema.json`` (the module's ``validate_values``; given ``values_schemas`` are checked by :func:`validate_values`).
+    ``validate_chart_schema``: before the first change, pull the chart of every release that will be installed or
+    upgraded and check its values against the chart's own ``values.schema.json`` (the module's ``validate_values``;
+    given ``values_schemas`` are checked by :func:`validate_values`). ``problems``: a ``_common.checks.Problems`` the
+    problems are added to (the caller raises); without, they are raised here, all at once.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, problems=None, **kwargs):
         # one validation pass: every problem is collected and raised at once; None means "not given" (the default),
         # a zero is a value and is refused where it is not allowed, never turned into the default
-        problems = Problems("gated_release")
+        own = problems if problems is not None else Problems("gated_release")
         self.stack = kwargs.get("stack") or "default"
-        self.state = problems.choice("state", kwargs.get("state"), ("present", "absent"), default="present")
-        self.concurrency = problems.number("concurrency", kwargs.get("concurrency"), default=4, minimum=1, maximum=MAX_CONCURRENCY, integer=True)
-        self.timeout = problems.positive("timeout", kwargs.get("timeout"), default=600.0, maximum=MAX_SECONDS)
-        self.overall_timeout = problems.positive("overall_timeout", kwargs.get("overall_timeout"), default=3600.0, maximum=MAX_SECONDS)
-        self.poll_interval = problems.positive("poll_interval", kwargs.get("poll_interval"), default=0.5, maximum=60)
-        self.lease_duration = problems.number("lease_duration", kwargs.get("lease_duration"), default=60, minimum=MIN_DURATION,
-                                              maximum=MAX_DURATION, integer=True, unit="seconds")
+        self.state = own.choice("state", kwargs.get("state"), ("present", "absent"), default="present")
+        self.concurrency = own.number("concurrency", kwargs.get("concurrency"), default=4, minimum=1, maximum=MAX_CONCURRENCY, integer=True)
+        self.timeout = own.positive("timeout", kwargs.get("timeout"), default=600.0, maximum=MAX_SECONDS)
+        self.overall_timeout = own.positive("overall_timeout", kwargs.get("overall_timeout"), default=3600.0, maximum=MAX_SECONDS)
+        self.poll_interval = own.positive("poll_interval", kwargs.get("poll_interval"), default=0.5, maximum=MAX_POLL_INTERVAL)
+        self.lease_duration = own.number("lease_duration", kwargs.get("lease_duration"), default=60, minimum=MIN_DURATION,
+                                         maximum=MAX_DURATION, integer=True, unit="seconds")
         self.prune = bool(kwargs.get("prune"))
         self.check_mode = bool(kwargs.get("check_mode"))
         self.diff = bool(kwargs.get("diff"))
-        self.mirrors = normalize_mirrors(kwargs.get("repository_mirrors"))
+        self.mirrors = {}
+        try:
+            self.mirrors = normalize_mirrors(kwargs.get("repository_mirrors"))
+        except AicrError as exc:
+            own.extend(exc)
         self.atomic = bool(kwargs.get("atomic"))
         self.clear_pending = bool(kwargs.get("clear_pending"))
         self.adopt = bool(kwargs.get("adopt"))
         self.sensitive = Sensitive(kwargs.get("sensitive_values"))
         self.lease_namespace = kwargs.get("lease_namespace") or LEASE_NAMESPACE
+        wrong = stack_name_problem(self.lease_namespace)  # a namespace name: the same DNS-1123 label rule
+        if wrong:
+            own.add("lease_namespace", "%s %s; allowed: %s" % (repr(self.lease_namespace)[:80], wrong, STACK_NAME_ALLOWED),
+                    value=self.lease_namespace, allowed=STACK_NAME_ALLOWED)
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
         self.cache_dir = kwargs.get("cache_dir")
         self.early_start = bool(kwargs.get("early_start", True))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
-        self.health = kwargs.get("health") or health.HealthOptions()
-        problems.raise_if_any()
-        self.timeout, self.overall_timeout, self.poll_interval = float(self.timeout), float(self.overall_timeout), float(self.poll_interval)
+        self.health = kwargs.get("health") or health.HealthOptions(kwargs.get("health_checks", True), kwargs.get("health_check_timeout"),
+                                                                   kwargs.get("health_check_skip"), problems=own)
+        if problems is None:
+            own.raise_if_any()
+        for name in ("timeout", "overall_timeout", "poll_interval"):
+            value = getattr(self, name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                setattr(self, name, float(value))
 
 
-class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
+class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
     """One run of gated_release against one cluster."""
 
     def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=cancel.pause, wall=time.time, on_transition=None, checks=None):
@@ -133,6 +150,7 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
         self.warnings = []
         self.foreign_claims = []  # releases and objects labelled for the stack that its inventory does not vouch for
         self.lease = None  # the stack Lease while this run holds it
+        self._init_values_check()  # the charts pulled and the values checked (ValuesCheck)
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):
@@ -199,6 +217,11 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 if not mutation:
                     self.survey_objects()
                     mutation = self._mutation_planned()
+            if self.opts.state == "present" and self.opts.validate_chart_schema:
+                # every chart's values checked before the first change (check mode shows the same refusal)
+                refused = self._check_values_up_front()
+                if refused:
+                    return self._refused_up_front(refused)
             if mutation and not self.opts.check_mode:
                 self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
                 self.helm.server_validates_fields = server_validates_fields(self.cluster.server_version())
@@ -247,8 +270,6 @@ class GatedRelease(Survey, Deploy, EarlyStart, Remove, Result):
                 outcomes = None
                 for st in self.states.values():
                     st.phase = PENDING
-                if self.opts.state == "present" and self.opts.validate_chart_schema:
-                    self._check_chart_values()
             result = self._result(outcomes, lease)
             if lost:
                 result["failed_message"] = lost + (" | " + result["failed_message"] if result.get("failed_message") else "")
@@ -386,22 +407,34 @@ def resolved_summary(resolution):
     return summary
 
 
-def options_from(params, recipe, check_mode, diff):
-    """The engine's :class:`Options` from the module parameters."""
+def options_from(params, recipe, check_mode, diff, problems=None):
+    """The engine's :class:`Options` from the module parameters; with ``problems`` (``_common.checks.Problems``) every
+    problem is added to it (the caller raises), else they are raised here."""
+    own = problems if problems is not None else Problems("gated_release")
     recipe_name = params.get("recipe_name") or (recipe.get("recipe_name") if isinstance(recipe, dict) else "") or ""
     stack = params.get("stack") or recipe_name or "default"
-    check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
-    return Options(
+    cache_dir = None
+    try:
+        if problems is None or not params.get("stack"):  # a given stack was checked with status_stack (check_stack_options)
+            check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
+        cache_dir = _private_cache_dir(params) if params.get("render_cache", True) else None
+    except AicrError as exc:
+        own.extend(exc)
+    options = Options(
+        problems=own,
         stack=stack, state=params.get("state"), concurrency=params.get("concurrency"),
         timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
         prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
         atomic=params.get("atomic"), clear_pending=params.get("clear_pending"), adopt=params.get("adopt"), sensitive_values=params.get("sensitive_values"),
         lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
-        holder_message=params.get("holder_message"), recipe_name=recipe_name,
-        cache_dir=_private_cache_dir(params) if params.get("render_cache", True) else None,
+        holder_message=params.get("holder_message"), recipe_name=recipe_name, cache_dir=cache_dir,
         validate_chart_schema=params.get("validate_values", True), early_start=params.get("early_start", True),
-        health=health.HealthOptions(params.get("health_checks", True), params.get("health_check_timeout"), params.get("health_check_skip")),
+        health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
+        health_check_skip=params.get("health_check_skip"),
     )
+    if problems is None:
+        own.raise_if_any()
+    return options
 
 
 def _write_gates(client, params, result):
@@ -442,29 +475,11 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     # Imported here so unit tests of the engine do not need the kubernetes package.
     from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection as kube  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._release import inputs  # pylint: disable=import-outside-toplevel
 
-    check_stack_options(params, "stack", "status_stack")  # before the catalog is read or the cluster is reached
-    recipe, resolved = params.get("recipe"), None
-    if isinstance(recipe, dict) and recipe.get("values_hidden"):
-        # deploying it would install "<hidden>" as a password
-        raise AicrError("recipe: its secret values are <hidden> (recipe_resolve without show_values); allowed: resolve with the same options "
-                        "(resolved here, no values returned), or recipe_resolve with show_values: true on a no_log task", field="recipe")
-    if params.get("resolve"):
-        try:
-            recipe = resolve_from_options(params["resolve"], cache_dir=params.get("cache_dir"), check_mode=check_mode)
-        except AicrError as exc:
-            raise under_resolve(exc)
-        resolved = resolved_summary(recipe)
-    plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
-                      skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"))
-    if params.get("validate_values", True):
-        validate_values(plan, params.get("values_schemas") or {})
-    options = options_from(params, recipe, check_mode, diff)
-    repos.check_mirrors(repos.normalize_credentials(params.get("repository_credentials")), options.mirrors)  # before any connection
-    # every health check is read before anything else happens: one that cannot be evaluated fails closed here
-    checks = health.parse_all(health.checks_of(recipe), plan.order, options.health)
+    # one validation pass: every parameter checked, every problem listed, before the cluster is reached
+    given = inputs.checked(params, check_mode=check_mode, diff=diff)
+    recipe, resolved, plan, options, checks = given.recipe, given.resolved, given.plan, given.options, given.checks
     snapshot = params.get("snapshot")
     if snapshot is None and params.get("resolve"):
         snapshot = params["resolve"].get("snapshot")

@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
 
@@ -60,14 +61,18 @@ def checks_of(recipe):
 
 
 class HealthOptions(object):
-    """``health_checks`` (on by default), ``health_check_timeout`` (seconds; None: the check's own) and ``health_check_skip``."""
+    """``health_checks`` (on by default), ``health_check_timeout`` (seconds, more than 0; None: the check's own) and
+    ``health_check_skip``; ``problems`` (``_common.checks.Problems``): the pass the timeout's problem is added to, else
+    it is raised here."""
 
-    def __init__(self, enabled=True, timeout=None, skip=None):
+    def __init__(self, enabled=True, timeout=None, skip=None, problems=None):
+        own = problems if problems is not None else Problems("gated_release")
         self.enabled = enabled is not False
-        self.timeout = float(timeout) if timeout is not None else None
+        checked = own.positive("health_check_timeout", timeout)  # no maximum: a check is capped by timeout and overall_timeout
+        self.timeout = float(checked) if isinstance(checked, (int, float)) and not isinstance(checked, bool) else None
         self.skip = set(skip or [])
-        if self.timeout is not None and self.timeout <= 0:
-            raise AicrError("health_check_timeout: %s is not allowed; use a positive number of seconds" % timeout, field="health_check_timeout")
+        if problems is None:
+            own.raise_if_any()
 
 
 def parse_all(texts, plan_names, options):

@@ -345,22 +345,42 @@ def test_overall_timeout_stops_the_rollout_and_names_what_did_not_start(fakes):
     assert phases["z"] == ("Blocked", "overall timeout reached before it could start")
 
 
-def test_values_checked_against_the_charts_schema_before_helm_runs(fakes):
+def test_values_checked_against_every_chart_before_anything_is_installed(fakes):
+    """Issue 36: y was installed, then x refused at its gate and z blocked - a half-applied stack. Now nothing starts."""
     cluster = fakes.FakeCluster()
     helm = fakes.FakeHelm(cluster, make_charts(fakes))
     schema = {"type": "object", "required": ["image"], "properties": {"replicas": {"type": "integer"}, "image": {"type": "string"}}}
     helm.schemas = {"x": schema, "y": schema}
     helm.defaults = {"x": {"image": "nginx"}, "y": {"image": "nginx"}}
-    recipe = [comp("x", values={"replicas": "two"}), comp("y", values={"replicas": 2}), comp("z", ["x"])]
+    recipe = [comp("y", values={"replicas": 2}), comp("x", ["y"], values={"replicas": "two"}), comp("z", ["x"])]
+    mark = len(cluster.audit)
     result = engine(cluster, helm, recipe, validate_values=True).run()
     phases = dict((c["name"], (c["phase"], c["message"])) for c in result["components"])
     # the path and the rule, never the value (values may be secret)
     assert phases["x"] == ("Failed", "values: component x: 1 value(s) violate the chart's values.schema.json; "
                                      "first: values.replicas: violates type integer")
-    assert phases["y"][0] == "Ready", "chart defaults (image) are merged before validation"
-    assert phases["z"][0] == "Blocked"
-    assert [c[1] for c in helm.upgrades()] == ["y"]
-    assert [c[3] for c in helm.upgrades()][0].endswith("/y-1.0.0.tgz"), "the release is installed from the validated archive"
+    assert phases["y"] == phases["z"] == ("Pending", "not started: the values of x were refused before anything was installed")
+    assert result["failed_message"] == ("gated_release: 1 of 3 components refused before anything was installed (nothing was changed): "
+                                        "x (values: component x: 1 value(s) violate the chart's values.schema.json; first: values.replicas: "
+                                        "violates type integer)")
+    assert result["errors"] == [{"field": "values", "component": "x", "message": phases["x"][1]}]
+    assert result["changed"] is False and helm.upgrades() == [] and cluster.audit[mark:] == [], "no Lease, no namespace, no release: nothing written"
+    assert sorted(c[1] for c in helm.calls if c[0] == "pull") == ["x", "y", "z"], "every chart pulled up front, at once"
+
+
+def test_valid_values_install_from_the_charts_checked_up_front_pulled_once(fakes):
+    cluster = fakes.FakeCluster()
+    helm = fakes.FakeHelm(cluster, make_charts(fakes))
+    schema = {"type": "object", "required": ["image"], "properties": {"replicas": {"type": "integer"}, "image": {"type": "string"}}}
+    helm.schemas = {"x": schema, "y": schema}
+    helm.defaults = {"x": {"image": "nginx"}, "y": {"image": "nginx"}}
+    result = engine(cluster, helm, [comp("x", values={"replicas": 1}), comp("y", ["x"], values={"replicas": 2})], validate_values=True).run()
+    assert "failed_message" not in result, result["failed_message"]
+    assert set(c["phase"] for c in result["components"]) == {"Ready"}, "chart defaults (image) are merged before validation"
+    assert [c[1] for c in helm.calls if c[0] == "pull"] == ["x", "y"], "each chart pulled once: the gate installs what was checked"
+    assert [c[3].rsplit("/", 1)[-1] for c in helm.upgrades()] == ["x-1.0.0.tgz", "y-1.0.0.tgz"], "installed from the validated archives"
+    again = engine(cluster, helm, [comp("x", values={"replicas": 1}), comp("y", ["x"], values={"replicas": 2})], validate_values=True).run()
+    assert again["changed"] is False and [c[1] for c in helm.calls if c[0] == "pull"] == ["x", "y"], "an unchanged release is not checked again"
 
 
 def test_check_mode_reports_values_the_chart_schema_would_refuse(fakes):

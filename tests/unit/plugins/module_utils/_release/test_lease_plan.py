@@ -77,7 +77,7 @@ def test_plan_from_recipe_resolve_output(tmp_path):
     (tmp_path / "components" / "x" / "manifests").mkdir(parents=True)
     recipe = {"recipe_name": "r", "catalog_root": str(tmp_path), "components": [
         {"name": "a", "type": "Helm", "chart": "a", "repository": "https://r", "version": "1", "namespace": "", "values": {"k": 1},
-         "dependencies": ["external"], "manifest_files": ["components/x/manifests/m.yaml"]},
+         "dependencies": [], "external_dependencies": ["external"], "manifest_files": ["components/x/manifests/m.yaml"]},
         {"name": "b", "type": "Kustomize", "dependencies": []},
         {"name": "c", "type": "Helm", "chart": "", "dependencies": ["a", "b"], "manifest_paths": ["/abs/m.yaml"]},
     ]}
@@ -85,7 +85,7 @@ def test_plan_from_recipe_resolve_output(tmp_path):
     assert plan.order == ["a", "c"]
     a, c = plan.by_name["a"], plan.by_name["c"]
     assert a.namespace == "default" and a.manifest_paths == [str(tmp_path / "components/x/manifests/m.yaml")]
-    assert a.gate == [] and c.gate == ["a"], "unmanaged dependencies (external, Kustomize b) count as satisfied"
+    assert a.gate == [] and c.gate == ["a"], "unmanaged dependencies (external_dependencies, Kustomize b) count as satisfied"
     assert c.manifest_only and c.kind == "objects" and c.manifest_paths == ["/abs/m.yaml"]
     assert plan.skipped == [{"name": "b", "reason": "type Kustomize is not deployed by gated_release (only Helm)"}]
     assert plan.reverse_deps() == {"a": ["c"], "c": []}
