@@ -28,17 +28,40 @@ def namespace_of(cluster, name=FRESH):
 
 def rollout(fakes, cluster, components, **opts):
     helm = fakes.FakeHelm(cluster, make_charts(fakes))
-    helm.schemas["y"] = SCHEMA  # y's values are refused by its chart's schema: it fails before helm installs it
+    helm.schemas["y"] = SCHEMA
     opts.setdefault("lease_namespace", FRESH)
     return engine(cluster, helm, components, validate_chart_schema=True, **opts).run()
 
 
-BAD_Y = comp("y", values={"replicaCount": "lots"})
+UNREADABLE = "unreadable"  # a namespace the API server cannot say anything about: y fails at its gate, before any change
 
 
-def test_a_run_that_installed_nothing_removes_the_inventory_and_the_lease_namespace_it_created(fakes, fake_cluster):
-    result = rollout(fakes, fake_cluster, [BAD_Y])
+def unreadable(cluster_class):
+    class Unreadable(cluster_class):
+        """Reading namespace ``unreadable`` fails (a 500): the run holds its Lease and wrote its inventory ahead, and then
+        fails at y's gate without a mutating call (the values check before the Lease passed)."""
+
+        def get(self, api_version, kind, name, namespace=None):
+            if kind == "Namespace" and name == UNREADABLE:
+                raise ClusterError("cluster: GET /api/v1/namespaces/%s returned 500: etcdserver: request timed out" % name, status=500)
+            return super(Unreadable, self).get(api_version, kind, name, namespace)
+    return Unreadable()
+
+
+BAD_Y = comp("y", namespace=UNREADABLE)
+
+
+def test_values_a_chart_refuses_stop_the_run_before_the_lease_namespace_or_the_inventory_is_made(fakes, fake_cluster):
+    result = rollout(fakes, fake_cluster, [comp("y", values={"replicaCount": "lots"})])
     assert "violate the chart's values.schema.json" in result["failed_message"], result
+    assert fake_cluster.mutations() == [], "the values check runs before the Lease: nothing to clean up"
+    assert inventory_of(fake_cluster) is None and namespace_of(fake_cluster) is None
+
+
+def test_a_run_that_installed_nothing_removes_the_inventory_and_the_lease_namespace_it_created(fakes):
+    fake_cluster = unreadable(fakes.FakeCluster)
+    result = rollout(fakes, fake_cluster, [BAD_Y])
+    assert "etcdserver: request timed out" in result["failed_message"], result
     assert ("apply", "ConfigMap", FRESH, Inventory(fake_cluster, "test", FRESH).name) in fake_cluster.audit, "the inventory was written ahead"
     assert inventory_of(fake_cluster) is None, "an inventory that records nothing installed"
     assert namespace_of(fake_cluster) is None, "the lease namespace this run created"
@@ -47,14 +70,16 @@ def test_a_run_that_installed_nothing_removes_the_inventory_and_the_lease_namesp
     assert any(a.startswith("remove inventory ConfigMap %s/" % FRESH) for a in result["actions"]), result["actions"]
 
 
-def test_when_something_was_installed_the_inventory_and_its_namespace_stay(fakes, fake_cluster):
-    result = rollout(fakes, fake_cluster, [comp("x"), comp("y", ["x"], values={"replicaCount": "lots"})])
+def test_when_something_was_installed_the_inventory_and_its_namespace_stay(fakes):
+    fake_cluster = unreadable(fakes.FakeCluster)
+    result = rollout(fakes, fake_cluster, [comp("x"), comp("y", ["x"], namespace=UNREADABLE)])
     assert result["failed_message"] and [c["phase"] for c in result["components"]] == ["Ready", "Failed"], result
     assert "x" in inventory_of(fake_cluster)["data"]["inventory"], "the record of what the stack owns"
     assert namespace_of(fake_cluster) is not None
 
 
-def test_what_existed_before_the_run_is_never_removed(fakes, fake_cluster):
+def test_what_existed_before_the_run_is_never_removed(fakes):
+    fake_cluster = unreadable(fakes.FakeCluster)
     fake_cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": FRESH}})
     first = rollout(fakes, fake_cluster, [comp("x")])
     assert not first.get("failed_message"), first
@@ -77,7 +102,7 @@ def test_an_inventory_another_writer_touched_is_not_removed(fakes, fake_cluster)
                 live["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update"})
             return written
 
-    cluster = Edited()
+    cluster = unreadable(Edited)
     result = rollout(fakes, cluster, [BAD_Y])
     assert result["failed_message"], result
     assert inventory_of(cluster) is not None
