@@ -161,7 +161,8 @@ def run():
             binaries[tool] = binary
         else:
             skipped[tool] = why
-    result["generators"] = generator_figures(binaries, repeat) if binaries else "skipped: neither generator given (%s)" % "; ".join(skipped.values())
+    result["generators"] = generator_figures(binaries, repeat) if binaries else \
+        "skipped: neither generator given (%s)" % "; ".join(why[len("skipped: "):] for why in skipped.values())
     if binaries and skipped:
         result["generators"]["skipped"] = skipped
     return result
