@@ -24,7 +24,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv helm controlplane system-deps collection unit sanity lint integration molecule test demo bench ee-context docs changelog-lint clean
+.PHONY: all venv helm controlplane system-deps collection unit sanity lint integration molecule test demo bench oracles-schema ee-context docs changelog-lint clean
 
 all: test
 
@@ -132,6 +132,13 @@ demo: collection helm controlplane system-deps
 bench:
 	@$(MAKE) --no-print-directory collection helm controlplane >&2
 	@$(PY) tests/bench/run.py
+
+# Goldens from values_schema's real peers (crdify v0.5.0, losisin/helm-values-schema-json v2.5.0, dadav/helm-schema 0.23.4)
+# into tests/golden/schema, for the peers whose binaries are found ($$AICR_PEER_CRDIFY, $$AICR_PEER_LOSISIN, $$AICR_PEER_DADAV,
+# else ~/.cache/aicr-runtime/peers/<tool>-<rev>/); each missing one is named with where it was looked for. The peers are
+# built outside the clone from their public sources; nothing of theirs but their output is committed.
+oracles-schema: venv
+	$(PY) tests/oracles/schema_peers.py
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(SANITY_VENV)

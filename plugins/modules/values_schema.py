@@ -161,7 +161,8 @@ options:
       - C(aicr) reports a description change, an added default, an added C(nullable) and a removed pattern as warnings or not at all
         (existing objects stay valid), and adds crd-schema-checker's rules (a new required field under a new required parent, a new
         field with a minimum size).
-      - C(crdify) restores crdify's default configuration (every finding an error, its rules only).
+      - C(crdify) gives crdify v0.5.0's findings (every finding an error, its rules only; a change of a keyword none of its rules compares
+        is its C(unhandled) error).
     type: str
     choices: [aicr, crdify]
     default: aicr
@@ -272,7 +273,9 @@ valid:
   returned: output is validate
   type: bool
 findings:
-  description: Breaking-change findings, each {rule, check, version, path, message, severity}; ignored ones are left out.
+  description:
+    - Breaking-change findings, each {rule, check, version, path, message, severity}; ignored ones are left out.
+    - C(version) is the CRD version compared, C(<older> -> <newer>) for two served versions of the new CRD, null for the whole CRD.
   returned: output is compare
   type: list
   elements: dict

@@ -402,11 +402,14 @@ def infer_text(text, source="values.yaml"):
     return Inferrer(text, source).infer()
 
 
-def load_values(text, source="values.yaml"):
-    """The values (plain Python) of a values file, helmetica ``'#key'`` meta entries removed."""
+def load_values(text, source="values.yaml", composed=None):
+    """The values (plain Python) of a values file, helmetica ``'#key'`` meta entries removed.
+
+    ``composed``: the file's node as :class:`Inferrer` composed it (same loader, already held to the limits), so a chart's
+    values file is parsed once for its schema and its values."""
     require_yaml()
     try:
-        data = deps.load(text, "values file %s" % source)  # ValuesLoader, bounded
+        data = _to_python(composed) if composed is not None else deps.load(text, "values file %s" % source)  # ValuesLoader, bounded
     except yaml.YAMLError as exc:
         raise AicrError("values file %s is not valid YAML (%s)" % (source, getattr(exc, "problem", exc)), field="values", source=source)
     if data is None:

@@ -176,8 +176,8 @@ def _prune_problems(value, schema, node, parts, out):
             _prune_problems(child, schema["items"], node["items"], parts + [index], out)
 
 
-def _crd_json_schema(node):
-    schema = structural.to_json_schema(crd_mod.values_structural(node))
+def _crd_json_schema(crd_schema):
+    schema = structural.to_json_schema(crd_schema)
     schema["$schema"] = jsonschema.DRAFTS["2020-12"]
     return schema
 
@@ -185,7 +185,8 @@ def _crd_json_schema(node):
 def _problems(node, values, draft):
     """[(target, node, rest, value, path)] of the defaults the JSON Schema or the CRD reject."""
     found = []
-    for target, schema in (("JSON Schema", jsonschema.to_json_schema(node, draft)), ("CRD", _crd_json_schema(node))):
+    crd_schema = crd_mod.values_structural(node)
+    for target, schema in (("JSON Schema", jsonschema.to_json_schema(node, draft)), ("CRD", _crd_json_schema(crd_schema))):
         for error in validation.validate(schema, values, trusted=True):
             segments = [s for s in error["schema_path"].split("/") if s != ""]
             located, rest = _locate(node, segments)
@@ -193,7 +194,7 @@ def _problems(node, values, draft):
                 continue  # the helmetica design types these exactly, on purpose (the apiserver prunes the null)
             found.append((target, located, rest, error["value"], error["path"]))
     pruned = []
-    _prune_problems(values, crd_mod.values_structural(node), node, [], pruned)
+    _prune_problems(values, crd_schema, node, [], pruned)
     for located, rule, value, parts in pruned:
         if rule in ("unknown field", "hidden field"):
             found.append(("CRD", located, [rule], value, validation.format_path(parts + [value])))

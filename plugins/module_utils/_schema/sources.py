@@ -40,21 +40,31 @@ class Chart:
         self.version = version
         self.app_version = app_version
         self.values_text = values_text
-        self.schema = schema
+        self._schema = schema or None  # a mapping, or the text of the shipped values.schema.json, parsed when first read
         self.subcharts = subcharts or []
         self.origin = origin
         self.dependencies = dependencies or []
+        self._composed = None
+
+    @property
+    def schema(self):
+        """The chart's shipped values.schema.json (None when it has none); generating a schema never reads it."""
+        if isinstance(self._schema, str):
+            self._schema = _json(self._schema, self.origin)
+        return self._schema
 
     def node(self):
         """The inferred node tree of the chart, subcharts merged under their keys."""
-        root = infer.infer_text(self.values_text, "%s/values.yaml" % (self.origin or self.name))
+        inferrer = infer.Inferrer(self.values_text, "%s/values.yaml" % (self.origin or self.name))
+        root = inferrer.infer()
+        self._composed = inferrer.root  # values() constructs the defaults from it instead of parsing the file again
         for key, sub in self.subcharts:
             nodes.nest_under(root, key, sub.node())
         return root
 
     def values(self):
         """The chart's default values, subchart defaults coalesced under their keys."""
-        values = infer.load_values(self.values_text, "%s/values.yaml" % (self.origin or self.name))
+        values = infer.load_values(self.values_text, "%s/values.yaml" % (self.origin or self.name), self._composed)
         for key, sub in self.subcharts:
             sub_values = sub.values()
             global_values = sub_values.pop("global", None)
@@ -107,8 +117,7 @@ def load_dir(path):
             else:
                 continue
             subcharts.append((aliases.get(sub.name, sub.name), sub))
-    return Chart(meta["name"], meta.get("version"), meta.get("appVersion"), values_text, _json(schema_text, path), subcharts, path,
-                 meta.get("dependencies"))
+    return Chart(meta["name"], meta.get("version"), meta.get("appVersion"), values_text, schema_text, subcharts, path, meta.get("dependencies"))
 
 
 def _read(path):
@@ -172,7 +181,7 @@ def _chart_from_files(files, origin):
             subcharts.append((aliases.get(sub.name, sub.name), sub))
     schema = files.get("values.schema.json")
     return Chart(meta["name"], meta.get("version"), meta.get("appVersion"), files.get("values.yaml", b"").decode("utf-8"),
-                 _json(schema.decode("utf-8") if schema else None, origin), subcharts, origin, meta.get("dependencies"))
+                 schema.decode("utf-8") if schema else None, subcharts, origin, meta.get("dependencies"))
 
 
 def pull(chart, version=None, repository=None, helm_binary="helm", insecure=False, repository_credentials=None):

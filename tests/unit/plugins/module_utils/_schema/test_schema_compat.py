@@ -35,20 +35,33 @@ def _ours(findings):
     return set((f["rule"], f["path"], f["message"]) for f in findings)
 
 
-def test_all_crdify_cases_identical_with_the_crdify_profile(shared_dir):
+def test_all_crdify_cases_identical_with_every_check_an_error(shared_dir):
+    """The cases' expected.json were written by crdify's main branch (54162f2), which has nullable and pattern rules;
+    the aicr profile applies them, and with every check an error its findings are crdify main's, no more, no fewer."""
     cases = _crdify_cases(shared_dir)
     assert len(cases) == 14
-    identical = 0
     for case in cases:
         old = yaml.safe_load((case / "a.yaml").read_text())
         new = yaml.safe_load((case / "b.yaml").read_text())
+        assert _ours(compat.compare(old, new, ALL_ERRORS)) == _expected(case), case.name
+
+
+def test_crdify_profile_is_crdify_v050_on_the_crdify_cases(shared_dir):
+    """The crdify profile is the released crdify (v0.5.0, tests/golden/schema/crdify.json): the 10 cases of rules it has
+    are identical to main's expected.json; nullable and pattern changes, which v0.5.0 has no rule for, are its
+    `unhandled` error naming the field."""
+    identical = []
+    for case in _crdify_cases(shared_dir):
+        old = yaml.safe_load((case / "a.yaml").read_text())
+        new = yaml.safe_load((case / "b.yaml").read_text())
         findings = compat.compare(old, new, profile="crdify")
-        assert _ours(findings) == _expected(case), case.name
         assert all(f["severity"] == "error" for f in findings), case.name  # crdify's default enforcement
-        assert all(f["version"] == "v1alpha1" or f["version"] == "v1" for f in findings)
-        identical += 1
-    assert identical == 14
-    assert _ours(compat.compare(old, new, ALL_ERRORS)) == _expected(case)  # the same findings with every check at error
+        if _ours(findings) == _expected(case):
+            identical.append(case.name)
+            continue
+        keyword = "nullable" if case.name.startswith("nullable") else "pattern"
+        assert _ours(findings) == {("unhandled", "^.spec.code", "unhandled changes found: [%s]" % keyword)}, case.name
+    assert len(identical) == 10 and not any(n.startswith(("nullable", "pattern")) for n in identical)
 
 
 def test_default_severities_on_crdify_cases(shared_dir):
@@ -157,8 +170,17 @@ def _simple(spec_props, scope="Namespaced", versions=("v1",), stored=None):
 def test_crd_level_rules():
     old = _simple({"a": {"type": "string"}}, versions=("v1", "v2"), stored=("v1", "v2"))
     new = _simple({"a": {"type": "string"}}, scope="Cluster", versions=("v1",))
-    checks = sorted((f["check"], f["version"]) for f in compat.compare(old, new))
-    assert checks == [("scope_changed", None), ("stored_version_removed", "v2")]
+    found = sorted((f["check"], f["version"], f["message"]) for f in compat.compare(old, new))
+    # crdify v0.5.0's messages: the scopes quoted, one finding listing every stored version removed
+    assert found == [("scope_changed", None, 'scope changed : "Namespaced" -> "Cluster"'),
+                     ("stored_version_removed", None, "stored versions removed : [v2]")]
+    # a CRD read from a file has no status: aicr counts its storage version as stored, crdify (status only) does not
+    del old["status"]
+    assert sorted(f["check"] for f in compat.compare(old, new)) == ["scope_changed", "served_version_removed"]  # v2 was not storage
+    assert [f["check"] for f in compat.compare(old, new, profile="crdify")] == ["scope_changed"]  # crdify has no served-removal rule
+    only_v2 = _simple({"a": {"type": "string"}}, versions=("v2",))
+    assert [f["message"] for f in compat.compare(old, only_v2)] == ["stored versions removed : [v1]"]
+    assert compat.compare(old, only_v2, profile="crdify") == []
 
 
 def test_max_decreased_and_widening():
@@ -193,3 +215,70 @@ def test_summary_and_identity(shared_dir):
     with pytest.raises(AicrError) as exc:
         compat.compare({"kind": "ConfigMap"}, doc)
     assert exc.value.msg == "old_crd: not a CustomResourceDefinition (kind 'ConfigMap')"
+
+
+def _checks(old_props, new_props, profile="aicr"):
+    return sorted((f["check"], f["path"], f["message"], f["severity"]) for f in compat.compare(_simple(old_props), _simple(new_props), profile=profile))
+
+
+def test_unhandled_keywords_as_crdify_reports_them():
+    """A change of a keyword no rule compares is crdify's `unhandled` error, naming the fields; the aicr profile makes a
+    warning of the changes that reject no existing value (documentation, a constraint given up, unknown fields kept)."""
+    free = {"m": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    closed = {"m": {"type": "object"}}
+    for profile in ("aicr", "crdify"):  # closing a free-form map prunes what old objects hold
+        assert _checks(free, closed, profile) == [("unhandled_changed", "^.spec.m", "unhandled changes found: [x-kubernetes-preserve-unknown-fields]", "error")]
+    assert _checks(closed, free) == [("unhandled_relaxed", "^.spec.m", "unhandled changes found: [x-kubernetes-preserve-unknown-fields]", "warn")]
+    assert _checks(closed, free, "crdify") == [("unhandled_relaxed", "^.spec.m", "unhandled changes found: [x-kubernetes-preserve-unknown-fields]", "error")]
+    listed = {"l": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set", "format": "x", "title": "t"}}
+    plain = {"l": {"type": "array", "items": {"type": "string"}}}
+    assert _checks(listed, plain) == [("unhandled_relaxed", "^.spec.l", "unhandled changes found: [format title x-kubernetes-list-type]", "warn")]
+    assert _checks(plain, listed) == [("unhandled_changed", "^.spec.l", "unhandled changes found: [format title x-kubernetes-list-type]", "error")]
+    # int-or-string: the aicr profile reports the widening once (type_widened); crdify adds the field it has no rule for
+    number, either = {"n": {"type": "integer"}}, {"n": {"x-kubernetes-int-or-string": True}}
+    assert [c[0] for c in _checks(number, either)] == ["type_widened"]
+    assert [(c[0], c[3]) for c in _checks(number, either, "crdify")] == [("type_widened", "error"), ("unhandled_relaxed", "error")]
+    # crdify v0.5.0 has no nullable or pattern rule: its unhandled error; the aicr profile keeps crdify main's rules
+    assert _checks({"s": {"type": "string"}}, {"s": {"type": "string", "nullable": True, "pattern": "^a"}}, "crdify") == [
+        ("unhandled_changed", "^.spec.s", "unhandled changes found: [nullable pattern]", "error")]
+    assert [c[0] for c in _checks({"s": {"type": "string"}}, {"s": {"type": "string", "nullable": True, "pattern": "^a"}})] == [
+        "nullable_added", "pattern_added"]
+    # an explicit false of a pointer field differs from its absence (crdify's Go structs), a false boolean field does not
+    assert _checks({"b": {"type": "object", "x-kubernetes-preserve-unknown-fields": False}}, {"b": {"type": "object"}}, "crdify") == [
+        ("unhandled_changed", "^.spec.b", "unhandled changes found: [x-kubernetes-preserve-unknown-fields]", "error")]
+    assert _checks({"b": {"type": "string", "uniqueItems": False}}, {"b": {"type": "string"}}, "crdify") == []
+
+
+def test_map_values_are_items_in_paths():
+    old = {"labels": {"type": "object", "additionalProperties": {"type": "string"}}}
+    new = {"labels": {"type": "object", "additionalProperties": {"type": "integer"}}}
+    found = _checks(old, new, "crdify")
+    assert ("type_changed", "^.spec.labels[*]", 'type changed : "string" -> "integer"', "error") in found
+    # crdify compares additionalProperties as a field of the map too
+    assert ("unhandled_changed", "^.spec.labels", "unhandled changes found: [additionalProperties]", "error") in found
+
+
+def test_enum_values_added_are_reported_only_when_none_was_removed():
+    old, new = {"e": {"type": "string", "enum": ["a", "b"]}}, {"e": {"type": "string", "enum": ["b", "c"]}}
+    assert _checks(old, new) == [("enum_value_removed", "^.spec.e", 'allowed enum values removed : ["a"]', "error")]
+
+
+def test_served_versions_compared_as_crdify_does():
+    """Each pair of served versions of the new CRD, older to newer, is compared as a change; what the old CRD already
+    had between the same versions is not reported again."""
+    def crd(v2_props):
+        doc = _simple({"a": {"type": "string"}, "b": {"type": "integer"}}, versions=("v1alpha1", "v1"))
+        doc["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] = v2_props
+        return doc
+    old = crd({"a": {"type": "string"}, "b": {"type": "integer"}})
+    new = crd({"a": {"type": "string"}})
+    for profile in ("aicr", "crdify"):
+        found = sorted((f["version"], f["path"], f["message"]) for f in compat.compare(old, new, profile=profile))
+        assert found == [("v1", "^.spec.b", "removed field : v1.^.spec.b"), ("v1", "^.spec.b", 'type changed : "integer" -> ""'),
+                         ("v1alpha1 -> v1", "^.spec.b", 'type changed : "integer" -> ""')]
+    assert [f["version"] for f in compat.compare(new, new)] == []  # the difference between the versions existed already
+    unserved = crd({"a": {"type": "string"}})
+    unserved["spec"]["versions"][1]["served"] = False
+    assert [f["version"] for f in compat.compare(unserved, unserved)] == []
+    assert sorted(["v1beta1", "v1", "v1alpha2", "v2alpha1", "foo", "v10"], key=compat.functools.cmp_to_key(compat._kube_version_order)) == [
+        "foo", "v1alpha2", "v2alpha1", "v1beta1", "v1", "v10"]  # pylint: disable=protected-access
