@@ -19,8 +19,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as _OVERRIDE_KEYS
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component, override_problems
@@ -444,18 +442,13 @@ NO_SNAPSHOT_CRITERIA = ("snapshot %s yielded no recognizable criteria (criteria(
                         "--service/--accelerator/--intent/--os/--platform/--nodes or --config")
 
 
-def _quoted(name):
-    """Go's ``%q`` of a file name (what AICR's messages print)."""
-    return json.dumps(name, ensure_ascii=False)
-
-
 def require_criteria(query, snapshot_name=None):
     """AICR's CLI refuses a query that states nothing (no dimension, no node count): it would resolve only ``base``."""
     if crit.specificity(query):
         return
     if snapshot_name is None:
         raise AicrError(NO_CRITERIA, field="criteria", allowed=list(crit.DIMENSIONS) + ["nodes", "snapshot"])
-    raise AicrError(NO_SNAPSHOT_CRITERIA % _quoted(snapshot_name), field="snapshot", allowed=list(crit.DIMENSIONS) + ["nodes"])
+    raise AicrError(NO_SNAPSHOT_CRITERIA % aicrerrors.quote(snapshot_name), field="snapshot", allowed=list(crit.DIMENSIONS) + ["nodes"])
 
 
 def build_from_snapshot(cat, criteria, snap, profile=None, evaluator=None, snapshot_name="snapshot"):
