@@ -24,7 +24,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all venv helm controlplane system-deps collection unit sanity lint integration molecule test demo bench oracles-schema ee-context docs changelog-lint clean
+.PHONY: all venv helm controlplane system-deps collection unit sanity lint integration molecule test demo bench oracles oracles-schema ee-context docs changelog-lint clean
 
 all: test
 
@@ -139,6 +139,14 @@ bench:
 # built outside the clone from their public sources; nothing of theirs but their output is committed.
 oracles-schema: venv
 	$(PY) tests/oracles/schema_peers.py
+
+# Goldens (tests/oracles/golden) regenerated from the real peer tools, built outside the clone and never committed:
+# each tool's binary from its environment variable (AICR_ORACLE_AICR=/path/to/aicr, ...) or its default build path
+# under ~/.cache/aicr-runtime/peers; a tool not found is named with where it was looked for, and its goldens kept.
+# ORACLES='aicr' limits the run to the tools named.
+ORACLES ?=
+oracles: oracles-schema
+	$(PY) tests/oracles/run.py $(ORACLES)
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(SANITY_VENV)

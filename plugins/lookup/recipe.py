@@ -95,12 +95,14 @@ _raw:
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import refuse_unknown_options
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 
 _DIMENSIONS = ("service", "accelerator", "intent", "os", "platform", "nodes")
+display = Display()
 
 
 def criteria_from_terms(terms, base):
@@ -135,6 +137,8 @@ class LookupModule(LookupBase):
             )
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)
+        for warning in result.get("warnings") or []:
+            display.warning(warning)
         part = self.get_option("result")
         if part == "all":
             return [result]

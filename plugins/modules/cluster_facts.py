@@ -15,9 +15,9 @@ short_description: Read what AICR's snapshot measures from the Kubernetes API, i
 version_added: 0.1.0
 description:
   - Reads, through the Kubernetes API only (no pod is started, nothing is changed), the measurements AICR's
-    C(aicr snapshot) uses to resolve and validate recipes, and returns them as an AICR C(Snapshot)
-    (C(kind), C(apiVersion), C(measurements)) that can be saved and given to C(aicr recipe --snapshot), or to
-    M(aicr.runtime.recipe_resolve) as C(snapshot).
+    C(aicr snapshot) uses to resolve and validate recipes, and returns them as an AICR v0.19.0 C(Snapshot)
+    (C(kind), C(apiVersion) C(aicr.run/v1alpha2), C(measurements)) that can be saved and given to
+    C(aicr recipe --snapshot), or to M(aicr.runtime.recipe_resolve) as C(snapshot).
   - "C(K8s.server): C(version), C(platform), C(goVersion) of the API server. C(K8s.node): provider, container runtime,
     kubelet, kernel and OS image of the reported nodes."
   - "C(OS.release): C(ID) and C(VERSION_ID) from Node Feature Discovery's
@@ -26,12 +26,17 @@ description:
     C(OS.sysctl./proc/sys/kernel/osrelease): the node's C(kernelVersion)."
   - "C(GPU.device): C(gpu.model) (C(nvidia.com/gpu.product) label), C(gpu-count) (C(nvidia.com/gpu) capacity),
     C(driver) (C(nvidia.com/cuda.driver-version.full) label). C(NodeTopology): the labels and taints of every node,
-    encoded as AICR's topology collector does (C(value|node1,node2), C(effect|value|nodes))."
+    encoded as AICR's topology collector does (the folded C(data), C(value|node1,node2) and C(effect|value|nodes), and
+    the lossless C(items) beside it); C(NodeTopology.summary.node-count) counts every node."
   - The reported nodes are O(nodes), else those matching O(node_selector), else the GPU nodes, else all nodes.
     A per-node reading is reported only when all reported nodes agree on it; otherwise it is absent and
     RV(conflicts) names the values. Readings that cannot be seen through the API (for example GRUB or kernel
     module settings) are absent, never guessed.
   - With O(from_file) or O(from_configmap) it reads a Snapshot that AICR's own agent (or this module) wrote instead.
+    A snapshot this module wrote before as C(aicr.nvidia.com/v1alpha1) is read as C(aicr.run/v1alpha2), with a warning.
+  - RV(criteria) is AICR v0.19.0's fingerprint of the snapshot - the service from C(K8s.node.provider), the accelerator
+    from the C(nvidia.com/gpu.product) label over the nodes, the OS from C(OS.release.ID), the node count from
+    C(NodeTopology.summary.node-count) - which C(aicr recipe --snapshot) and M(aicr.runtime.recipe_resolve) use.
 author:
   - aicr.runtime maintainers (@aicr-runtime)
 extends_documentation_fragment:
@@ -122,7 +127,7 @@ snapshot:
   type: dict
   sample:
     kind: Snapshot
-    apiVersion: aicr.nvidia.com/v1alpha1
+    apiVersion: aicr.run/v1alpha2
     measurements:
       - type: K8s
         subtypes: [{subtype: server, data: {version: v1.34.2-eks-113cf36}}]
@@ -131,10 +136,12 @@ snapshot:
           - {subtype: release, data: {ID: ubuntu, VERSION_ID: "24.04"}}
           - {subtype: sysctl, data: {/proc/sys/kernel/osrelease: 6.8.0-1028-aws}}
 criteria:
-  description: The recipe criteria AICR fingerprints from this snapshot (dimensions it does not show are absent).
+  description:
+    - The recipe criteria AICR v0.19.0 fingerprints from this snapshot (C(service), C(accelerator), C(os), C(nodes); those
+      it does not show are absent).
   returned: success
   type: dict
-  sample: {service: eks, accelerator: h100, os: ubuntu}
+  sample: {service: eks, accelerator: h100, os: ubuntu, nodes: 12}
 source:
   description: Where the snapshot came from - C(cluster), C(file) or C(configmap).
   returned: success

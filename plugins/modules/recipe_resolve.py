@@ -130,14 +130,21 @@ options:
       - Resolve against a snapshot of the cluster, as C(aicr recipe --snapshot) does - an AICR C(Snapshot) mapping,
         the registered result of M(aicr.runtime.cluster_facts), or the path of a Snapshot YAML/JSON file.
       - "A document with neither C(kind: Snapshot) nor C(measurements) is no Snapshot and is refused."
-      - Criteria not given in O(criteria) are taken from the snapshot (service from the server version or
-        C(K8s.server.service), accelerator from the GPU model, OS from C(OS.release.ID)).
+      - The snapshot's C(apiVersion) is C(aicr.run/v1alpha2) (AICR v0.19.0); one M(aicr.runtime.cluster_facts) wrote before
+        as C(aicr.nvidia.com/v1alpha1) is read with a warning.
+      - Criteria not given in O(criteria) are taken from the snapshot as AICR v0.19.0 fingerprints it (service from
+        C(K8s.node.provider), accelerator from the C(nvidia.com/gpu.product) label over the nodes or the PCI model of
+        C(GPU.hardware), OS from C(OS.release.ID), C(nodes) from C(NodeTopology.summary.node-count)); a snapshot that
+        then states nothing is refused.
       - The constraints of each matched overlay, of the mixins and of the profile value are evaluated on the
         snapshot; overlays that fail are left out (C(recipe.metadata.excludedOverlays),
         C(recipe.metadata.constraintWarnings)). A reading the snapshot lacks excludes the overlay; a malformed
         constraint or an unparseable version fails the task (fail closed).
-      - When the only uncovered dimensions came from the snapshot (and not only from excluded overlays) they are
-        cleared and the recipe is resolved once more (RV(relaxed_dimensions)).
+      - When the only uncovered dimensions came from the snapshot (none given in O(criteria)) they are cleared and the
+        recipe is resolved once more (RV(relaxed_dimensions)).
+      - The snapshot's GPU driver state (C(GPU.hardware) C(driver-loaded)) is recorded in
+        C(recipe.metadata.gpuDriverState), and a preinstalled driver turns gpu-operator's driver off where the recipe
+        already expects a preinstalled one, as AICR does.
     type: raw
 notes:
   - Every option is checked in one pass before the catalog is read or unpacked (criteria keys and types, O(criteria.nodes), the
@@ -196,18 +203,19 @@ EXAMPLES = r"""
 RETURN = r"""
 recipe:
   description:
-    - The AICR C(RecipeResult) with AICR's field names - C(kind), C(apiVersion), C(metadata.appliedOverlays),
-      C(metadata.selectedProfile) (when a profile applies), C(criteria), C(constraints), C(componentRefs),
+    - The AICR C(RecipeResult) as C(aicr recipe --format json) (v0.19.0) writes it for the same question - C(kind),
+      C(apiVersion), C(metadata.version) (C(v0.19.0)), C(metadata.appliedOverlays), C(metadata.selectedProfile) (when a
+      profile applies), C(criteria) (with C(nodes) when stated or fingerprinted), C(constraints), C(componentRefs),
       C(deploymentOrder), C(validation), C(configuration) (Slurm recipes).
     - With O(snapshot), C(metadata.excludedOverlays) (C(name), C(reason) C(constraint-failed) or
       C(mixin-constraint-failed)) and C(metadata.constraintWarnings) (C(overlay), C(constraint), C(expected),
-      C(actual), C(reason)) when an overlay was left out.
+      C(actual), C(reason)) when an overlay was left out, and C(metadata.gpuDriverState) (C(preinstalled), C(absent)).
   returned: success
   type: dict
   sample:
     kind: RecipeResult
     apiVersion: aicr.run/v1alpha2
-    metadata: {appliedOverlays: [base, eks, eks-training, h100-eks-training, h100-eks-ubuntu-training]}
+    metadata: {version: v0.19.0, appliedOverlays: [base, eks, eks-training, h100-eks-training, h100-eks-ubuntu-training]}
     criteria: {service: eks, accelerator: h100, intent: training, os: ubuntu, platform: any}
     deploymentOrder: [cert-manager, nfd, gpu-operator]
 components:
@@ -316,14 +324,14 @@ values_hidden:
   type: bool
   sample: false
 snapshot_criteria:
-  description: The criteria the snapshot fingerprinted (dimensions it does not show are absent).
+  description: The criteria the snapshot fingerprinted (C(service), C(accelerator), C(os), C(nodes); those it does not show are absent).
   returned: when O(snapshot) is given
   type: dict
-  sample: {service: eks, accelerator: h100, os: ubuntu}
+  sample: {service: eks, accelerator: h100, os: ubuntu, nodes: 12}
 relaxed_dimensions:
   description:
-    - Snapshot-derived dimensions that no recipe distinguishes and that were cleared for a second resolution
-      (also in C(recipe.metadata.relaxedDimensions)); empty when none were.
+    - Snapshot-derived dimensions that no recipe distinguishes and that were cleared for a second resolution; empty when
+      none were. AICR's RecipeResult has no such field, so it is this collection's own, beside RV(recipe).
   returned: when O(snapshot) is given
   type: list
   elements: str

@@ -123,11 +123,13 @@ def warm_figures():
         began = time.perf_counter()
         resolve_mod.resolve(str(CATALOG), query, persist_cache=False)
         samples.append(time.perf_counter() - began)
-    snapshot = {"kind": "Snapshot", "measurements": [
-        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}}]},
+    snapshot = {"kind": "Snapshot", "apiVersion": "aicr.run/v1alpha2", "measurements": [
+        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}},
+                                     {"subtype": "node", "data": {"provider": "eks"}}]},
         {"type": "OS", "subtypes": [{"subtype": "release", "data": {"ID": "ubuntu", "VERSION_ID": "24.04"}},
                                     {"subtype": "sysctl", "data": {"/proc/sys/kernel/osrelease": "6.8.0-1028-aws"}}]},
-        {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"gpu.model": "NVIDIA H100 80GB HBM3"}}]}]}
+        {"type": "NodeTopology", "subtypes": [{"subtype": "summary", "data": {"node-count": 4}},
+                                              {"subtype": "label", "data": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3|gpu-0,gpu-1"}}]}]}
     snap_samples = []
     for _iteration in range(20):
         began = time.perf_counter()

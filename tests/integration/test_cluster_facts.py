@@ -4,6 +4,9 @@ The test adds GPU nodes of its own (kwok keeps them Ready) with NFD-style OS lab
 ``nvidia.com/gpu`` capacity, through the admin client; the collection only reads, and the audit log shows it.
 """
 
+import json
+import os
+import subprocess
 import uuid
 
 import pytest
@@ -61,7 +64,7 @@ def test_facts_then_resolve_against_the_cluster(run_playbook, kube, gpu_nodes, s
     facts = run.result("Read the cluster")
     assert facts["changed"] is False and facts["source"] == "cluster"
     snap = facts["snapshot"]
-    assert snap["kind"] == "Snapshot" and snap["apiVersion"] == "aicr.nvidia.com/v1alpha1"
+    assert snap["kind"] == "Snapshot" and snap["apiVersion"] == "aicr.run/v1alpha2"
     version = kube.get("/version")["gitVersion"]
     assert _data(snap, "K8s", "server")["version"] == version
     assert _data(snap, "OS", "release") == {"ID": "ubuntu", "VERSION_ID": "24.04"}
@@ -71,13 +74,15 @@ def test_facts_then_resolve_against_the_cluster(run_playbook, kube, gpu_nodes, s
     assert node_data["source-node"] == gpu_nodes["new"] and node_data["container-runtime-name"] == "containerd"
     labels = _data(snap, "NodeTopology", "label")
     assert labels["aicr-lab/facts-test"].split("|")[1] == ",".join(sorted(gpu_nodes.values()))
-    assert facts["criteria"] == {"accelerator": "h100", "os": "ubuntu"}  # the lab's version names no service: not guessed
+    # AICR's fingerprint: kwok nodes carry no providerID, so no service; every node of the cluster is counted
+    node_count = _data(snap, "NodeTopology", "summary")["node-count"]
+    assert facts["criteria"] == {"accelerator": "h100", "os": "ubuntu", "nodes": node_count} and node_count >= 2
     assert [n["name"] for n in facts["nodes"]] == [gpu_nodes["new"]]
 
     plan = run.result("Resolve against the snapshot")
     assert plan.get("failed") is not True, plan.get("msg")
     assert plan["recipe_name"] == "h100-eks-ubuntu-training" and plan["relaxed_dimensions"] == []
-    assert plan["snapshot_criteria"] == {"accelerator": "h100", "os": "ubuntu"}
+    assert plan["snapshot_criteria"] == facts["criteria"] and plan["recipe"]["criteria"]["nodes"] == node_count
     assert "excludedOverlays" not in plan["recipe"]["metadata"]
     assert run.result("Read the saved snapshot back")["snapshot"] == snap
 
@@ -100,6 +105,35 @@ def test_facts_then_resolve_against_the_cluster(run_playbook, kube, gpu_nodes, s
     assert any(c["reading"] == "OS.sysctl./proc/sys/kernel/osrelease" for c in facts["conflicts"])
 
 
+AICR_BINARY = os.environ.get("AICR_ORACLE_AICR")
+
+
+@pytest.mark.skipif(not AICR_BINARY, reason="AICR_ORACLE_AICR is not set: the AICR CLI v0.19.0, built outside the clone "
+                                            "(docs/modules/recipe_resolve.md, Conformance), is needed to compare with")
+@pytest.mark.parametrize("criteria", [{"service": "eks", "intent": "training"}, {"intent": "inference"}, {}], ids=["eks-training", "inference", "none"])
+def test_a_lab_snapshot_resolves_as_aicr_does(run_playbook, kube, gpu_nodes, shared_dir, tmp_path, criteria):
+    """Issue 38's acceptance: cluster_facts' Snapshot of the lab, saved as a file, gives recipe_resolve and
+    ``aicr recipe --snapshot`` the same RecipeResult (or the same refusal)."""
+    snapshot_file = tmp_path / "snapshot.yaml"
+    extravars = {"kubeconfig": kube.kubeconfig_for("facts"), "catalog": str(shared_dir / "aicr" / "catalog"), "cache_dir": str(tmp_path / "cache"),
+                 "facts_nodes": [gpu_nodes["new"]], "criteria": criteria, "snapshot_file": str(snapshot_file)}
+    run = run_playbook("cluster_facts_aicr.yml", extravars=extravars)
+    assert run.rc == 0, run.stdout[-4000:]
+    plan = run.result("Resolve against the snapshot file")
+    argv = [AICR_BINARY, "--log-json", "recipe", "--snapshot", str(snapshot_file), "--format", "json"]
+    for dim, value in sorted(criteria.items()):
+        argv += ["--" + dim, value]
+    aicr = subprocess.run(argv, cwd=str(tmp_path), env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "KUBECONFIG": os.devnull},
+                          capture_output=True, check=False, timeout=120)
+    if aicr.returncode == 0:
+        assert plan.get("failed") is not True, plan.get("msg")
+        assert plan["recipe"] == json.loads(aicr.stdout.decode("utf-8"))
+    else:
+        failed = [json.loads(line) for line in aicr.stderr.decode("utf-8").splitlines() if line.startswith("{")]
+        error = [r["error"] for r in failed if r.get("msg") == "command failed"][0]
+        assert "recipe" not in plan and "] " + plan["msg"] in error
+
+
 def test_facts_needs_its_role(run_playbook, kube, shared_dir, tmp_path):
     run = run_playbook("cluster_facts.yml", extravars={"kubeconfig": kube.kubeconfig_for("nobody"), "catalog": str(shared_dir / "aicr" / "catalog"),
                                                        "cache_dir": str(tmp_path / "cache")})
@@ -109,8 +143,8 @@ def test_facts_needs_its_role(run_playbook, kube, shared_dir, tmp_path):
     assert "403" in failed["msg"] and "\n" not in failed["msg"] and "Traceback" not in run.stdout, failed["msg"]
 
 
-SNAPSHOT_BODY = ("kind: Snapshot\napiVersion: aicr.nvidia.com/v1alpha1\nmeasurements:\n- type: K8s\n  subtypes:\n  - subtype: server\n"
-                 "    data: {version: v1.34.2-eks-113cf36}\n")
+SNAPSHOT_BODY = ("kind: Snapshot\napiVersion: aicr.run/v1alpha2\nmeasurements:\n- type: K8s\n  subtypes:\n  - subtype: server\n"
+                 "    data: {version: v1.34.2-eks-113cf36}\n  - subtype: node\n    data: {provider: eks}\n")
 
 
 def _read_snapshot_configmap(run_playbook, kube, tmp_path, namespace):

@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(),
 
 
 def snapshot(server_version, driver):
-    return {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1", "measurements": [
+    return {"kind": "Snapshot", "apiVersion": "aicr.run/v1alpha2", "measurements": [
         {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": server_version}}]},
         {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"driver-version": driver, "gpu.model": "NVIDIA H100 80GB HBM3"}}]}]}
 

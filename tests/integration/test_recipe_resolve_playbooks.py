@@ -113,11 +113,11 @@ def test_errors(run_playbook, real_catalog, tmp_path):
         "catalog": str(EXAMPLE_CATALOG), "broken_catalog": str(broken), "real_catalog": real_catalog})
     assert run.rc == 0, run.stdout[-4000:]
     expected = {
-        "Bad criteria value": "criteria.service: invalid service type 'mars' (valid: aks, bcm, eks, gke, kind, lke, oke)",
+        "Bad criteria value": "criteria.service: invalid service type 'mars' (valid: aks, bcm, eks, gke, kind, lke, metal3, ocp, oke)",
         "Missing catalog": "catalog: %s/does-not-exist does not exist (give a recipes/ directory or a .tar.gz of one)" % EXAMPLE_CATALOG,
         "Malformed catalog": "catalog file overlays/kind.yaml: malformed YAML at line 5, column 1: did not find expected ',' or '}'",
         "OS guard": "service 'gke' has no OS-agnostic recipe for accelerator 'h100'; specify an OS (valid: cos)",
-        "Unknown profile value": "profile: profile 'agentMode' has no value 'panic'; valid values: enforce, observe",
+        "Unknown profile value": 'profile "agentMode" has no value "panic"; valid values: [enforce observe]',
     }
     failed = run.failed_tasks
     for task, msg in expected.items():
@@ -137,15 +137,16 @@ def test_errors(run_playbook, real_catalog, tmp_path):
 
 def test_lookup_with_a_snapshot(run_playbook, real_catalog, cache_dir, tmp_path):
     """The lookup takes `snapshot` (a file here, a mapping for kind): fingerprinted criteria, relaxation."""
-    snapshot = {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1", "measurements": [
-        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}}]},
+    snapshot = {"kind": "Snapshot", "apiVersion": "aicr.run/v1alpha2", "measurements": [
+        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}},
+                                     {"subtype": "node", "data": {"provider": "eks"}}]},
         {"type": "OS", "subtypes": [{"subtype": "release", "data": {"ID": "ubuntu", "VERSION_ID": "24.04"}},
                                     {"subtype": "sysctl", "data": {"/proc/sys/kernel/osrelease": "6.8.0-1028-aws"}}]},
-        {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"gpu.model": "NVIDIA H100 80GB HBM3", "gpu-count": 8}}]}]}
+        {"type": "NodeTopology", "subtypes": [{"subtype": "label", "data": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3|gpu-0"}}]}]}
     path = tmp_path / "snapshot.json"
     path.write_text(json.dumps(snapshot))
     kind = json.loads(json.dumps(snapshot))
-    kind["measurements"][0]["subtypes"][0]["data"] = {"version": "v1.35.0", "service": "kind"}
+    kind["measurements"][0]["subtypes"] = [{"subtype": "server", "data": {"version": "v1.35.0"}}, {"subtype": "node", "data": {"provider": "kind"}}]
     run = run_playbook("recipe_snapshot_lookup.yml", extravars={"catalog": real_catalog, "cache_dir": cache_dir, "snapshot_file": str(path),
                                                                 "kind_snapshot": kind})
     assert run.rc == 0, run.stdout[-4000:]

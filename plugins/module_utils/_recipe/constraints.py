@@ -1,24 +1,24 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicr.runtime contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Recipe constraints evaluated against a Snapshot, as AICR v0.19.0 does (``pkg/constraints``, ``pkg/version``).
+"""Recipe constraints evaluated against a Snapshot, as AICR v0.19.0 does (``pkg/constraints``, ``pkg/measurement``).
 
-A constraint is ``{name, value}``: ``name`` is a path ``{Type}.{Subtype}.{Key}`` into the snapshot's measurements
-(the key may itself contain dots, e.g. ``OS.sysctl./proc/sys/kernel/osrelease``), ``value`` an expression:
+A constraint is ``{name, value}``: ``name`` is a path into the snapshot's measurements, ``value`` an expression
+(``versions.Expression``). Paths (``measurement.ParsePath``):
 
-* ``>= x``, ``<= x``, ``> x``, ``< x`` - version comparison (both sides must parse as versions, else an error);
-* ``== x``, ``!= x`` - version equality when ``x`` looks like a version and both sides parse, else string equality;
-* anything else - exact, case-sensitive string match (``ubuntu``; ``24.04`` is compared as a string too).
-
-Versions: an optional ``v``, at most three numeric components; ``-``/``+`` after a digit starts the extras, which
-never take part in a comparison. Comparison stops at the shorter precision (``1.34`` equals ``1.34.7``).
+* ``{Type}.{Subtype}.{Key}``: the key may itself contain dots (``OS.sysctl./proc/sys/kernel/osrelease``), except for
+  ``SystemD``, whose subtypes do (``SystemD.containerd.service.ActiveState`` is unit ``containerd.service``, key
+  ``ActiveState``);
+* ``{Type}.{Subtype}[selector].{Key}``: a key of one of the subtype's ``items``, chosen by index (``[0]``) or by a
+  ``key=value`` predicate on the item's data or context (``[name=eth0]``; two matches are an error).
 
 The node-set form ``NodeTopology.gpu-nodes.label`` (``key=value``: every GPU node carries it; ``!key``: no GPU node
-carries it) is quantified over the GPU nodes of the snapshot's ``NodeTopology.label`` readings.
+carries it) is quantified over the GPU nodes (``cloud.google.com/gke-accelerator``) of the snapshot's
+``NodeTopology.label`` readings: the lossless ``items`` when there are any, else the folded ``data``.
 
 :func:`evaluate` returns an :class:`EvalResult`; ``error_code`` is ``not_found`` when the snapshot lacks the reading
 (AICR's graceful signal: the overlay is excluded with a warning) or ``invalid`` for anything else (a malformed
-path or expression, an unparseable version: resolution fails closed).
+path or expression, an unparseable version: resolution fails closed). ``error`` is AICR's error text.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,128 +27,30 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import aicrerrors as errs
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snap_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import topology
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.versions import Expression
 
-MEASUREMENT_TYPES = ("K8s", "GPU", "OS", "SystemD", "NodeTopology")
-OPERATORS = (">=", "<=", "!=", "==", ">", "<")  # longest first, as AICR scans them
-ORDERING = (">=", "<=", ">", "<")
+MEASUREMENT_TYPES = snap_mod.TYPES
+DOTTED_SUBTYPES = ("SystemD",)
 GPU_NODES_LABEL = "NodeTopology.gpu-nodes.label"
 GPU_NODE_UNIVERSE_LABEL = "cloud.google.com/gke-accelerator"
 NOT_FOUND = "not_found"
 INVALID = "invalid"
+MAX_REPORTED_NODES = 5
 
+_INTEGER = re.compile(r"^[+-]?[0-9]+$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-class VersionError(ValueError):
-    pass
-
-
-class Version(object):
-    """AICR's ``pkg/version.Version``: major, minor, patch, precision (number of components given), extras."""
-
-    __slots__ = ("major", "minor", "patch", "precision", "extras")
-
-    def __init__(self, major=0, minor=0, patch=0, precision=3, extras=""):
-        self.major, self.minor, self.patch, self.precision, self.extras = major, minor, patch, precision, extras
-
-    @classmethod
-    def parse(cls, text):
-        if text == "":
-            raise VersionError("version string is empty")
-        s = text[1:] if text.startswith("v") else text
-        main, extras = s, ""
-        for i, ch in enumerate(s):
-            if ch in "-+" and i > 0 and s[i - 1].isdigit():
-                main, extras = s[:i], s[i:]
-                break
-        parts = main.split(".")
-        if len(parts) > 3:
-            raise VersionError("version has more than 3 components")
-        nums = []
-        for part in parts:
-            if part == "":
-                raise VersionError("empty component")
-            if not re.match(r"^[+-]?[0-9]+$", part):
-                raise VersionError("non-numeric component: %r" % part)
-            num = int(part)
-            if num < 0:
-                raise VersionError("negative component: %d" % num)
-            nums.append(num)
-        nums += [0] * (3 - len(nums))
-        return cls(nums[0], nums[1], nums[2], len(parts), extras)
-
-    def equals(self, other):
-        return (self.major, self.minor, self.patch) == (other.major, other.minor, other.patch)
-
-    def compare(self, other):
-        precision = min(self.precision, other.precision)
-        pairs = [(self.major, other.major), (self.minor, other.minor), (self.patch, other.patch)][:max(precision, 1)]
-        for mine, theirs in pairs:
-            if mine != theirs:
-                return -1 if mine < theirs else 1
-        return 0
-
-
-def looks_like_version(value):
-    s = value[1:] if value.startswith("v") else value
-    return bool(s) and any(c.isdigit() for c in s) and "." in s
-
-
-class Expression(object):
-    """A parsed constraint value (AICR's ``ParsedConstraint``)."""
-
-    def __init__(self, operator, value, version_comparison):
-        self.operator, self.value, self.version_comparison = operator, value, version_comparison
-
-    @classmethod
-    def parse(cls, text):
-        expr = (text or "").strip()
-        if expr == "":
-            raise ValueError("constraint expression cannot be empty")
-        if expr.startswith("!") and not expr.startswith("!=") and len(expr) > 1 and not expr[1].isspace():
-            raise ValueError("bare '!' prefix is invalid; use '!=' or the separate node-set form")
-        operator, value = "", expr
-        for op in OPERATORS:
-            if expr.startswith(op):
-                operator, value = op, expr[len(op):].strip()
-                break
-        if value == "":
-            raise ValueError("constraint value cannot be empty after operator")
-        version_comparison = operator in ORDERING or looks_like_version(value)
-        return cls(operator, value, version_comparison)
-
-    def evaluate(self, actual):
-        """True/False; raises ValueError when an ordering operator meets a value that is not a version."""
-        actual = actual.strip()
-        if self.operator == "":
-            return actual == self.value
-        if self.operator in ("==", "!="):
-            same = actual == self.value
-            if self.version_comparison:
-                try:
-                    same = Version.parse(self.value).equals(Version.parse(actual))
-                except VersionError:
-                    same = actual == self.value
-            return same if self.operator == "==" else not same
-        try:
-            expected = Version.parse(self.value)
-        except VersionError as exc:
-            raise ValueError("cannot parse expected version %r: %s" % (self.value, exc))
-        try:
-            got = Version.parse(actual)
-        except VersionError as exc:
-            raise ValueError("cannot parse actual version %r: %s" % (actual, exc))
-        cmp = got.compare(expected)
-        return {">=": cmp >= 0, ">": cmp > 0, "<=": cmp <= 0, "<": cmp < 0}[self.operator]
 
 
 class EvalResult(object):
     __slots__ = ("passed", "actual", "error_code", "error")
 
-    def __init__(self, passed=False, actual="", error_code=None, error=None):
-        self.passed, self.actual, self.error_code, self.error = passed, actual, error_code, error
+    def __init__(self, passed=False, actual="", error=None):
+        self.passed, self.actual, self.error = passed, actual, error
+        self.error_code = None if not error else (NOT_FOUND if errs.code(error) == errs.NOT_FOUND else INVALID)
 
     def as_dict(self):
         out = {"passed": self.passed, "actual": self.actual}
@@ -158,30 +60,115 @@ class EvalResult(object):
         return out
 
 
+class PathError(ValueError):
+    """A constraint path that does not parse, or a reading it does not find (``str()``: AICR's error text)."""
+
+
+def _invalid(text):
+    return PathError(errs.chain(errs.INVALID_REQUEST, "invalid constraint path: " + text))
+
+
+def _selector(raw):
+    """("index", n) or ("predicate", (key, value)) of an item selector."""
+    if raw == "":
+        raise _invalid("item selector is empty")
+    if "=" in raw:
+        key, value = raw.split("=", 1)
+        if not key or not value:
+            raise _invalid("predicate selector requires non-empty key and value")
+        return "predicate", (key, value)
+    if not _INTEGER.match(raw):
+        raise _invalid("item selector must be an integer index or 'key=value' predicate")
+    if int(raw) < 0:
+        raise _invalid("item index cannot be negative")
+    return "index", int(raw)
+
+
 def parse_path(name):
-    """(type, subtype, key) of a constraint name; raises ValueError naming what is wrong."""
+    """(type, subtype, key, selector or None) of a constraint name; raises PathError with AICR's text."""
     if not name:
-        raise ValueError("constraint path cannot be empty")
-    parts = name.split(".", 2)
-    if len(parts) < 3:
-        raise ValueError("invalid constraint path %r: expected format {Type}.{Subtype}.{Key}" % name)
-    if parts[0] not in MEASUREMENT_TYPES:
-        raise ValueError("invalid measurement type %r in constraint path %r (valid: %s)" % (parts[0], name, ", ".join(MEASUREMENT_TYPES)))
-    return parts[0], parts[1], parts[2]
+        raise PathError(errs.chain(errs.INVALID_REQUEST, "constraint path cannot be empty"))
+    dot = name.find(".")
+    if dot < 0:
+        raise _invalid("expected format {Type}.{Subtype}[selector].{Key}")
+    mtype, rest = name[:dot], name[dot + 1:]
+    if mtype not in MEASUREMENT_TYPES:
+        raise PathError(errs.chain(errs.INVALID_REQUEST, "invalid measurement type in constraint path"))
+    bracket, dot = rest.find("["), rest.find(".")
+    if bracket >= 0 and (dot < 0 or bracket < dot):
+        if bracket == 0:
+            raise _invalid("subtype before '[' is empty")
+        end = rest.find("]", bracket)
+        if end < 0:
+            raise _invalid("unclosed item selector bracket")
+        selector = _selector(rest[bracket + 1:end])
+        after = rest[end + 1:]
+        if after and after[0] != ".":
+            raise _invalid("expected '.' after item selector")
+        if len(after) < 2:
+            raise _invalid("missing key after item selector")
+        return mtype, rest[:bracket], after[1:], selector
+    if dot < 0:
+        raise _invalid("expected format {Type}.{Subtype}.{Key}")
+    if mtype in DOTTED_SUBTYPES:
+        dot = rest.rfind(".")
+    if dot == 0 or dot == len(rest) - 1:
+        raise _invalid("subtype or key is empty")
+    return mtype, rest[:dot], rest[dot + 1:], None
 
 
-def extract(snapshot, mtype, subtype, key):
-    """The reading as a string; raises LookupError (AICR's NotFound) naming the missing part."""
+def _not_found(text):
+    return PathError(errs.chain(errs.NOT_FOUND, text))
+
+
+def _from_item(item, key):
+    values, context = item.get("data") or {}, item.get("context") or {}
+    if key in values:
+        return topology.reading_string(values[key])
+    if key in context:
+        return str(context[key])
+    raise _not_found("key not found in item")
+
+
+def _from_items(sub, key, selector):
+    items = sub.get("items") or []
+    if not items:
+        raise _not_found("subtype has no items but path uses an item selector")
+    kind, arg = selector
+    if kind == "index":
+        if arg >= len(items):
+            raise _not_found("item index out of bounds")
+        return _from_item(items[arg], key)
+    matched = [item for item in items if _item_matches(item, arg)]
+    if len(matched) > 1:
+        raise PathError(errs.chain("CONFLICT", "item predicate matches multiple entries"))
+    if not matched:
+        raise _not_found("no item matches predicate")
+    return _from_item(matched[0], key)
+
+
+def _item_matches(item, predicate):
+    key, value = predicate
+    values, context = item.get("data") or {}, item.get("context") or {}
+    if key in values:
+        return topology.reading_string(values[key]) == value
+    return key in context and context[key] == value
+
+
+def extract(snapshot, mtype, subtype, key, selector=None):
+    """The reading as a string; raises PathError (AICR's NotFound, or a predicate's conflict)."""
     measurement = snap_mod.measurement(snapshot, mtype)
     if measurement is None:
-        raise LookupError("measurement type %s not found in snapshot" % mtype)
+        raise _not_found("measurement type not found in snapshot")
     sub = snap_mod.subtype(measurement, subtype)
     if sub is None:
-        raise LookupError("subtype %s not found in measurement %s" % (subtype, mtype))
-    data = sub.get("data") or {}
-    if key not in data:
-        raise LookupError("key %s not found in subtype %s of measurement %s" % (key, subtype, mtype))
-    return snap_mod.reading_string(data[key])
+        raise _not_found("subtype not found in measurement")
+    if selector is not None:
+        return _from_items(sub, key, selector)
+    values = sub.get("data") or {}
+    if key not in values:
+        raise _not_found("key not found in subtype")
+    return topology.reading_string(values[key])
 
 
 def evaluate(constraint, snapshot):
@@ -191,21 +178,21 @@ def evaluate(constraint, snapshot):
     if name == GPU_NODES_LABEL:
         return evaluate_gpu_nodes_label(value, snapshot)
     try:
-        mtype, subtype, key = parse_path(name)
-    except ValueError as exc:
-        return EvalResult(error_code=INVALID, error="invalid constraint path: %s" % exc)
+        path = parse_path(name)
+    except PathError as exc:
+        return EvalResult(error=errs.chain(errs.INVALID_REQUEST, "invalid constraint path", str(exc)))
     try:
-        actual = extract(snapshot, mtype, subtype, key)
-    except LookupError as exc:
-        return EvalResult(error_code=NOT_FOUND, error="value not found in snapshot: %s" % exc.args[0])
+        actual = extract(snapshot, *path)
+    except PathError as exc:
+        return EvalResult(error=errs.chain(errs.NOT_FOUND, "value not found in snapshot", str(exc)))
     try:
         expression = Expression.parse(value)
     except ValueError as exc:
-        return EvalResult(actual=actual, error_code=INVALID, error="invalid constraint expression %r: %s" % (value, exc))
+        return EvalResult(actual=actual, error=errs.chain(errs.INVALID_REQUEST, "invalid constraint expression", str(exc)))
     try:
         passed = expression.evaluate(actual)
     except ValueError as exc:
-        return EvalResult(actual=actual, error_code=INVALID, error="evaluation failed: %s" % exc)
+        return EvalResult(actual=actual, error=str(exc))
     return EvalResult(passed=passed, actual=actual)
 
 
@@ -226,70 +213,141 @@ def valid_label_value(value):
     return value == "" or (len(value) <= 63 and bool(_LABEL_NAME.match(value)))
 
 
+def _nodeset_error(text):
+    return ValueError(errs.chain(errs.INVALID_REQUEST, "invalid node-set constraint value: " + text))
+
+
 def parse_gpu_nodes_value(raw):
     """(key, wanted value, negated); raises ValueError for anything but ``key=value`` or ``!key``."""
     text = (raw or "").strip()
     if text.startswith("!"):
         key = text[1:].strip()
         if not valid_label_key(key):
-            raise ValueError("invalid node-set constraint value %r: negated form is \"!<label-key>\" with a valid label key and no value" % raw)
+            raise _nodeset_error("negated form is \"!<label-key>\" with a valid label key and no value")
         return key, "", True
     if "=" not in text:
-        raise ValueError("invalid node-set constraint value %r: expected \"<label-key>=<value>\" or \"!<label-key>\"" % raw)
+        raise _nodeset_error("expected \"<label-key>=<value>\" or \"!<label-key>\"")
     key, want = text.split("=", 1)
     if not valid_label_key(key) or not valid_label_value(want):
-        raise ValueError("invalid node-set constraint value %r: label key or value is not valid" % raw)
+        raise _nodeset_error("label key or value is not valid")
     return key, want, False
 
 
-def _label_entries(data, key):
-    """[(value, [nodes])] of one label key in NodeTopology.label data (``<value>|<node,...>`` readings)."""
+def _fail(text):
+    return ValueError(errs.chain(errs.INVALID_REQUEST, text))
+
+
+def _truncated(raw_key):
+    return _fail("label reading %s is truncated \u2014 node-set constraints cannot be evaluated on a partial node list; "
+                 "regenerate the snapshot without --max-nodes-per-entry" % errs.quote(raw_key))
+
+
+def _valid_nodes(nodes):
+    return bool(nodes) and all(_DNS_SUBDOMAIN.match(n) for n in nodes)
+
+
+def _data_entries(data, key):
+    """[(value, [nodes])] of one label key in the folded data (``<value>|<node,...>`` readings), as AICR decodes them."""
     prefix = key + "."
     plain, prefixed = [], []
     for reading_key in sorted(data):
         if reading_key != key and not reading_key.startswith(prefix):
             continue
-        raw = snap_mod.reading_string(data[reading_key])
+        raw = topology.reading_string(data[reading_key])
         value, sep, nodes_raw = raw.partition("|")
         if reading_key != key and value != reading_key[len(prefix):]:
             continue  # a different label sharing the dotted prefix
-        if "(+" in nodes_raw and nodes_raw.rstrip().endswith("more)"):
-            raise ValueError("label reading %r is truncated - node-set constraints cannot be evaluated on a partial node list" % reading_key)
-        nodes = nodes_raw.split(",") if nodes_raw else []
-        if not sep or raw.count("|") != 1 or not nodes or not all(_DNS_SUBDOMAIN.match(n) for n in nodes):
-            raise ValueError("label reading %r is malformed (%r) - expected \"<value>|<node1,node2,...>\" with canonical node names" % (reading_key, raw))
-        (plain if reading_key == key else prefixed).append((value, nodes))
-    if plain:
-        return plain
-    if len(prefixed) == 1:
-        raise ValueError("label readings for %r are ambiguous: a single disambiguated-shape entry exists without the plain key" % key)
-    return prefixed
+        cut = topology.truncation(nodes_raw)[1]
+        nodes = topology.split_nodes(nodes_raw)
+        if not sep or raw.count("|") != 1 or (not cut and not _valid_nodes(nodes)):
+            raise _fail("label reading %s is malformed (%s) \u2014 expected \"<value>|<node1,node2,...>\" with canonical node names; "
+                        "regenerate the snapshot with a current aicr build" % (errs.quote(reading_key), errs.quote(raw)))
+        (plain if reading_key == key else prefixed).append((value, nodes, reading_key, cut))
+    entries = plain
+    if not plain and len(prefixed) == 1:
+        raise _fail("label readings for %s are ambiguous: a single disambiguated-shape entry %s exists without the plain key \u2014 either a "
+                    "distinct label sharing the dotted name, or the remnant of an encoding collision that overwrote the key's other entries "
+                    "(#2003); rename the conflicting label or use a lossless snapshot encoding" % (errs.quote(key), errs.quote(prefixed[0][2])))
+    if not plain and len(prefixed) >= 2:
+        seen = set()
+        for _value, nodes, reading_key, _cut in prefixed:
+            for node in nodes:
+                if node in seen:
+                    raise _fail("label readings for %s are ambiguous: node %s appears under two values, so a distinct dotted label collided with "
+                                "the disambiguated encoding (reading %s is one of the colliding parties); rename the conflicting label or use a "
+                                "lossless snapshot encoding" % (errs.quote(key), errs.quote(node), errs.quote(reading_key)))
+                seen.add(node)
+        entries = prefixed
+    for _value, _nodes, reading_key, cut in entries:
+        if cut:
+            raise _truncated(reading_key)
+    return [(value, nodes) for value, nodes, _key, _cut in entries]
+
+
+def _item_entries(labels, key):
+    """[(value, [nodes])] of one label key from the lossless items."""
+    try:
+        readings = topology.label_readings(labels)
+    except ValueError as exc:
+        raise _fail("failed to decode NodeTopology label readings: %s" % exc)
+    entries, seen = [], {}
+    for reading in readings:
+        if reading.key != key:
+            continue
+        if reading.truncated:
+            raise _truncated(reading.raw_key)
+        if not _valid_nodes(reading.nodes):
+            raise _fail("label reading %s is malformed (nodes %s) \u2014 expected canonical node names; regenerate the snapshot with a current "
+                        "aicr build" % (errs.quote(reading.raw_key), errs.go_list(reading.nodes)))
+        entries.append((reading.value, reading.nodes))
+    for value, nodes in entries:
+        for node in nodes:
+            if seen.setdefault(node, value) != value:
+                raise _fail("label readings for %s are inconsistent: node %s appears under both value %s and value %s, but a node carries exactly "
+                            "one value per label key \u2014 the snapshot is corrupt or hand-edited; regenerate it with a current aicr build"
+                            % (errs.quote(key), errs.quote(node), errs.quote(seen[node]), errs.quote(value)))
+    return entries
+
+
+def _label_entries(labels, key):
+    if labels.get("items"):
+        return _item_entries(labels, key)
+    return _data_entries(labels.get("data") or {}, key)
+
+
+def _summary(nodes):
+    if len(nodes) <= MAX_REPORTED_NODES:
+        return ",".join(nodes)
+    return ",".join(nodes[:MAX_REPORTED_NODES]) + " (+%d more)" % (len(nodes) - MAX_REPORTED_NODES)
 
 
 def evaluate_gpu_nodes_label(value, snapshot):
     try:
         key, want, negated = parse_gpu_nodes_value(value)
     except ValueError as exc:
-        return EvalResult(error_code=INVALID, error=str(exc))
+        return EvalResult(error=str(exc))
     measurement = snap_mod.measurement(snapshot, "NodeTopology")
     labels = snap_mod.subtype(measurement, "label") if measurement else None
     if labels is None:
-        return EvalResult(error_code=NOT_FOUND, error="snapshot carries no NodeTopology label readings")
-    data = labels.get("data") or {}
+        return EvalResult(error=errs.chain(
+            errs.NOT_FOUND, "snapshot carries no NodeTopology label readings \u2014 re-capture with a current aicr build and verify the snapshot "
+                            "agent can list nodes"))
     try:
-        universe = set(n for entry in _label_entries(data, GPU_NODE_UNIVERSE_LABEL) for n in entry[1])
+        universe = set(n for entry in _label_entries(labels, GPU_NODE_UNIVERSE_LABEL) for n in entry[1])
         if not universe:
-            return EvalResult(error_code=NOT_FOUND, error="GPU-node universe is empty: snapshot has no %r label readings" % GPU_NODE_UNIVERSE_LABEL)
-        entries = _label_entries(data, key)
+            return EvalResult(error=errs.chain(
+                errs.NOT_FOUND, "GPU-node universe is empty: snapshot has no %s label readings \u2014 the constraint cannot be evaluated on a "
+                                "cluster without identifiable GPU nodes" % errs.quote(GPU_NODE_UNIVERSE_LABEL)))
+        entries = _label_entries(labels, key)
     except ValueError as exc:
-        return EvalResult(error_code=INVALID, error=str(exc))
+        return EvalResult(error=str(exc))
     if negated:
-        carrying = sorted(n for entry in entries for n in entry[1] if n in universe)
+        carrying = sorted(set(n for entry in entries for n in entry[1] if n in universe))
         if carrying:
-            return EvalResult(actual="%s present on GPU nodes %s" % (key, ", ".join(carrying[:5])))
-        return EvalResult(passed=True, actual="%s absent on all %d GPU nodes" % (key, len(universe)))
+            return EvalResult(actual="%d of %d GPU node(s) carry label %s: %s" % (len(carrying), len(universe), key, _summary(carrying)))
+        return EvalResult(passed=True, actual="none of %d GPU node(s) carry label %s" % (len(universe), key))
     having = set(n for v, nodes in entries if v == want for n in nodes)
     missing = sorted(universe - having)
     if missing:
-        return EvalResult(actual="%s=%s missing on GPU nodes %s" % (key, want, ", ".join(missing[:5])))
-    return EvalResult(passed=True, actual="%s=%s on all %d GPU nodes" % (key, want, len(universe)))
+        return EvalResult(actual="%d of %d GPU node(s) missing %s=%s: %s" % (len(missing), len(universe), key, want, _summary(missing)))
+    return EvalResult(passed=True, actual="all %d GPU node(s) carry %s=%s" % (len(universe), key, want))

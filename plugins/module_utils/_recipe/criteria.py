@@ -24,10 +24,10 @@ DIMENSIONS = ("service", "accelerator", "intent", "os", "platform")
 
 # Built-in values of AICR v0.19.0 (the static switch arms of its parsers).
 STATIC_VALUES = {
-    "service": ("aks", "bcm", "eks", "gke", "kind", "lke", "oke"),
-    "accelerator": ("a100", "b200", "gb200", "gb300", "h100", "h200", "l40", "rtx-pro-6000"),
+    "service": ("aks", "bcm", "eks", "gke", "kind", "lke", "metal3", "ocp", "oke"),
+    "accelerator": ("a100", "b200", "gb200", "gb300", "h100", "h200", "l40", "l40s", "rtx-pro-6000"),
     "intent": ("inference", "training"),
-    "os": ("amazonlinux", "cos", "rhel", "talos", "ubuntu"),
+    "os": ("amazonlinux", "cos", "ol", "rhel", "talos", "ubuntu"),
     "platform": ("dynamo", "kubeflow", "nim", "runai", "slurm"),
 }
 

@@ -14,7 +14,11 @@ Readings and where they come from (nothing else is reported; a reading that cann
 * ``GPU.device``: ``gpu.model`` (``nvidia.com/gpu.product``), ``gpu-count`` (``nvidia.com/gpu`` capacity),
   ``driver`` (``nvidia.com/cuda.driver-version.full``, else ``.major.minor.rev``);
 * ``NodeTopology``: ``summary``, ``taint`` (``effect|value|nodes``) and ``label`` (``value|nodes``) over all nodes,
-  encoded as AICR's topology collector does.
+  encoded as AICR v0.19.0's topology collector does: the folded ``data`` and the lossless ``items`` (``_recipe.topology``).
+
+``GPU.device`` is this collection's own reading (AICR's fingerprint reads the product label from ``NodeTopology``
+instead; its ``GPU.hardware`` comes from the node's PCI bus, which the API does not show). The Snapshot's apiVersion
+is ``aicr.run/v1alpha2``, the one AICR v0.19.0 reads.
 
 The reported nodes are ``nodes`` when given, else those matching ``node_selector``, else the GPU nodes (an
 ``nvidia.com/gpu`` capacity, or an ``nvidia.com/gpu.present`` / ``cloud.google.com/gke-accelerator`` label), else all
@@ -41,7 +45,7 @@ GPU_PRODUCT = "nvidia.com/gpu.product"
 GPU_MARKERS = ("nvidia.com/gpu.present", "cloud.google.com/gke-accelerator")
 DRIVER_FULL = "nvidia.com/cuda.driver-version.full"
 DRIVER_PARTS = ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev")
-PROVIDERS = {"aws": "eks", "gce": "gke", "azure": "aks", "oci": "oke"}
+PROVIDERS = {"aws": "eks", "gce": "gke", "azure": "aks", "oci": "oke", "linode": "lke"}
 
 # osImage (os-release PRETTY_NAME) forms whose ID / VERSION_ID are known without reading /etc/os-release.
 _OS_IMAGES = (
@@ -124,37 +128,64 @@ def _agreed(views, getter, name, conflicts):
 
 
 def _provider(provider_id):
+    """AICR's collector: a raw OCI instance OCID is oke, else the provider ID's scheme, the clouds' named as services."""
+    if provider_id.startswith("ocid1."):
+        return "oke"
     prefix = provider_id.split("://", 1)[0].strip().lower()
     return PROVIDERS.get(prefix, prefix)
 
 
+def _membership(nodes, map_key, folds):
+    """An item's node membership: a reference to its folded ``data`` entry when no other reading folds onto it."""
+    if folds[map_key] == 1:
+        return {"node-count": len(nodes), "node-list-ref": map_key, "truncated": False}
+    return {"node-count": len(nodes), "node-list": ",".join(nodes), "truncated": False}
+
+
+def _encode(readings, map_key, render, context):
+    """(folded data, lossless items) of ``{identity: [nodes]}`` readings, as AICR's topology collector writes them."""
+    keys = dict((ident, map_key(ident)) for ident in readings)
+    folds = {}
+    for key in keys.values():
+        folds[key] = folds.get(key, 0) + 1
+    data, items = {}, []
+    for ident in sorted(readings):
+        nodes = sorted(readings[ident])
+        data[keys[ident]] = render(ident, ",".join(nodes))
+        items.append({"context": context(ident), "data": _membership(nodes, keys[ident], folds)})
+    return data, items
+
+
 def topology(views):
-    """AICR's NodeTopology measurement over every node."""
+    """AICR's NodeTopology measurement over every node: folded ``data`` and lossless ``items`` (see ``_recipe.topology``)."""
     taints, labels = {}, {}
     for v in views:
         for t in v["taints"]:
-            taints.setdefault((t.get("key", ""), t.get("value", ""), t.get("effect", "")), []).append(v["name"])
+            taints.setdefault((t.get("key", ""), t.get("effect", ""), t.get("value", "")), []).append(v["name"])
         for key, value in v["labels"].items():
             labels.setdefault((key, value), []).append(v["name"])
-    effects = {}
-    for key, _value, effect in taints:
-        effects.setdefault(key, set()).add(effect)
-    taint_data = {}
-    for (key, value, effect), nodes in taints.items():
-        if len(effects[key]) > 1:
-            taint_data["%s.%s" % (key, effect)] = "%s|%s" % (value, ",".join(sorted(nodes)))
-        else:
-            taint_data[key] = "%s|%s|%s" % (effect, value, ",".join(sorted(nodes)))
+    per_key = {}
+    for key, _effect, _value in taints:
+        per_key[key] = per_key.get(key, 0) + 1
+    taint_data, taint_items = _encode(
+        taints, lambda t: "%s.%s" % (t[0], t[1]) if per_key[t[0]] > 1 else t[0],
+        lambda t, nodes: "%s|%s" % (t[2], nodes) if per_key[t[0]] > 1 else "%s|%s|%s" % (t[1], t[2], nodes),
+        lambda t: {"key": t[0], "value": t[2], "effect": t[1]})
     values = {}
-    for key, value in labels:
-        values.setdefault(key, set()).add(value)
-    label_data = {}
-    for (key, value), nodes in labels.items():
-        label_data["%s.%s" % (key, value) if len(values[key]) > 1 else key] = "%s|%s" % (value, ",".join(sorted(nodes)))
+    for key, _value in labels:
+        values[key] = values.get(key, 0) + 1
+    label_data, label_items = _encode(
+        labels, lambda kv: "%s.%s" % kv if values[kv[0]] > 1 else kv[0],
+        lambda kv, nodes: "%s|%s" % (kv[1], nodes), lambda kv: {"key": kv[0], "value": kv[1]})
+    taint = {"subtype": "taint", "data": taint_data}
+    label = {"subtype": "label", "data": label_data}
+    if taint_items:
+        taint["items"] = taint_items
+    if label_items:
+        label["items"] = label_items
     return {"type": "NodeTopology", "subtypes": [
-        {"subtype": "summary", "data": {"node-count": len(views), "taint-count": len(taint_data), "label-count": len(label_data)}},
-        {"subtype": "taint", "data": taint_data},
-        {"subtype": "label", "data": label_data},
+        {"subtype": "summary", "data": {"node-count": len(views), "taint-count": len(taint_items), "label-count": len(label_items)}},
+        taint, label,
     ]}
 
 
@@ -244,7 +275,7 @@ def _parse_configmap_ref(ref):
     return parts[0], parts[1]
 
 
-def read_configmap_snapshot(client, ref):
+def read_configmap_snapshot(client, ref, warnings=None):
     namespace, name = _parse_configmap_ref(ref)
     where = " (ConfigMap %s/%s)" % (namespace, name)
     try:
@@ -261,7 +292,7 @@ def read_configmap_snapshot(client, ref):
     data = cm.get("data") or {}
     for key in CONFIGMAP_KEYS:
         if data.get(key):
-            return snapshot_mod.parse_text(data[key], where)
+            return snapshot_mod.parse_text(data[key], where, warnings)
     raise AicrError("from_configmap: ConfigMap %s/%s has no %s key" % (namespace, name, " or ".join(CONFIGMAP_KEYS)),
                     field="from_configmap", value=ref, allowed=list(CONFIGMAP_KEYS))
 
@@ -325,23 +356,27 @@ def check_params(params):
     problems.raise_if_any()
 
 
+def _result(snap, source, nodes=None, conflicts=None, warnings=None):
+    out = {"changed": False, "snapshot": snap, "source": source, "nodes": nodes or [], "conflicts": conflicts or [],
+           "criteria": snapshot_mod.criteria_from_snapshot(snap)}
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
 def collect(params):
     """The module's result (see plugins/modules/cluster_facts.py RETURN)."""
     check_params(params)
+    warnings = []
     if params.get("from_file"):
-        snap = snapshot_mod.load(params["from_file"])
-        return {"changed": False, "snapshot": snap, "source": "file", "nodes": [], "conflicts": [],
-                "criteria": snapshot_mod.criteria_from_snapshot(snap)}
+        return _result(snapshot_mod.load(params["from_file"], warnings), "file", warnings=warnings)
     conn = kube_connection.resolve(params.get("kubeconfig"), params.get("context"))
     client = conn.client()
     # A failed request raises the client's ClusterError (an AicrError): one line with the API server's reason.
     if params.get("from_configmap"):
-        snap = read_configmap_snapshot(client, params["from_configmap"])
-        return {"changed": False, "snapshot": snap, "source": "configmap", "nodes": [], "conflicts": [],
-                "criteria": snapshot_mod.criteria_from_snapshot(snap)}
+        return _result(read_configmap_snapshot(client, params["from_configmap"], warnings), "configmap", warnings=warnings)
     version = client.get_path("/version") or {}
     node_objects = client.list("v1", "Node")
     selected = _match_selector(client, params["node_selector"]) if params.get("node_selector") else None
     snap, chosen, conflicts = build_snapshot(version, node_objects, params.get("nodes"), selected)
-    return {"changed": False, "snapshot": snap, "source": "cluster", "nodes": chosen, "conflicts": conflicts,
-            "criteria": snapshot_mod.criteria_from_snapshot(snap)}
+    return _result(snap, "cluster", chosen, conflicts)

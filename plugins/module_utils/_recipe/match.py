@@ -91,10 +91,8 @@ def require_os_if_needed(catalog, query, matched):
     valid = available_os(catalog, query)
     if not valid:
         return
-    if accel:
-        msg = "service '%s' has no OS-agnostic recipe for accelerator '%s'; specify an OS (valid: %s)" % (service, accel, ", ".join(valid))
-    else:
-        msg = "service '%s' has no OS-agnostic recipe; specify an OS (valid: %s)" % (service, ", ".join(valid))
+    # AICR's wording, an unstated accelerator included (``accelerator ''``)
+    msg = "service '%s' has no OS-agnostic recipe for accelerator '%s'; specify an OS (valid: %s)" % (service, accel, ", ".join(valid))
     raise AicrError(msg, field="criteria.os", requires_os=True, allowed=valid, criteria=crit.criteria_string(query))
 
 

@@ -28,6 +28,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import aicrerrors
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order as order_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_kept
 
@@ -328,10 +329,10 @@ def profile_problem(raw):
     if raw in (None, ""):
         return None
     if not isinstance(raw, str) or raw.strip() != raw or raw.count("=") != 1:
-        return "%r must use the exact name=value form (e.g. gpuStack=operator-managed)" % (raw,)
+        return "must use the exact name=value form"
     name, value = raw.split("=", 1)
     if not _PROFILE_ID.match(name) or not _PROFILE_ID.match(value):
-        return "name and value of %r must match [A-Za-z0-9._-]+" % raw
+        return "name and value must match [A-Za-z0-9._-]+"
     return None
 
 
@@ -340,7 +341,7 @@ def parse_selection(raw):
         return None
     problem = profile_problem(raw)
     if problem:
-        raise AicrError("profile: " + problem, field="profile", value=raw)
+        raise AicrError("profile " + problem, field="profile", value=raw)  # AICR's text
     name, value = raw.split("=", 1)
     return name, value
 
@@ -350,13 +351,12 @@ def _check_profile_constraint(decl_name, value_name, constraint, evaluator):
     result = evaluator(constraint)
     details = dict(constraint=constraint["name"], expected=constraint["value"], actual=result.actual, field="profile")
     if result.error and result.error_code == "not_found":
-        raise AicrError("profile %s=%s cannot be validated because reading %r is unavailable" % (decl_name, value_name, constraint["name"]),
+        raise AicrError("profile %s=%s cannot be validated because reading %s is unavailable" % (decl_name, value_name, aicrerrors.quote(constraint["name"])),
                         cause=result.error, **details)
     if result.error:
-        raise AicrError("failed to evaluate profile constraint %r: %s" % (constraint["name"], result.error), **details)
+        raise AicrError(aicrerrors.message(result.error), **details)
     if not result.passed:
-        raise AicrError("profile %s=%s constraint %r failed (expected %s, got %s)" % (
-            decl_name, value_name, constraint["name"], constraint["value"], result.actual), **details)
+        raise AicrError("profile %s=%s constraint %s failed" % (decl_name, value_name, aicrerrors.quote(constraint["name"])), **details)
 
 
 def apply_profile(spec, effective, raw_selection, evaluator=None):
@@ -367,7 +367,7 @@ def apply_profile(spec, effective, raw_selection, evaluator=None):
     selection = parse_selection(raw_selection)
     if effective is None:
         if selection is not None:
-            raise AicrError("profile: %r was selected, but the resolved composition declares no profile" % selection[0],
+            raise AicrError("profile %s was selected, but the resolved composition declares no profile" % aicrerrors.quote(selection[0]),
                             field="profile", value=raw_selection)
         return None
     source, decl = effective
@@ -375,23 +375,25 @@ def apply_profile(spec, effective, raw_selection, evaluator=None):
     value_name = decl["default"]
     if selection is not None:
         if selection[0] != decl["name"]:
-            raise AicrError("profile: resolved composition declares profile %r, not %r" % (decl["name"], selection[0]),
+            raise AicrError("resolved composition declares profile %s, not %s" % (aicrerrors.quote(decl["name"]), aicrerrors.quote(selection[0])),
                             field="profile", value=raw_selection, allowed=[decl["name"]])
         value_name = selection[1]
     if value_name not in decl["values"]:
         names = sorted(decl["values"])
-        raise AicrError("profile: profile %r has no value %r; valid values: %s" % (decl["name"], value_name, ", ".join(names)),
-                        field="profile", value=raw_selection, allowed=names)
+        msg = "profile %s has no value %s; valid values: %s" % (aicrerrors.quote(decl["name"]), aicrerrors.quote(value_name), aicrerrors.go_list(names))
+        raise AicrError(msg, field="profile", value=raw_selection, allowed=names)
     value = decl["values"][value_name] or {}
     index = dict((ref["name"], i) for i, ref in enumerate(spec["componentRefs"]))
     for comp in sorted(owned):
         if comp not in index or not order_mod.is_enabled(spec["componentRefs"][index[comp]]):
-            raise AicrError("profile %r references component %r, which is not enabled in the surviving composition" % (decl["name"], comp))
+            raise AicrError("profile %s references component %s, which is not enabled in the surviving composition" % (
+                aicrerrors.quote(decl["name"]), aicrerrors.quote(comp)), field="profile", component=comp)
     names = set(c["name"] for c in spec["constraints"])
     for c in value.get("constraints") or []:
         cleaned = clean_constraint(c)
         if cleaned["name"] in names:
-            raise AicrError("profile %r value %r constraint %r collides with the composed recipe" % (decl["name"], value_name, cleaned["name"]))
+            raise AicrError("profile %s value %s constraint %s collides with the composed recipe" % (
+                aicrerrors.quote(decl["name"]), aicrerrors.quote(value_name), aicrerrors.quote(cleaned["name"])), field="profile", constraint=cleaned["name"])
         names.add(cleaned["name"])
         if evaluator is not None:
             _check_profile_constraint(decl["name"], value_name, cleaned, evaluator)

@@ -64,7 +64,8 @@ def check_inputs(catalog, criteria=None, profile=None, skip_components=None, com
     if profile not in (None, ""):
         problem = profile_problem(profile)
         if problem:
-            problems.add("profile", problem, value=profile, allowed="name=value, each [A-Za-z0-9._-]+")
+            problems.add("profile", "%r %s (e.g. gpuStack=operator-managed)" % (profile, problem), value=profile,
+                         allowed="name=value, each [A-Za-z0-9._-]+")
     if skip_components is not None:
         if not isinstance(skip_components, (list, tuple)):
             problems.add("skip_components", "a %s is not allowed; use a list of component names" % type(skip_components).__name__)

@@ -25,9 +25,11 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.component imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_kept
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import aicrerrors
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as constraints_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import gpudriver
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import match
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import merge
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
@@ -36,6 +38,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapsh
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import values as values_mod
 
 API_VERSION = "aicr.run/v1alpha2"
+# The AICR release whose semantics this engine has: AICR's CLI stamps its own version in RecipeResult metadata.version.
+AICR_VERSION = "v0.19.0"
 API_VERSION_CONFIGURED = "aicr.run/v1alpha3"
 RESULT_KIND = "RecipeResult"
 
@@ -173,10 +177,9 @@ def _merge_chains(catalog, overlays):
 
 
 def _invalid_evaluation(overlay_name, constraint, result):
-    """AICR fails closed on an evaluation error other than "reading not in the snapshot"."""
-    raise AicrError("constraint evaluation failed for overlay %r constraint %r (value %r): %s" % (
-        overlay_name, constraint["name"], constraint["value"], result.error),
-        overlay=overlay_name, constraint=constraint["name"], expected=constraint["value"], actual=result.actual, field="snapshot")
+    """AICR fails closed on an evaluation error other than "reading not in the snapshot", with the evaluator's words."""
+    raise AicrError(aicrerrors.message(result.error), overlay=overlay_name, constraint=constraint["name"], expected=constraint["value"],
+                    actual=result.actual, field="snapshot")
 
 
 def _warning(overlay_name, constraint, result, reason):
@@ -233,7 +236,7 @@ def _evaluate_mixin_constraints(catalog, spec, contributed, candidates, evaluato
             continue
         affected = index.get(constraint["name"]) or []
         if not affected:
-            raise AicrError("failed to map mixin constraint %r to a candidate chain" % constraint["name"], constraint=constraint["name"])
+            raise AicrError("failed to map mixin constraint to candidate chain", constraint=constraint["name"])
         reason = "mixin-constraint-failed: " + (result.error or "expected %s, got %s" % (constraint["value"], result.actual))
         for candidate in affected:
             if candidate not in failed:
@@ -283,8 +286,8 @@ def build_recipe(catalog, query, profile=None, evaluator=None):
 
     spec, applied, excluded, warnings = _compose(catalog, matched, evaluator)
     if evaluator is not None and effective_profile is not None and effective_profile[0] != "base" and effective_profile[0] not in applied:
-        raise AicrError("profile %r declared by overlay %r was excluded by failing constraints (see excludedOverlays)" % (
-            (effective_profile[1] or {}).get("name"), effective_profile[0]), field="snapshot", excludedOverlays=excluded, constraintWarnings=warnings)
+        raise AicrError("profile declaration from overlay %s was removed by snapshot constraint filtering" % aicrerrors.quote(effective_profile[0]),
+                        field="snapshot", excludedOverlays=excluded, constraintWarnings=warnings)
     match.verify_coverage(catalog, query, applied, excluded if evaluator is not None else None, warnings)
     selected = merge.apply_profile(spec, effective_profile, profile, evaluator)
 
@@ -305,7 +308,7 @@ def build_recipe(catalog, query, profile=None, evaluator=None):
     result = {
         "kind": RESULT_KIND,
         "apiVersion": API_VERSION,
-        "metadata": {"appliedOverlays": applied},
+        "metadata": {"version": AICR_VERSION, "appliedOverlays": applied},
         "criteria": criteria_out,
         "constraints": spec["constraints"],
         "componentRefs": refs,
@@ -417,47 +420,53 @@ def resolve(catalog_path, criteria=None, profile=None, skip_components=None, com
     return resolve_loaded(cat, criteria, profile, skip_components, component_overrides, snapshot=snapshot)
 
 
-def _relaxable(exc, stated, query):
-    """The uncovered dimensions AICR's relaxation may clear (all snapshot-derived, none constraint-excluded), or None."""
-    uncovered = exc.details.get("uncovered")
-    if not uncovered:
-        return None
-    dims = [entry["dimension"] for entry in uncovered]
-    if any(dim in stated or entry.get("constraintExcluded") for dim, entry in zip(dims, uncovered)):
-        return None
-    if not any(crit.is_stated(query[dim]) for dim in crit.DIMENSIONS if dim not in dims):
-        return None  # the retry would resolve the generic fallback recipe
-    return dims
+NO_CRITERIA = ("no criteria provided: specify at least one of --service, --accelerator, --intent, --os, --platform, --nodes, --config, "
+               "or use --snapshot to load from a snapshot file")
+NO_SNAPSHOT_CRITERIA = ("snapshot %s yielded no recognizable criteria (criteria(any)); its measurements identify no service, accelerator, "
+                        "intent, os, or platform \u2014 recapture with \"aicr snapshot\", or state criteria explicitly via "
+                        "--service/--accelerator/--intent/--os/--platform/--nodes or --config")
 
 
-def build_from_snapshot(cat, criteria, snap, profile=None, evaluator=None):
+def require_criteria(query, snapshot_name=None):
+    """AICR's CLI refuses a query that states nothing (no dimension, no node count): it would resolve only ``base``."""
+    if crit.specificity(query):
+        return
+    if snapshot_name is None:
+        raise AicrError(NO_CRITERIA, field="criteria", allowed=list(crit.DIMENSIONS) + ["nodes", "snapshot"])
+    raise AicrError(NO_SNAPSHOT_CRITERIA % aicrerrors.quote(snapshot_name), field="snapshot", allowed=list(crit.DIMENSIONS) + ["nodes"])
+
+
+def build_from_snapshot(cat, criteria, snap, profile=None, evaluator=None, snapshot_name="snapshot"):
     """AICR's ``recipe --snapshot``: (result, query, snapshot criteria, relaxed dimensions).
 
-    Criteria not given fall back to the snapshot's fingerprint; constraints are evaluated on the snapshot; a coverage
-    failure whose uncovered dimensions all came from the fingerprint (and none only from excluded overlays) clears them
-    and resolves once more.
+    Criteria not given fall back to the snapshot's fingerprint (node count included); a query that still states
+    nothing is refused; constraints are evaluated on the snapshot; a coverage failure whose uncovered dimensions
+    all came from the fingerprint (none given) clears them and resolves once more. The snapshot's GPU driver state is
+    then recorded (``gpudriver``).
     """
-    given = dict((k, v) for k, v in (criteria or {}).items() if v is not None and v != "")
+    given = dict((k, v) for k, v in (criteria or {}).items() if v not in (None, "") and not (k == "nodes" and not v))
     derived = snapshot_mod.criteria_from_snapshot(snap, cat.registered)
     merged = dict(derived)
     merged.update(given)
     query = crit.parse_criteria(merged, cat.registered)
+    require_criteria(query, snapshot_name)
     stated = set(dim for dim in crit.DIMENSIONS if dim in given)
     if evaluator is None:
         def evaluator(constraint):
             return constraints_mod.evaluate(constraint, snap)
+    relaxed = []
     try:
-        return build_recipe(cat, query, profile, evaluator), query, derived, []
+        result = build_recipe(cat, query, profile, evaluator)
     except AicrError as exc:
-        dims = _relaxable(exc, stated, query)
-        if dims is None:
+        relaxed = [entry["dimension"] for entry in exc.details.get("uncovered") or []]
+        if not relaxed or any(dim in stated for dim in relaxed):
             raise
-    relaxed = dict(query)
-    for dim in dims:
-        relaxed[dim] = crit.ANY
-    result = build_recipe(cat, relaxed, profile, evaluator)
-    result["metadata"]["relaxedDimensions"] = list(dims)
-    return result, relaxed, derived, dims
+        query = dict(query)
+        for dim in relaxed:
+            query[dim] = crit.ANY
+        result = build_recipe(cat, query, profile, evaluator)
+    gpudriver.apply(cat, result, snap)
+    return result, query, derived, relaxed
 
 
 def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, component_overrides=None, snapshot=None):
@@ -465,12 +474,17 @@ def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, compo
     extra = {}
     if snapshot is None:
         query = crit.parse_criteria(criteria, cat.registered)
+        require_criteria(query)
         result = build_recipe(cat, query, profile)
     else:
         crit.parse_criteria(criteria, cat.registered)  # the user's criteria are checked as given
-        snap = snapshot_mod.load(snapshot)
-        result, query, derived, relaxed = build_from_snapshot(cat, criteria, snap, profile)
+        warnings = []
+        snap = snapshot_mod.load(snapshot, warnings)
+        name = snapshot if isinstance(snapshot, str) else "snapshot"
+        result, query, derived, relaxed = build_from_snapshot(cat, criteria, snap, profile, snapshot_name=name)
         extra = {"snapshot_criteria": derived, "relaxed_dimensions": relaxed}
+        if warnings:
+            extra["warnings"] = warnings
     overrides = apply_user_inputs(result, skip_components, component_overrides)
 
     refs = dict((ref["name"], ref) for ref in result["componentRefs"])

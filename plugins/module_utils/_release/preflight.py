@@ -55,9 +55,9 @@ def evaluate(constraints, snap, source):
         result = _recipe_module("constraints").evaluate(constraint, snap)
         entry = {"name": constraint.get("name") or "", "expected": str(constraint.get("value") or ""), "actual": result.actual}
         if result.error_code == _recipe_module("constraints").NOT_FOUND:
-            entry.update(outcome="skipped", message=result.error)
+            entry.update(outcome="skipped", message=_recipe_module("aicrerrors").message(result.error))
         elif result.error:
-            entry.update(outcome="error", message=result.error)
+            entry.update(outcome="error", message=_recipe_module("aicrerrors").message(result.error))
         elif result.passed:
             entry.update(outcome="passed", message="")
         else:
@@ -69,10 +69,10 @@ def evaluate(constraints, snap, source):
 
 
 def _recipe_module(name):
-    """``_recipe.constraints`` or ``_recipe.snapshot``, imported when a pre-flight runs (most runs have none)."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints, snapshot  # pylint: disable=import-outside-toplevel
+    """``_recipe.constraints``, ``_recipe.snapshot`` or ``_recipe.aicrerrors``, imported when a pre-flight runs (most runs have none)."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import aicrerrors, constraints, snapshot  # pylint: disable=import-outside-toplevel
 
-    return {"constraints": constraints, "snapshot": snapshot}[name]
+    return {"constraints": constraints, "snapshot": snapshot, "aicrerrors": aicrerrors}[name]
 
 
 def run(mode, recipe, snapshot=None, cluster=None):

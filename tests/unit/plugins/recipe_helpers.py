@@ -89,7 +89,7 @@ def snapshot(readings, node_labels=None):
         mtype, sub, key = name.split(".", 2)
         measurements.setdefault(mtype, {}).setdefault(sub, {})[key] = value
     if node_labels is not None:
-        measurements.setdefault("NodeTopology", {})["label"] = dict(node_labels)
-    return {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1",
+        measurements.setdefault("NodeTopology", {}).setdefault("label", {}).update(node_labels)
+    return {"kind": "Snapshot", "apiVersion": "aicr.run/v1alpha2",
             "measurements": [{"type": t, "subtypes": [{"subtype": s, "data": d} for s, d in sorted(subs.items())]}
                              for t, subs in sorted(measurements.items())]}

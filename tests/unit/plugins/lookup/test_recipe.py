@@ -51,7 +51,7 @@ def test_all_and_parts(lookup, catalog_dir, tmp_path):
 def test_errors_become_lookup_errors(lookup, catalog_dir, tmp_path):
     with pytest.raises(AnsibleLookupError) as err:
         lookup.run(["service=gke"], catalog=catalog_dir, cache_dir=str(tmp_path))
-    assert str(err.value) == "service 'gke' has no OS-agnostic recipe; specify an OS (valid: cos)"
+    assert str(err.value) == "service 'gke' has no OS-agnostic recipe for accelerator ''; specify an OS (valid: cos)"
 
 
 def test_result_choice_is_validated(lookup, catalog_dir):

@@ -8,9 +8,11 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.aicr.runtime.plugins.modules import cluster_facts
 
-SNAPSHOT = {"kind": "Snapshot", "apiVersion": "aicr.nvidia.com/v1alpha1", "measurements": [
-    {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.34.2-eks-113cf36"}}]},
-    {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"gpu.model": "NVIDIA H100 80GB HBM3", "gpu-count": 8}}]},
+SNAPSHOT = {"kind": "Snapshot", "apiVersion": "aicr.run/v1alpha2", "measurements": [
+    {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.34.2-eks-113cf36"}},
+                                 {"subtype": "node", "data": {"provider": "eks"}}]},
+    {"type": "NodeTopology", "subtypes": [{"subtype": "summary", "data": {"node-count": 2}},
+                                          {"subtype": "label", "data": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3|gpu-0,gpu-1"}}]},
 ]}
 
 
@@ -27,9 +29,24 @@ def test_reads_an_agent_snapshot_file(capsys, tmp_path):
     code, out = run_module(capsys, {"from_file": str(path)})
     assert code == 0 and out["changed"] is False and out["source"] == "file"
     assert out["snapshot"]["measurements"] == SNAPSHOT["measurements"]
-    assert out["criteria"] == {"service": "eks", "accelerator": "h100"}
+    assert out["criteria"] == {"service": "eks", "accelerator": "h100", "nodes": 2} and "warnings" not in out
     _code, checked = run_module(capsys, {"from_file": str(path), "_ansible_check_mode": True})
     assert checked["snapshot"] == out["snapshot"]
+
+
+def test_reads_the_former_snapshot_version_with_a_warning(capsys, tmp_path):
+    """Snapshots this collection wrote before issue 38 (aicr.nvidia.com/v1alpha1) are read as aicr.run/v1alpha2, which AICR needs."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(dict(SNAPSHOT, apiVersion="aicr.nvidia.com/v1alpha1")))
+    code, out = run_module(capsys, {"from_file": str(path)})
+    assert code == 0 and out["snapshot"]["apiVersion"] == "aicr.run/v1alpha2" and out["criteria"]["service"] == "eks"
+    texts = [w if isinstance(w, str) else w["event"]["msg"] for w in out["warnings"]]  # ansible-core 2.19 structures warnings
+    assert texts == ["snapshot %s: apiVersion aicr.nvidia.com/v1alpha1 is the former version of this collection's snapshots; "
+                     "read as aicr.run/v1alpha2, which AICR v0.19.0 requires (write it again with aicr.runtime.cluster_facts)" % path]
+    path.write_text(json.dumps(dict(SNAPSHOT, apiVersion="aicr.run/v1alpha1")))
+    code, out = run_module(capsys, {"from_file": str(path)})
+    assert code == 1 and out["msg"] == ("snapshot %s: unsupported apiVersion 'aicr.run/v1alpha1' (expected aicr.run/v1alpha2, "
+                                        "or aicr.nvidia.com/v1alpha1)" % path)
 
 
 def test_not_a_snapshot_fails_in_one_line(capsys, tmp_path):

@@ -46,7 +46,7 @@ def test_check_mode_same_result(capsys, catalog_dir, tmp_path):
 def test_bad_criteria_fails_with_one_line(capsys, catalog_dir, tmp_path):
     code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"service": "nope"}})
     assert code == 1 and out["failed"] is True
-    assert out["msg"].startswith("criteria.service: invalid service type 'nope' (valid: aks, bcm, eks, gke, kind, lke, ocp, oke)")
+    assert out["msg"].startswith("criteria.service: invalid service type 'nope' (valid: aks, bcm, eks, gke, kind, lke, metal3, ocp, oke)")
     assert out["field"] == "criteria.service"
     assert "exception" not in out
 
@@ -87,11 +87,12 @@ def test_check_mode_does_not_write_the_cache(capsys, catalog_dir, tmp_path):
 
 def test_snapshot_option_excludes_an_overlay_the_cluster_fails(capsys, catalog_dir, tmp_path):
     """A kernel under the os-ubuntu mixin's floor: the ubuntu leaf is excluded and the task fails naming why."""
-    snapshot = {"kind": "Snapshot", "measurements": [
-        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}}]},
+    snapshot = {"kind": "Snapshot", "apiVersion": "aicr.run/v1alpha2", "measurements": [
+        {"type": "K8s", "subtypes": [{"subtype": "server", "data": {"version": "v1.35.1-eks-113cf36"}},
+                                     {"subtype": "node", "data": {"provider": "eks"}}]},
         {"type": "OS", "subtypes": [{"subtype": "release", "data": {"ID": "ubuntu", "VERSION_ID": "24.04"}},
                                     {"subtype": "sysctl", "data": {"/proc/sys/kernel/osrelease": "6.5.0-1024-aws"}}]},
-        {"type": "GPU", "subtypes": [{"subtype": "smi", "data": {"gpu.model": "NVIDIA H100 80GB HBM3"}}]}]}
+        {"type": "NodeTopology", "subtypes": [{"subtype": "label", "data": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3|gpu-0"}}]}]}
     code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"intent": "training"},
                                     "snapshot": snapshot})
     assert code == 1 and "exception" not in out

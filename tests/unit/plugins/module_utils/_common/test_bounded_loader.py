@@ -147,10 +147,10 @@ def test_a_chart_archive_stream_past_its_limit_is_refused(tmp_path, monkeypatch)
 def test_recipe_resolve_does_not_copy_past_the_node_limit(tmp_path, monkeypatch):
     big = dict(("key%d" % i, i) for i in range(150))  # about 300 nodes in each of two values files
     root = make_catalog(tmp_path / "catalog", files={"components/alpha/values.yaml": big, "components/beta/values.yaml": dict(big)})
-    assert len(resolve_mod.resolve(root, {}, cache_dir=str(tmp_path / "cache"), persist_cache=False)["components"]) == 2
+    assert len(resolve_mod.resolve(root, {"nodes": 1}, cache_dir=str(tmp_path / "cache"), persist_cache=False)["components"]) == 2
     monkeypatch.setenv("AICR_RUNTIME_MAX_NODES", "500")  # each file passes, the result holding both does not
     with pytest.raises(AicrError) as exc:
-        resolve_mod.resolve(root, {}, cache_dir=str(tmp_path / "cache2"), persist_cache=False)
+        resolve_mod.resolve(root, {"nodes": 1}, cache_dir=str(tmp_path / "cache2"), persist_cache=False)
     assert exc.value.msg.startswith("recipe_resolve result: refused, more than 500 nodes: past the nodes limit of 500")
 
 
@@ -186,5 +186,5 @@ def test_a_catalog_values_bomb_is_refused_naming_the_catalog_file(tmp_path):
     # issue 36: recipe_resolve copied a 531 441-node catalog value (six levels of nine aliases) into its result
     root = make_catalog(tmp_path / "catalog", files={"components/alpha/values.yaml": alias_bomb(6, 9)})
     with pytest.raises(AicrError) as exc:
-        resolve_mod.resolve(root, {}, cache_dir=str(tmp_path / "cache"), persist_cache=False)
+        resolve_mod.resolve(root, {"nodes": 1}, cache_dir=str(tmp_path / "cache"), persist_cache=False)
     assert exc.value.msg.startswith("catalog file components/alpha/values.yaml: refused, its aliases expand to ")

@@ -45,8 +45,10 @@ def test_bad_value_names_valid_ones():
 
 def test_catalog_values_are_accepted():
     assert crit.parse_dimension("os", "OL", {"os": {"ol"}}) == "ol"
+    assert crit.parse_dimension("os", "ol", {}) == "ol"  # one of AICR v0.19.0's own OS values
+    assert crit.parse_dimension("os", "Haiku", {"os": {"haiku"}}) == "haiku"
     with pytest.raises(AicrError):
-        crit.parse_dimension("os", "ol", {})
+        crit.parse_dimension("os", "haiku", {})
 
 
 def test_unknown_criteria_key():
@@ -288,10 +290,18 @@ def test_coverage_error_text(tmp_path):
     assert err.value.msg == "os 'cos' for criteria(os=cos) requires service (valid: gke)"
 
 
-def test_empty_criteria_gives_base(tmp_path):
-    out = resolve_mod.resolve(_cat(tmp_path), {}, persist_cache=False)
+def test_empty_criteria_are_refused_as_aicr_does(tmp_path):
+    """AICR's CLI refuses a query stating nothing (it would resolve base alone); a node count is enough."""
+    with pytest.raises(AicrError) as err:
+        resolve_mod.resolve(_cat(tmp_path), {}, persist_cache=False)
+    assert err.value.msg == ("no criteria provided: specify at least one of --service, --accelerator, --intent, --os, --platform, --nodes, "
+                             "--config, or use --snapshot to load from a snapshot file")
+    assert err.value.details["field"] == "criteria"
+    with pytest.raises(AicrError):
+        resolve_mod.resolve(_cat(tmp_path), {"service": "any", "intent": " ANY "}, persist_cache=False)
+    out = resolve_mod.resolve(_cat(tmp_path), {"nodes": 2}, persist_cache=False)
     assert out["recipe"]["metadata"]["appliedOverlays"] == ["base"]
-    assert out["recipe"]["criteria"] == {"service": "any", "accelerator": "any", "intent": "any", "os": "any", "platform": "any"}
+    assert out["recipe"]["criteria"] == {"service": "any", "accelerator": "any", "intent": "any", "os": "any", "platform": "any", "nodes": 2}
 
 
 def test_topological_order_tie_break():
@@ -312,7 +322,7 @@ def test_os_guard_message(aicr_catalog_dir):
     assert err.value.msg == "service 'oke' has no OS-agnostic recipe for accelerator 'l40s'; specify an OS (valid: ol)"
     with pytest.raises(AicrError) as err:
         resolve_mod.resolve(str(aicr_catalog_dir), {"service": "gke"}, persist_cache=False)
-    assert err.value.msg == "service 'gke' has no OS-agnostic recipe; specify an OS (valid: cos)"
+    assert err.value.msg == "service 'gke' has no OS-agnostic recipe for accelerator ''; specify an OS (valid: cos)"
 
 
 def test_platform_combinations_message(aicr_catalog_dir):
@@ -346,9 +356,9 @@ def test_profile_default_and_selection(aicr_catalog_dir):
 
 
 @pytest.mark.parametrize("profile,fragment", [
-    ("gpuStack=missing", "profile 'gpuStack' has no value 'missing'; valid values: azure-managed, operator-managed"),
-    ("other=x", "resolved composition declares profile 'gpuStack', not 'other'"),
-    ("gpuStack", "must use the exact name=value form"),
+    ("gpuStack=missing", 'profile "gpuStack" has no value "missing"; valid values: [azure-managed operator-managed]'),  # AICR's words
+    ("other=x", 'resolved composition declares profile "gpuStack", not "other"'),
+    ("gpuStack", "profile: 'gpuStack' must use the exact name=value form"),  # the one validation pass, before the catalog is read
 ])
 def test_profile_errors(aicr_catalog_dir, profile, fragment):
     q = {"service": "aks", "accelerator": "h100", "intent": "training", "os": "ubuntu"}
@@ -361,7 +371,7 @@ def test_profile_without_declaration(aicr_catalog_dir):
     with pytest.raises(AicrError) as err:
         resolve_mod.resolve(str(aicr_catalog_dir), {"service": "eks", "accelerator": "h100", "intent": "training", "os": "ubuntu"},
                             profile="gpuStack=x", persist_cache=False)
-    assert err.value.msg == "profile: 'gpuStack' was selected, but the resolved composition declares no profile"
+    assert err.value.msg == 'profile "gpuStack" was selected, but the resolved composition declares no profile'
 
 
 def test_slurm_accounting_default(aicr_catalog_dir):

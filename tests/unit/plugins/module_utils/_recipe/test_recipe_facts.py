@@ -7,6 +7,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import C
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as cons
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import facts
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snap_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import topology
 
 VERSION = {"gitVersion": "v1.34.2-eks-113cf36", "platform": "linux/amd64", "goVersion": "go1.24.4"}
 
@@ -33,7 +34,7 @@ def test_gpu_nodes_are_reported_and_snapshot_has_aicr_shape():
              node("gpu-0", labels=gpu_labels, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]),
              node("gpu-1", labels=gpu_labels, gpus=8, taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])]
     snap, chosen, conflicts = facts.build_snapshot(VERSION, nodes)
-    assert snap_mod.check(snap) == snap and snap["kind"] == "Snapshot" and snap["apiVersion"] == "aicr.nvidia.com/v1alpha1"
+    assert snap_mod.check(snap) == snap and snap["kind"] == "Snapshot" and snap["apiVersion"] == "aicr.run/v1alpha2"
     assert [v["name"] for v in chosen] == ["gpu-0", "gpu-1"] and conflicts == []
     assert reading(snap, "K8s.server.version") == "v1.34.2-eks-113cf36"
     assert reading(snap, "K8s.node.provider") == "eks" and reading(snap, "K8s.node.container-runtime-version") == "2.0.4"
@@ -45,7 +46,8 @@ def test_gpu_nodes_are_reported_and_snapshot_has_aicr_shape():
     assert reading(snap, "NodeTopology.summary.node-count") == 3
     assert reading(snap, "NodeTopology.taint.nvidia.com/gpu") == "NoSchedule|present|gpu-0,gpu-1"
     assert reading(snap, "NodeTopology.label.nvidia.com/gpu.product") == "NVIDIA-H100-80GB-HBM3|gpu-0,gpu-1"
-    assert snap_mod.criteria_from_snapshot(snap) == {"service": "eks", "accelerator": "h100", "os": "ubuntu"}
+    # AICR's fingerprint: the provider, the GPU product label over the nodes, the OS release, every node counted
+    assert snap_mod.criteria_from_snapshot(snap) == {"service": "eks", "accelerator": "h100", "os": "ubuntu", "nodes": 3}
     # the snapshot satisfies / fails the real catalog's constraints through the evaluator
     assert cons.evaluate({"name": "OS.sysctl./proc/sys/kernel/osrelease", "value": ">= 6.8"}, snap).passed
     assert cons.evaluate({"name": "K8s.server.version", "value": ">= 1.34"}, snap).passed
@@ -71,7 +73,7 @@ def test_unknown_os_image_and_nfd_labels():
     snap, chosen, _conflicts = facts.build_snapshot({"gitVersion": "v1.37.2"}, [node("n", os_image="Some Distro 1")])
     assert snap_mod.measurement(snap, "OS")["subtypes"][0]["subtype"] == "sysctl"  # no release: absent, not guessed
     assert chosen[0]["os_release"] == {} and snap_mod.measurement(snap, "GPU") is None
-    assert snap_mod.criteria_from_snapshot(snap) == {}
+    assert snap_mod.criteria_from_snapshot(snap) == {"service": "eks", "nodes": 1}
 
 
 def test_unknown_node_is_an_error():
@@ -147,3 +149,44 @@ def test_a_yaml_file_that_is_no_snapshot_is_refused(tmp_path):
     with pytest.raises(AicrError) as err:
         facts.collect({"from_file": str(path)})
     assert err.value.msg.startswith("snapshot %s: not a Snapshot: neither kind: Snapshot nor measurements; allowed: " % path)
+
+
+def _subtype(snap, name):
+    return snap_mod.subtype(snap_mod.measurement(snap, "NodeTopology"), name)
+
+
+def test_topology_writes_aicrs_folded_data_and_lossless_items():
+    """AICR v0.19.0's topology collector writes both encodings; the items reference the data entry they fold onto."""
+    nodes = [node("a", labels={"pool": "x", "zone": "z1"}, taints=[{"key": "t", "value": "1", "effect": "NoSchedule"}]),
+             node("b", labels={"pool": "y", "zone": "z1"}, taints=[{"key": "t", "value": "2", "effect": "NoSchedule"}])]
+    snap, _chosen, _conflicts = facts.build_snapshot(VERSION, nodes)
+    labels, taints = _subtype(snap, "label"), _subtype(snap, "taint")
+    assert labels["data"]["pool.x"] == "x|a" and labels["data"]["zone"] == "z1|a,b"
+    assert {"context": {"key": "pool", "value": "x"}, "data": {"node-count": 1, "node-list-ref": "pool.x", "truncated": False}} in labels["items"]
+    # two taints of one key and effect fold onto one data key (AICR's collision): the items carry their own lists
+    assert taints["data"]["t.NoSchedule"] in ("1|a", "2|b")
+    assert [i["data"] for i in taints["items"]] == [
+        {"node-count": 1, "node-list": "a", "truncated": False}, {"node-count": 1, "node-list": "b", "truncated": False}]
+    assert _subtype(snap, "summary")["data"] == {"node-count": 2, "taint-count": 2, "label-count": len(labels["items"])}
+    decoded = dict(((r.key, r.value), r.nodes) for r in topology.label_readings(labels))
+    assert decoded[("pool", "y")] == ["b"] and decoded[("zone", "z1")] == ["a", "b"]
+
+
+@pytest.mark.parametrize("item,message", [
+    ({"context": {"value": "x"}, "data": {"node-count": 1, "node-list": "a", "truncated": False}}, "missing required context field 'key'"),
+    ({"context": {"key": "k", "value": "x"}, "data": {"node-count": 1, "truncated": False}}, "carries neither"),
+    ({"context": {"key": "k", "value": "x"}, "data": {"node-count": 1, "node-list": "a", "node-list-ref": "k", "truncated": False}}, "carries both"),
+    ({"context": {"key": "k", "value": "x"}, "data": {"node-count": 1, "node-list-ref": "other", "truncated": False}}, "names 'other'"),
+    ({"context": {"key": "k", "value": "x"}, "data": {"node-count": 2, "node-list": "a", "truncated": False}}, "'node-count' is 2"),
+    ({"context": {"key": "k", "value": "x"}, "data": {"node-count": 3, "node-list": "a (+2 more)", "truncated": False}}, "truncation marker"),
+])
+def test_inconsistent_items_are_refused(item, message):
+    with pytest.raises(ValueError, match=message):
+        topology.label_readings({"data": {"k": "x|a"}, "items": [item]})
+    truncated = {"context": {"key": "k", "value": "x"}, "data": {"node-count": 3, "node-list": "a (+2 more)", "truncated": True}}
+    assert topology.label_readings({"items": [truncated]})[0].truncated
+
+
+def test_provider_names_as_aicrs_collector():
+    assert [facts._provider(p) for p in ("aws:///x", "gce://p/z/n", "azure:///s", "oci://x", "ocid1.instance.oc1.iad.x", "linode://58291",
+                                         "kind://docker/k/n", "")] == ["eks", "gke", "aks", "oke", "oke", "lke", "kind", ""]

@@ -37,7 +37,7 @@ def test_inputs_are_checked_before_the_catalog_is_read(tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"criteria": {"nodes": True}}, "criteria.nodes: True is not allowed; use an integer (0 to 100000)"),
-    ({"criteria": {"nodes": 0}}, None),  # 0 means unstated: a value, not a problem
+    ({"criteria": {"service": "eks", "nodes": 0}}, None),  # 0 means unstated: a value, not a problem
     ({"criteria": "eks"}, "criteria: a str is not allowed; use a mapping"),
     ({"skip_components": "alpha"}, "skip_components: a str is not allowed; use a list of component names"),
     ({"component_overrides": {"alpha": {"namespace": "Other"}}},

@@ -79,7 +79,7 @@ def test_a_snapshot_that_fails_a_constraint_fails_naming_the_excluded_overlay(fa
     with pytest.raises(AicrError) as failure:
         plan({"resolve": resolve_options(snapshot=snapshot(dict(CLUSTER, **{"GPU.smi.driver-version": "535.104"})))}, fakes)
     assert failure.value.details["field"] == "resolve.snapshot"
-    assert "declared by overlay 'h100-kind-training' was excluded by failing constraints" in failure.value.msg
+    assert 'profile declaration from overlay "h100-kind-training" was removed by snapshot constraint filtering' in failure.value.msg
     assert any(item["name"] == "h100-kind-training" for item in failure.value.details["excludedOverlays"])
 
 

@@ -55,7 +55,10 @@ def _leaf_queries(catalog_dir):
     for doc in docs:
         if doc["metadata"]["name"] not in parents and doc["metadata"]["name"] != "base":
             crit = doc["spec"].get("criteria") or {}
-            yield doc["metadata"]["name"], dict((k, crit.get(k)) for k in ("service", "accelerator", "intent", "os", "platform"))
+            query = dict((k, crit.get(k)) for k in ("service", "accelerator", "intent", "os", "platform"))
+            if not any(v not in (None, "", "any") for v in query.values()):
+                query["nodes"] = 1  # a leaf stating nothing (monitoring-hpa): AICR's CLI needs at least one criterion
+            yield doc["metadata"]["name"], query
 
 
 def _render_checked(runner, name, namespace, chart, version, values, pre, post, tmp_root, stack):
