@@ -33,14 +33,18 @@ class NotServed(ClusterError):
 
 
 # Failures after which the same read may well be answered a moment later: retried (reads, server-side applies) and
-# waited through (readiness waits). 0 is no answer at all (refused, reset, timed out, TLS handshake).
+# waited through (readiness waits). 0 is no answer at all (refused, reset, timed out) - except a failed TLS handshake.
 TRANSIENT_STATUS = (0, 429, 500, 502, 503, 504)
+TLS_FAILURE = "TLS: "  # how transport_error begins the reason of a failed TLS handshake
 
 
 def transient(exc):
     """Whether ``exc`` is a failed request the API server may answer a moment later (no answer, 429, 5xx); a
-    :class:`NotServed` or any other error (403, 404, 409, 422...) is an answer."""
-    return isinstance(exc, ClusterError) and not isinstance(exc, NotServed) and exc.status in TRANSIENT_STATUS
+    :class:`NotServed` or any other error (403, 404, 409, 422...) is an answer. So is a failed TLS handshake (a CA that
+    did not sign the server, an expired or refused certificate): trying it again until the deadline gives the same."""
+    if not isinstance(exc, ClusterError) or isinstance(exc, NotServed) or exc.status not in TRANSIENT_STATUS:
+        return False
+    return not (exc.status == 0 and str(exc.reason or "").startswith(TLS_FAILURE))
 
 
 def never_sent(exc):
@@ -116,7 +120,7 @@ def transport_error(exc):
     """One line for a request that got no HTTP answer: TLS, refused, timed out, name resolution."""
     tls = tls_reason(exc)
     if tls:
-        return "TLS: %s" % tls
+        return TLS_FAILURE + tls
     text = ""
     for current in _causes(exc):
         name = current.__class__.__name__

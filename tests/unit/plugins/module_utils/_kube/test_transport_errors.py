@@ -95,6 +95,28 @@ def test_a_real_self_signed_server_gives_a_clean_line(self_signed_server):
     assert transport_error(caught.value) == "TLS: certificate verify failed: self-signed certificate"
 
 
+@pytest.mark.timeout(60)
+def test_a_failed_handshake_is_not_retried_until_the_deadline(self_signed_server, tmp_path):
+    """A CA that did not sign the server gives the same answer every time: the CI run of stop 45 held a rollout 900 s
+    (its overall_timeout) retrying one. It fails at the first attempt, in one line, and is no "not yet" for a wait."""
+    import yaml
+
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import resolve
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, labelled
+    from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, transient
+
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "c", "cluster": {"server": self_signed_server}}],
+              "users": [{"name": "u", "user": {"token": "not-a-real-token"}}],
+              "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+    client = resolve(str(tmp_path / "kubeconfig")).client(deadline=Deadline(3600, labelled("overall_timeout", 3600)))
+    with pytest.raises(ClusterError) as failed:
+        client.get_path("/version")
+    assert failed.value.reason == "TLS: certificate verify failed: self-signed certificate", failed.value.msg
+    assert not transient(failed.value) and client.retried == 0
+
+
 def test_the_exception_chain_is_walked_once(monkeypatch):
     # stop-43 review: tls_reason walked the chain twice (once for a verification message, once for a text)
     from ansible_collections.aicr.runtime.plugins.module_utils._kube import errors
