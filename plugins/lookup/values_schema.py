@@ -130,6 +130,7 @@ options:
 notes:
   - Errors are raised as lookup errors with the same one-line messages as the module.
   - A keyword that is not one of the options above (C(ouput=...)) is refused, naming the nearest option - never ignored.
+  - A boolean option given a value that is no boolean (C(plain_http=perhaps)) is refused too - Ansible would read it as C(false).
 """
 
 EXAMPLES = r"""
@@ -166,7 +167,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import refuse_unknown_options
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import check_lookup_keywords
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
@@ -199,7 +200,7 @@ class LookupModule(LookupBase):
         params["chart"] = chart
         params["values_files"] = files
         try:
-            refuse_unknown_options("values_schema lookup", kwargs, self._options)
+            check_lookup_keywords("values_schema lookup", kwargs, self.option_definitions)
             result, failure = engine.run(params)
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)

@@ -65,3 +65,10 @@ def test_an_unknown_keyword_is_refused_naming_the_nearest_option(lookup, catalog
     with pytest.raises(AnsibleLookupError) as err:
         lookup.run([], catalog=catalog_dir, critera={"service": "eks"}, cache_dir=str(tmp_path))
     assert str(err.value).startswith("recipe lookup: critera is not known; did you mean criteria? allowed: cache_dir, catalog, ")
+
+
+def test_use_cache_is_a_boolean_never_a_string_read_as_false(lookup, catalog_dir, tmp_path):
+    """use_cache='perhaps' used to be read as false (Ansible's non-strict bool) and the catalog resolved (issue 36)."""
+    with pytest.raises(AnsibleLookupError) as err:
+        lookup.run([], catalog=catalog_dir, criteria={"service": "kind", "intent": "training"}, use_cache="perhaps", cache_dir=str(tmp_path))
+    assert str(err.value) == "recipe lookup: use_cache: 'perhaps' is not allowed; use true or false"
