@@ -358,6 +358,10 @@ def test_role_rejects_impossible_placement(run_playbook, wired):
                 requests=[{"name": "wide", "model": "A100", "size": 3, "allocation_policy": "differentnode"}])
     assert "request wide: differentnode needs 3 nodes, 2 managed" in run.stdout, run.stdout[-3000:]
     assert sim.control.requests(mutating=True) == []
+    # a negative size is the role's to refuse, naming it - never a count of -1 for fabric_device (issue 36)
+    run = _role(run_playbook, sim, kube, nodes, expect_failure=True, requests=[{"name": "minus", "model": "A100", "size": -1}])
+    assert "composable_gpu_requests[0].size: -1 is not allowed; use 0 or more (request minus)" in run.stdout, run.stdout[-3000:]
+    assert sim.control.requests(mutating=True) == []
 
 
 def test_fault_commit_then_fail_on_detach_through_ansible(run_playbook, sim, fabric):
