@@ -122,10 +122,13 @@ def criteria_from_terms(terms, base):
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
+        try:  # first: a misspelled required option is named as a misspelling, not as a missing option
+            check_lookup_keywords("recipe lookup", kwargs, self.option_definitions)
+        except AicrError as exc:
+            raise AnsibleLookupError(exc.msg)
         self.set_options(var_options=variables, direct=kwargs)
         criteria = criteria_from_terms(terms, self.get_option("criteria"))
         try:
-            check_lookup_keywords("recipe lookup", kwargs, self.option_definitions)
             result = resolve_mod.resolve(
                 self.get_option("catalog"),
                 criteria=criteria,

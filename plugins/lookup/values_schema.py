@@ -194,13 +194,16 @@ def split_terms(terms):
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
+        try:  # first: a misspelled required option is named as a misspelling, not as a missing option
+            check_lookup_keywords("values_schema lookup", kwargs, self.option_definitions)
+        except AicrError as exc:
+            raise AnsibleLookupError(exc.msg)
         self.set_options(var_options=variables, direct=kwargs)
         chart, files = split_terms(terms)
         params = dict((key, self.get_option(key)) for key in _PASSED)
         params["chart"] = chart
         params["values_files"] = files
         try:
-            check_lookup_keywords("values_schema lookup", kwargs, self.option_definitions)
             result, failure = engine.run(params)
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)

@@ -28,7 +28,7 @@ def parse_duration(value, field="spec.resyncInterval"):
     if isinstance(value, bool):
         raise AicrError("%s: %r is not allowed; allowed: seconds or a duration like 30s, 5m, 1h30m" % (field, value), field=field)
     if isinstance(value, (int, float)):
-        if value < 0:
+        if value < 0 or value != value or value in (float("inf"), float("-inf")):  # a NaN is not a number of seconds
             raise AicrError("%s: %r is not allowed; allowed: zero or more seconds" % (field, value), field=field)
         return int(value)
     text = str(value).strip()
