@@ -173,6 +173,10 @@ def test_sigterm_starts_no_attach_after_it_and_says_what_was_done(sim, fabric, i
     for res_uuid in on_fabric:
         assert "%s attached to machine %s" % (res_uuid, machines[2]) in text
     assert "not done: everything not listed as done (nothing else was started)" in text and "Traceback" not in text
+    # the failed result says what was done: changed, and each device attached before the signal (it said changed: false)
+    failed, _end = json.JSONDecoder().raw_decode(text[text.index("FAILED! => ") + len("FAILED! => "):])
+    assert failed["changed"] is True and failed["cancelled"] is True, dump(failed)
+    assert sorted(d["res_uuid"] for d in failed["attached"]) == sorted(d for d in on_fabric if "%s attached to" % d in text), dump(failed)
 
 
 def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):

@@ -157,6 +157,11 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
         with self._actions_lock:
             self.actions.append(text)
 
+    def _done_so_far(self):
+        """The result's ``actions`` so far (``cancel.report``: a cancelled run's result lists them)."""
+        with self._actions_lock:
+            return {"actions": list(self.actions)}
+
     def _warn(self, text):
         with self._actions_lock:
             if text not in self.warnings and len(self.warnings) < 10:
@@ -201,6 +206,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
 
     # -- run -----------------------------------------------------------------------------
     def run(self):
+        cancel.report(self._done_so_far)  # cancelled (SIGTERM), the task still lists what was done
         self.workdir = tempfile.mkdtemp(prefix="aicr-release-")
         start = self.clock()
         try:
