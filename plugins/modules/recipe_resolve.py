@@ -135,7 +135,7 @@ options:
         already expects a preinstalled one, as AICR does.
     type: raw
 notes:
-  - Every option is checked in one pass before the catalog is read or unpacked (criteria keys and types, O(criteria.nodes), the
+  - Every option is checked in one pass before the catalog is read or unpacked (criteria keys and types, C(nodes) of O(criteria), the
     O(profile) form, O(skip_components), the shape of O(component_overrides), the kind of O(snapshot)); what only the catalog can
     say (a criteria value, a component the recipe lacks) once it is read. Every problem found is listed in C(errors); C(msg) is
     the first one's line.

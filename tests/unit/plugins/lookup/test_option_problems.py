@@ -48,11 +48,11 @@ def test_called_from_a_role_a_problem_names_the_role_s_variable(lookup):
 
 
 @pytest.mark.parametrize("terms, keywords, message", [
-    (["gated_relase"], {"options": {}}, "option_problems lookup: module: gated_relase is not known; did you mean gated_release? "
-                                          "allowed: crd_publish, gated_release, stack_info"),
+    (["gated_relase"], {"options": {}},
+     "option_problems lookup: module: gated_relase is not known; did you mean gated_release? allowed: crd_publish, gated_release, stack_info"),
     ([], {"options": {}}, "option_problems lookup: _terms: give one module, one of crd_publish, gated_release, stack_info; got 0"),
-    (["gated_release"], {"options": {"concurency": 0}}, "option_problems lookup: gated_release options: concurency is not known; "
-                                                          "did you mean concurrency? allowed: "),
+    (["gated_release"], {"options": {"concurency": 0}},
+     "option_problems lookup: gated_release options: concurency is not known; did you mean concurrency? allowed: "),
     (["gated_release"], {"options": {}, "optons": {}}, "option_problems lookup: optons is not known; did you mean options? allowed: options"),
     (["gated_release"], {"optons": {}}, "option_problems lookup: optons is not known; did you mean options? allowed: options"),
 ])
