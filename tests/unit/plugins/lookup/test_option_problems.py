@@ -2,9 +2,6 @@
 
 import pytest
 
-import yaml
-
-from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.aicr.runtime.plugins.lookup import option_problems
@@ -13,13 +10,9 @@ ROLES = option_problems.__file__.rsplit("/plugins/", 1)[0] + "/roles"
 
 
 @pytest.fixture
-def lookup():
+def lookup(lookup_plugin):
     """The plugin with its documented options registered, as the plugin loader would do."""
-    name = "aicr.runtime.option_problems"
-    C.config.initialize_plugin_configuration_definitions("lookup", name, yaml.safe_load(option_problems.DOCUMENTATION)["options"])
-    plugin = option_problems.LookupModule(loader=None, templar=None)
-    plugin._load_name = name
-    return plugin
+    return lookup_plugin(option_problems)
 
 
 def test_good_options_have_no_problem(lookup):

@@ -2,22 +2,15 @@
 
 import pytest
 
-import yaml
-
-from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.aicr.runtime.plugins.lookup import recipe as recipe_lookup
 
 
 @pytest.fixture
-def lookup():
+def lookup(lookup_plugin):
     """The plugin with its documented options registered, as the plugin loader would do."""
-    name = "aicr.runtime.recipe"
-    C.config.initialize_plugin_configuration_definitions("lookup", name, yaml.safe_load(recipe_lookup.DOCUMENTATION)["options"])
-    plugin = recipe_lookup.LookupModule(loader=None, templar=None)
-    plugin._load_name = name
-    return plugin
+    return lookup_plugin(recipe_lookup)
 
 
 @pytest.fixture
