@@ -70,6 +70,7 @@ options:
 notes:
   - Errors are raised as lookup errors with the same one-line messages as the module.
   - A keyword that is not one of the options above (C(critera=...)) is refused, naming the nearest option - never ignored.
+  - A boolean option given a value that is no boolean (C(use_cache=perhaps)) is refused too - Ansible would read it as C(false).
 """
 
 EXAMPLES = r"""
@@ -97,7 +98,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import refuse_unknown_options
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import check_lookup_keywords
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 
@@ -121,10 +122,13 @@ def criteria_from_terms(terms, base):
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
+        try:  # first: a misspelled required option is named as a misspelling, not as a missing option
+            check_lookup_keywords("recipe lookup", kwargs, self.option_definitions)
+        except AicrError as exc:
+            raise AnsibleLookupError(exc.msg)
         self.set_options(var_options=variables, direct=kwargs)
         criteria = criteria_from_terms(terms, self.get_option("criteria"))
         try:
-            refuse_unknown_options("recipe lookup", kwargs, self._options)
             result = resolve_mod.resolve(
                 self.get_option("catalog"),
                 criteria=criteria,

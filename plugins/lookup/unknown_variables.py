@@ -57,9 +57,13 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         variables = variables or {}
         role_path = variables.get("role_path")
-        if terms or kwargs or not role_path:
-            raise AnsibleLookupError("unknown_variables lookup: call it with no terms and no options from a task of a role (role_path is %s)"
-                                     % ("not defined" if not role_path else "defined"))
+        if terms:
+            raise AnsibleLookupError("unknown_variables lookup: _terms: %d given; it takes no terms (call it from a task of a role)" % len(terms))
+        if kwargs:
+            raise AnsibleLookupError("unknown_variables lookup: %s: not an option; it takes no options (call it from a task of a role)"
+                                     % ", ".join(sorted(str(k) for k in kwargs)))
+        if not role_path:
+            raise AnsibleLookupError("unknown_variables lookup: role_path is not defined; call it from a task of a role")
         role_path = str(role_path)
         try:
             declared, own = rolevars.role_names(role_path)

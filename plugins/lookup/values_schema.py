@@ -130,6 +130,7 @@ options:
 notes:
   - Errors are raised as lookup errors with the same one-line messages as the module.
   - A keyword that is not one of the options above (C(ouput=...)) is refused, naming the nearest option - never ignored.
+  - A boolean option given a value that is no boolean (C(plain_http=perhaps)) is refused too - Ansible would read it as C(false).
 """
 
 EXAMPLES = r"""
@@ -166,7 +167,7 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import refuse_unknown_options
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import check_lookup_keywords
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
@@ -193,13 +194,16 @@ def split_terms(terms):
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
+        try:  # first: a misspelled required option is named as a misspelling, not as a missing option
+            check_lookup_keywords("values_schema lookup", kwargs, self.option_definitions)
+        except AicrError as exc:
+            raise AnsibleLookupError(exc.msg)
         self.set_options(var_options=variables, direct=kwargs)
         chart, files = split_terms(terms)
         params = dict((key, self.get_option(key)) for key in _PASSED)
         params["chart"] = chart
         params["values_files"] = files
         try:
-            refuse_unknown_options("values_schema lookup", kwargs, self._options)
             result, failure = engine.run(params)
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)

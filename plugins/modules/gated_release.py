@@ -93,28 +93,11 @@ options:
         type: path
         required: true
       criteria:
-        description: Recipe criteria, as O(aicr.runtime.recipe_resolve#module:criteria).
-        type: dict
+        description:
+          - Recipe criteria, a mapping of C(service), C(accelerator), C(intent), C(os), C(platform) and C(nodes), as
+            O(aicr.runtime.recipe_resolve#module:criteria).
+        type: raw
         default: {}
-        suboptions:
-          service:
-            description: Kubernetes service, for example C(eks), C(gke), C(kind).
-            type: str
-          accelerator:
-            description: GPU type, for example C(h100), C(gb200).
-            type: str
-          intent:
-            description: Workload intent, C(training) or C(inference).
-            type: str
-          os:
-            description: Worker node OS, for example C(ubuntu).
-            type: str
-          platform:
-            description: Platform layer, for example C(kubeflow), C(dynamo).
-            type: str
-          nodes:
-            description: Number of worker nodes (metadata only; C(0) means unstated).
-            type: int
       profile:
         description: Configuration profile selection C(name=value), as O(aicr.runtime.recipe_resolve#module:profile).
         type: str

@@ -48,30 +48,18 @@ options:
     required: true
   criteria:
     description:
-      - Recipe criteria. Unset (or C(any)) dimensions are unstated. Values are trimmed and lowercased.
-    type: dict
+      - Recipe criteria, a mapping of the keys below. Unset (or C(any)) dimensions are unstated. Values are trimmed and lowercased.
+      - C(service) - Kubernetes service, for example C(eks), C(gke), C(aks), C(oke), C(kind), C(lke), C(bcm), C(ocp);
+        C(self-managed), C(self) and C(vanilla) mean unstated; C(openshift) means C(ocp).
+      - C(accelerator) - GPU type, for example C(h100), C(gb200), C(b200), C(a100), C(l40s), C(rtx-pro-6000).
+      - C(intent) - workload intent, C(training) or C(inference).
+      - C(os) - worker node OS, for example C(ubuntu), C(cos), C(ol). C(al2) and C(al2023) mean C(amazonlinux).
+      - C(platform) - platform layer, for example C(kubeflow), C(dynamo), C(nim), C(slurm).
+      - C(nodes) - number of worker nodes (metadata only; C(0) means unstated), an integer from C(0) to C(100000).
+      - The dimensions are strings. Anything but a mapping, a key not listed here (named with the nearest one) and a value
+        of the wrong type are refused before the catalog is read, each problem listed in C(errors).
+    type: raw
     default: {}
-    suboptions:
-      service:
-        description:
-          - Kubernetes service, for example C(eks), C(gke), C(aks), C(oke), C(kind), C(lke), C(bcm), C(ocp).
-          - C(self-managed), C(self) and C(vanilla) mean unstated; C(openshift) means C(ocp).
-        type: str
-      accelerator:
-        description: GPU type, for example C(h100), C(gb200), C(b200), C(a100), C(l40s), C(rtx-pro-6000).
-        type: str
-      intent:
-        description: Workload intent, C(training) or C(inference).
-        type: str
-      os:
-        description: Worker node OS, for example C(ubuntu), C(cos), C(ol). C(al2) and C(al2023) mean C(amazonlinux).
-        type: str
-      platform:
-        description: Platform layer, for example C(kubeflow), C(dynamo), C(nim), C(slurm).
-        type: str
-      nodes:
-        description: Number of worker nodes (metadata only; C(0) means unstated), C(0) to C(100000).
-        type: int
   profile:
     description:
       - Configuration profile selection C(name=value), for example C(gpuStack=operator-managed).
@@ -147,7 +135,7 @@ options:
         already expects a preinstalled one, as AICR does.
     type: raw
 notes:
-  - Every option is checked in one pass before the catalog is read or unpacked (criteria keys and types, O(criteria.nodes), the
+  - Every option is checked in one pass before the catalog is read or unpacked (criteria keys and types, C(nodes) of O(criteria), the
     O(profile) form, O(skip_components), the shape of O(component_overrides), the kind of O(snapshot)); what only the catalog can
     say (a criteria value, a component the recipe lacks) once it is read. Every problem found is listed in C(errors); C(msg) is
     the first one's line.

@@ -173,6 +173,10 @@ def test_sigterm_starts_no_attach_after_it_and_says_what_was_done(sim, fabric, i
     for res_uuid in on_fabric:
         assert "%s attached to machine %s" % (res_uuid, machines[2]) in text
     assert "not done: everything not listed as done (nothing else was started)" in text and "Traceback" not in text
+    # the failed result says what was done: changed, and each device attached before the signal (it said changed: false)
+    failed, _end = json.JSONDecoder().raw_decode(text[text.index("FAILED! => ") + len("FAILED! => "):])
+    assert failed["changed"] is True and failed["cancelled"] is True, dump(failed)
+    assert sorted(d["res_uuid"] for d in failed["attached"]) == sorted(d for d in on_fabric if "%s attached to" % d in text), dump(failed)
 
 
 def test_fault_ambiguous_attach_through_ansible(run_playbook, sim, fabric):
@@ -357,6 +361,10 @@ def test_role_rejects_impossible_placement(run_playbook, wired):
     run = _role(run_playbook, sim, kube, nodes, expect_failure=True,
                 requests=[{"name": "wide", "model": "A100", "size": 3, "allocation_policy": "differentnode"}])
     assert "request wide: differentnode needs 3 nodes, 2 managed" in run.stdout, run.stdout[-3000:]
+    assert sim.control.requests(mutating=True) == []
+    # a negative size is the role's to refuse, naming it - never a count of -1 for fabric_device (issue 36)
+    run = _role(run_playbook, sim, kube, nodes, expect_failure=True, requests=[{"name": "minus", "model": "A100", "size": -1}])
+    assert "composable_gpu_requests[0].size: -1 is not allowed; use 0 or more (request minus)" in run.stdout, run.stdout[-3000:]
     assert sim.control.requests(mutating=True) == []
 
 

@@ -15,6 +15,11 @@
 The exception then unwinds the engine like any error: ``finally`` blocks remove temp files and helm homes and
 release the Lease (only this run's own). What was done before is recorded with :func:`note`, the cleanup with
 :func:`cleaned`, and both are said in the message. A second SIGTERM while cleaning up is ignored (the hooks run again, nothing is raised).
+
+A note is a change (a release installed, a device attached, a request sent whose outcome is open): the cancelled task
+says ``changed`` when anything was noted. An engine whose result lists its changes (fabric_device's ``attached``,
+``actions``, ``pending``; gated_release's ``actions``) registers with :func:`report` how to read them so far: the
+cancelled task's result carries them too (:func:`partial_result`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,6 +37,7 @@ _hooks = []
 _notes = []
 _cleanup = []
 _raised = []
+_reports = []
 
 
 class Cancelled(BaseException):
@@ -102,6 +108,28 @@ def notes():
         return list(_notes)
 
 
+def report(provider):
+    """Register ``provider()``: what the engine call did so far, in the shape of its result (``changed``, ``actions``,
+    ``pending``...), for the result of a cancelled task (:func:`partial_result`)."""
+    with _lock:
+        if provider not in _reports:
+            _reports.append(provider)
+
+
+def partial_result():
+    """What the registered providers say was done so far, merged in registration order ({} when none registered; a
+    provider that fails is left out - the notes still say what was done)."""
+    with _lock:
+        providers = list(_reports)
+    merged = {}
+    for provider in providers:
+        try:
+            merged.update(provider() or {})
+        except Exception:  # pylint: disable=broad-except  # the cancelled result is reported whatever one provider does
+            pass
+    return merged
+
+
 def run_hooks():
     with _lock:
         hooks = list(_hooks)
@@ -122,6 +150,7 @@ def reset():
         del _notes[:]
         del _cleanup[:]
         del _raised[:]
+        del _reports[:]
 
 
 def cleaned(text):

@@ -70,15 +70,30 @@ def unknown_name_message(field, name, known):
     return "%s: %s is not known; %sallowed: %s" % (field, name, hint, ", ".join(sorted(known)))
 
 
-def refuse_unknown_options(what, given, options):
-    """A lookup's keywords: raise ``AicrError`` naming every one of ``given`` that is none of ``options`` (the plugin's
-    documented options, ``_terms`` aside) and the nearest option - Ansible itself passes an unknown keyword silently."""
-    known = sorted(name for name in options if name != "_terms")
+def check_lookup_keywords(what, given, definitions):
+    """A lookup's keywords ``given``, against ``definitions`` (the plugin's documented options: name -> its definition,
+    ``LookupBase.option_definitions``; ``_terms`` aside): raise ``AicrError`` naming every keyword that is no option, with
+    the nearest option, and every ``bool`` option given a value that is no boolean. Ansible itself passes an unknown
+    keyword silently and reads any string it does not know as a boolean as false (``use_cache='perhaps'``)."""
+    known = sorted(name for name in definitions if name != "_terms")
     problems = Problems(what)
-    for key in given or {}:
+    for key, value in (given or {}).items():
         if key not in known:
             problems.errors.append({"field": key, "message": unknown_name_message(what, key, known), "allowed": known})
+        elif (definitions[key] or {}).get("type") in ("bool", "boolean") and not _is_boolean(value):
+            problems.errors.append({"field": key, "message": "%s: %s: %s is not allowed; use true or false" % (what, key, _shown(value)),
+                                    "value": _shown(value), "allowed": [True, False]})
     problems.raise_if_any()
+
+
+def _is_boolean(value):
+    """Whether Ansible reads ``value`` as a boolean strictly (``yes``, ``off``, ``1``, ``true``...)."""
+    from ansible.module_utils.parsing.convert_bool import boolean  # pylint: disable=import-outside-toplevel
+    try:
+        boolean(value, strict=True)
+    except TypeError:
+        return False
+    return True
 
 
 def _shown(value):

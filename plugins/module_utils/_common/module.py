@@ -58,7 +58,9 @@ def call_engine(module, name, engine, requires=(), secrets=(), temporary=True, o
     SIGTERM while the engine runs (AWX's cancel) raises ``_common.cancel.Cancelled`` in this thread: the engine's cleanup
     runs as for an error (helm children stopped, temp files removed, the Lease released) and the task fails with
     ``<name>: cancelled (SIGTERM), done before: ..., not done: ...`` (``cancelled: true``; ``temporary``: the engine has
-    temporary files, removed on the way out). ``on_failure(result)``, when given, shapes a failed task's result dict.
+    temporary files, removed on the way out), carrying what the engine reported done so far (``cancel.report``: its
+    ``actions``, ``pending``...) and ``changed`` when anything was done. ``on_failure(result)``, when given, shapes a
+    failed task's result dict.
     """
     on_failure = on_failure or (lambda result: result)
     hide(module, secrets)
@@ -69,8 +71,11 @@ def call_engine(module, name, engine, requires=(), secrets=(), temporary=True, o
             return engine()
     except cancel.Cancelled as exc:
         stopped = cancel.stopped() or list(exc.details.get("stopped") or [])
-        module.fail_json(**on_failure(dict(msg=cancel.message(name, stopped, temporary=temporary), cancelled=True, stopped=stopped,
-                                           done=cancel.notes())))
+        done = cancel.notes()
+        result = cancel.partial_result()
+        result.update(msg=cancel.message(name, stopped, temporary=temporary), cancelled=True, stopped=stopped, done=done)
+        result["changed"] = bool(result.get("changed")) or bool(done)  # a note is a change: never "changed: false" after one
+        module.fail_json(**on_failure(result))
     except AicrError as exc:
         module.fail_json(**on_failure(exc.to_result()))
     except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user

@@ -124,6 +124,7 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
                 order.append(target.machine_id)
             groups[target.machine_id].append(target)
         runs = [MachineRun(machine_id, next((t.node for t in groups[machine_id] if t.node), None)) for machine_id in order]
+        cancel.report(lambda: self._collected(runs, warnings))  # cancelled (SIGTERM), the task still says what was done so far
         # 1. read every machine and what it lacks (and the free pool for it); 2. add the deficits up per pool and refuse
         # before the first attach when a pool cannot cover them; 3. converge.
         self._each(runs, lambda r: self._plan(r, groups[r.machine_id]))
@@ -165,12 +166,11 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
                                     field="node")
                 target.machine_id = self.cluster.machine_for_node(target.node)
 
-    def _result(self, runs, warnings, sweep=None, failure=None):
+    def _collected(self, runs, warnings, sweep=None):
+        """What ``runs`` did so far, in the result's shape: the result of a run (:meth:`_result`), and of a cancelled one."""
         result = {"changed": False, "devices": [], "attached": [], "detached": [], "rolled_back": [], "actions": [],
                   "warnings": list(getattr(self.backend.transport, "warnings", [])) + list(warnings) + list(self.transition_warnings),
                   "machines": [], "diff": {"before": {"machines": {}}, "after": {"machines": {}}}}
-        errors = []
-        failed = []
         for run in runs:
             result["devices"].extend(run.tag(d) for d in run.after)
             result["attached"].extend(run.attached)
@@ -181,10 +181,6 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
             result["machines"].append(run.summary())
             result["diff"]["before"]["machines"][run.machine_id] = run.before
             result["diff"]["after"]["machines"][run.machine_id] = run.after
-            if run.error:
-                named = run.machine_id in run.error or (run.node and run.node in run.error)
-                errors.append(run.error if named else "%s: %s" % (run.node or run.machine_id, run.error))
-                failed.append(run)
         if self.records is not None:
             result["owned"] = []
             for run in runs:
@@ -203,6 +199,17 @@ class FabricService(ClusterChecks, ModelsAndPools, OrphanSweep):
         result["changed"] = bool(result["actions"]) or bool(result["changed"])
         result["token_requests"] = self.backend.token_requests
         result["fabric_requests"] = dict(self.backend.transport.counts)
+        return result
+
+    def _result(self, runs, warnings, sweep=None, failure=None):
+        result = self._collected(runs, warnings, sweep)
+        errors = []
+        failed = []
+        for run in runs:
+            if run.error:
+                named = run.machine_id in run.error or (run.node and run.node in run.error)
+                errors.append(run.error if named else "%s: %s" % (run.node or run.machine_id, run.error))
+                failed.append(run)
         if failure is not None:  # the orphan sweep failed after the targets: its message, the machines' errors in machines[]
             details = dict(result)
             details.update((k, v) for k, v in failure.details.items() if k not in details)

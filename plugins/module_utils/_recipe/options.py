@@ -3,8 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The options that resolve a recipe, shared by ``recipe_resolve`` and ``gated_release``'s ``resolve``.
 
-Both modules must coerce and check criteria the same way (a survey answer ``"4"`` for ``nodes`` is an
-int in both), so the argument spec lives here once, next to :func:`resolve_from_options`.
+Both modules must read and check criteria the same way (a survey answer ``"4"`` for ``nodes`` is a node count in
+both), so the argument spec lives here once, next to :func:`resolve_from_options`. ``criteria`` is ``raw``: Ansible's
+``dict`` type would turn a string into a mapping itself (``key=value`` or JSON) or refuse it in its own words, naming no
+field; :func:`check_inputs` refuses anything but a mapping, naming ``criteria``, and checks each key and value.
 
 :func:`check_inputs` is the one validation pass over what the user gives a resolution (recipe_resolve, its lookup and
 gated_release's ``resolve``), before the catalog is read or unpacked: every problem of the criteria's keys and types,
@@ -19,18 +21,10 @@ __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, unknown_name_message
 
-CRITERIA_SPEC = dict(
-    service=dict(type="str"),
-    accelerator=dict(type="str"),
-    intent=dict(type="str"),
-    os=dict(type="str"),
-    platform=dict(type="str"),
-    nodes=dict(type="int"),
-)
-
 RESOLVE_SPEC = dict(
     catalog=dict(type="path", required=True),
-    criteria=dict(type="dict", default={}, options=CRITERIA_SPEC),
+    # a mapping of DIMENSIONS and nodes, checked by check_inputs (not Ansible's dict: see above)
+    criteria=dict(type="raw", default={}),
     profile=dict(type="str"),
     skip_components=dict(type="list", elements="str", default=[]),
     component_overrides=dict(type="dict", default={}),
@@ -113,7 +107,9 @@ def resolve_from_options(options, cache_dir=None, check_mode=False):
     # Imported here so that importing the argument spec does not import the engine.
     from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod  # pylint: disable=import-outside-toplevel
 
-    criteria = dict((key, value) for key, value in (options.get("criteria") or {}).items() if value is not None)
+    criteria = options.get("criteria")
+    if isinstance(criteria, dict):  # anything else is refused by check_inputs, naming criteria
+        criteria = dict((key, value) for key, value in criteria.items() if value is not None)
     return resolve_mod.resolve(
         options["catalog"],
         criteria=criteria,

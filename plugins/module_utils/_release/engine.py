@@ -157,6 +157,11 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
         with self._actions_lock:
             self.actions.append(text)
 
+    def _done_so_far(self):
+        """The result's ``actions`` so far (``cancel.report``: a cancelled run's result lists them)."""
+        with self._actions_lock:
+            return {"actions": list(self.actions)}
+
     def _warn(self, text):
         with self._actions_lock:
             if text not in self.warnings and len(self.warnings) < 10:
@@ -201,6 +206,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
 
     # -- run -----------------------------------------------------------------------------
     def run(self):
+        cancel.report(self._done_so_far)  # cancelled (SIGTERM), the task still lists what was done
         self.workdir = tempfile.mkdtemp(prefix="aicr-release-")
         start = self.clock()
         try:
@@ -407,9 +413,10 @@ def resolved_summary(resolution):
     return summary
 
 
-def options_from(params, recipe, check_mode, diff, problems=None):
-    """The engine's :class:`Options` from the module parameters; with ``problems`` (``_common.checks.Problems``) every
-    problem is added to it (the caller raises), else they are raised here."""
+def options_from(params, recipe, check_mode, diff, problems=None, local=True):
+    """The engine's :class:`Options` from the module parameters, the pre-flight mode checked too; with ``problems``
+    (``_common.checks.Problems``) every problem is added to it (the caller raises), else they are raised here.
+    ``local=False`` leaves out what only the host that runs the module can check (its cache directory)."""
     own = problems if problems is not None else Problems("gated_release")
     recipe_name = params.get("recipe_name") or (recipe.get("recipe_name") if isinstance(recipe, dict) else "") or ""
     stack = params.get("stack") or recipe_name or "default"
@@ -417,7 +424,7 @@ def options_from(params, recipe, check_mode, diff, problems=None):
     try:
         if problems is None or not params.get("stack"):  # a given stack was checked with status_stack (check_stack_options)
             check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
-        cache_dir = _private_cache_dir(params) if params.get("render_cache", True) else None
+        cache_dir = _private_cache_dir(params) if local and params.get("render_cache", True) else None
     except AicrError as exc:
         own.extend(exc)
     options = Options(
@@ -432,6 +439,7 @@ def options_from(params, recipe, check_mode, diff, problems=None):
         health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
         health_check_skip=params.get("health_check_skip"),
     )
+    own.choice("preflight", params.get("preflight"), preflight.MODES, default="auto")
     if problems is None:
         own.raise_if_any()
     return options

@@ -21,7 +21,7 @@ __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
+from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
@@ -78,9 +78,21 @@ def checked(params, check_mode=False, diff=False):
     if plan is not None and options is not None:
         # every health check is read before anything else happens: one that cannot be evaluated fails closed here
         checks = found.run(health.parse_all, health.checks_of(recipe), plan.order, options.health)
-    found.choice("preflight", params.get("preflight"), preflight.MODES, default="auto")
     found.raise_if_any()
     return Checked(recipe, resolved, plan, options, checks)
+
+
+def check_options(params, problems):
+    """gated_release's options that need neither a recipe, the cluster nor this host's files - every number, choice and
+    name (``engine.Options``, the pre-flight mode) - each problem added to ``problems``: the checks :func:`checked` runs
+    on them, for a role to run before its first write (the ``aicr.runtime.option_problems`` lookup)."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._release import engine  # pylint: disable=import-outside-toplevel
+
+    try:
+        check_stack_options(params, "stack", "status_stack")
+    except AicrError as exc:
+        problems.extend(exc)
+    engine.options_from(params, {}, False, False, problems=problems, local=False)
 
 
 def _refuse_hidden():

@@ -113,6 +113,9 @@ class ValuesCheck(object):
             if st.comp.name not in names:
                 st.message = "not started: the values of %s were refused before anything was installed" % ", ".join(names)
         result = self._result(None, None)
+        # a refusal changed nothing, and in check mode would change nothing either: not the plan's "would install"
+        result["changed"] = False
+        result["actions"] = list(self.actions)
         result["failed_message"] = "gated_release: %d of %d components refused before anything was installed (nothing was changed): %s" % (
             len(refused), len(self.plan.order), "; ".join("%s (%s)" % (st.comp.name, st.message) for st, _field in refused))
         result["errors"] = [{"field": field, "component": st.comp.name, "message": st.message} for st, field in refused]

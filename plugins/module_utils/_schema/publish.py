@@ -57,7 +57,7 @@ MAX_WAIT = 24 * 3600  # wait_timeout: a day
 MAX_SLEEP = 60  # wait_sleep
 
 
-def _params(params, problems=None):
+def checked_params(params, problems=None):
     """The parameters with their defaults filled in, checked in one pass (every problem added to ``problems``; raised
     here when none is given). A zero is a value, never the default: ``wait_timeout`` and ``wait_sleep`` are above 0."""
     merged = dict(DEFAULTS)
@@ -333,7 +333,7 @@ def _absent(cluster, params, name, check_mode):
 def publish(params, check_mode=False, cluster=None, sleep=time.sleep, clock=time.monotonic):
     """Do what the crd_publish module asks. Returns the result dict; raises AicrError."""
     problems = Problems("crd_publish")  # one pass over the options and the definition, before the cluster is reached
-    params = _params(params, problems)
+    params = checked_params(params, problems)
     crd = None
     try:
         crd = load_definition(params.get("definition"), params.get("src"))
@@ -356,7 +356,7 @@ def publish_definition(cluster, crd, params, check_mode=False, sleep=time.sleep,
     A live CRD that is being deleted is waited for until it is gone (``wait_timeout``), then created again; in
     check mode it reads as absent.
     """
-    params = _params(params)
+    params = checked_params(params)
     name = crd["metadata"]["name"]
     live = read_live(cluster, name)
     if live is not None and (live.get("metadata") or {}).get("deletionTimestamp"):

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -28,7 +29,7 @@ def parse_duration(value, field="spec.resyncInterval"):
     if isinstance(value, bool):
         raise AicrError("%s: %r is not allowed; allowed: seconds or a duration like 30s, 5m, 1h30m" % (field, value), field=field)
     if isinstance(value, (int, float)):
-        if value < 0:
+        if value < 0 or math.isnan(value) or math.isinf(value):  # a NaN is not a number of seconds
             raise AicrError("%s: %r is not allowed; allowed: zero or more seconds" % (field, value), field=field)
         return int(value)
     text = str(value).strip()

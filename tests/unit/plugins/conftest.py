@@ -16,6 +16,7 @@ Doubles (``doubles.py``, the only ones besides the real control plane): ``fakes`
 ``silent_server`` (an API server that accepts connections and never answers).
 Fabric: ``fabric_sim`` (one simulator per session), ``fab`` (reset per test), ``present`` (a Target maker).
 Recipes: ``aicr_catalog_dir``, ``aicr_conformance_dir``, ``aicr_catalog`` (the real AICR catalog from ../shared).
+Lookups: ``lookup_plugin(module, **extra_options)`` - a lookup plugin of the collection as the plugin loader makes it.
 
 Helper modules next to this file (``doubles``, ``recipe_helpers``, ``schema_helpers``, ``modules_testlib``) are
 importable from every test directory.
@@ -27,6 +28,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
+
+from ansible import constants as C
 
 HERE = str(Path(__file__).resolve().parent)
 if HERE not in sys.path:
@@ -142,6 +146,23 @@ def stacks(kube, clusterstack_crd):  # pylint: disable=unused-argument,redefined
     handle = Stacks(kube)
     yield handle
     handle.cleanup()
+
+
+# -- lookups ----------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def lookup_plugin():
+    """``lookup_plugin(module, **extra_options)``: the lookup of ``module`` (``plugins/lookup/<name>.py``) with its documented
+    options - and ``extra_options``, those of its doc fragments - registered, as the plugin loader would do."""
+    def make(module, **extra_options):
+        name = "aicr.runtime." + module.__name__.rsplit(".", 1)[-1]
+        options = yaml.safe_load(module.DOCUMENTATION)["options"]
+        options.update(extra_options)
+        C.config.initialize_plugin_configuration_definitions("lookup", name, options)
+        plugin = module.LookupModule(loader=None, templar=None)
+        plugin._load_name = name  # pylint: disable=protected-access
+        return plugin
+    return make
 
 
 # -- doubles ----------------------------------------------------------------------------------------------------

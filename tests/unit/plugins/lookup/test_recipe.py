@@ -2,22 +2,15 @@
 
 import pytest
 
-import yaml
-
-from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.aicr.runtime.plugins.lookup import recipe as recipe_lookup
 
 
 @pytest.fixture
-def lookup():
+def lookup(lookup_plugin):
     """The plugin with its documented options registered, as the plugin loader would do."""
-    name = "aicr.runtime.recipe"
-    C.config.initialize_plugin_configuration_definitions("lookup", name, yaml.safe_load(recipe_lookup.DOCUMENTATION)["options"])
-    plugin = recipe_lookup.LookupModule(loader=None, templar=None)
-    plugin._load_name = name
-    return plugin
+    return lookup_plugin(recipe_lookup)
 
 
 @pytest.fixture
@@ -65,3 +58,10 @@ def test_an_unknown_keyword_is_refused_naming_the_nearest_option(lookup, catalog
     with pytest.raises(AnsibleLookupError) as err:
         lookup.run([], catalog=catalog_dir, critera={"service": "eks"}, cache_dir=str(tmp_path))
     assert str(err.value).startswith("recipe lookup: critera is not known; did you mean criteria? allowed: cache_dir, catalog, ")
+
+
+def test_use_cache_is_a_boolean_never_a_string_read_as_false(lookup, catalog_dir, tmp_path):
+    """use_cache='perhaps' used to be read as false (Ansible's non-strict bool) and the catalog resolved (issue 36)."""
+    with pytest.raises(AnsibleLookupError) as err:
+        lookup.run([], catalog=catalog_dir, criteria={"service": "kind", "intent": "training"}, use_cache="perhaps", cache_dir=str(tmp_path))
+    assert str(err.value) == "recipe lookup: use_cache: 'perhaps' is not allowed; use true or false"

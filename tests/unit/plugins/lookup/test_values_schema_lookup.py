@@ -2,24 +2,15 @@
 
 import pytest
 
-import yaml
-
-from ansible import constants as C
 from ansible.errors import AnsibleLookupError
 
 from ansible_collections.aicr.runtime.plugins.lookup import values_schema as values_schema_lookup
 
 
 @pytest.fixture
-def lookup():
+def lookup(lookup_plugin):
     """The plugin with its documented options registered, as the plugin loader would do."""
-    name = "aicr.runtime.values_schema"
-    options = yaml.safe_load(values_schema_lookup.DOCUMENTATION)["options"]
-    options["repository_credentials"] = {"type": "list", "elements": "dict"}  # from the doc fragment
-    C.config.initialize_plugin_configuration_definitions("lookup", name, options)
-    plugin = values_schema_lookup.LookupModule(loader=None, templar=None)
-    plugin._load_name = name
-    return plugin
+    return lookup_plugin(values_schema_lookup, repository_credentials={"type": "list", "elements": "dict"})  # from the doc fragment
 
 
 @pytest.fixture

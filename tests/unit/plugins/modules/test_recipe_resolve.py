@@ -57,9 +57,24 @@ def test_missing_catalog(capsys, tmp_path):
     assert out["msg"] == "catalog: %s does not exist (give a recipes/ directory or a .tar.gz of one)" % (tmp_path / "none")
 
 
-def test_unknown_criteria_key_rejected_by_argspec(capsys, catalog_dir):
+def test_unknown_criteria_key_refused_naming_it(capsys, catalog_dir):
     code, out = run_module(capsys, {"catalog": catalog_dir, "criteria": {"gpu": "h100"}})
-    assert code == 1 and "gpu" in out["msg"]
+    assert code == 1 and out["msg"].startswith("criteria: gpu is not known; ") and out["errors"][0]["field"] == "criteria.gpu"
+
+
+@pytest.mark.parametrize("criteria", ["kind", "service=kind", '{"service": "kind"}', ["service=kind"]])
+def test_criteria_that_is_no_mapping_is_refused_naming_criteria(capsys, catalog_dir, tmp_path, criteria):
+    """Ansible's dict type used to parse a string itself (key=value, JSON) or refuse it in its own words, naming no field (issue 36)."""
+    code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": criteria})
+    assert code == 1 and out["msg"] == "criteria: a %s is not allowed; use a mapping" % type(criteria).__name__
+    assert out["field"] == "criteria" and "exception" not in out
+
+
+def test_a_node_count_given_as_text_is_a_node_count(capsys, catalog_dir, tmp_path):
+    """A survey answers with text: nodes "4" resolves as 4, as it did when Ansible converted it."""
+    code, out = run_module(capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path),
+                                    "criteria": {"service": "kind", "intent": "training", "accelerator": "h100", "nodes": "4"}})
+    assert code == 0 and out["recipe"]["criteria"]["nodes"] == 4
 
 
 def test_overrides_and_skip(capsys, catalog_dir, tmp_path):

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import NAME_RULES, Problems, nearest, refuse_unknown_options, unknown_name_message
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import NAME_RULES, Problems, nearest, check_lookup_keywords, unknown_name_message
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 
@@ -124,6 +124,17 @@ def test_another_check_s_error_keeps_its_value_and_what_is_allowed():
 
 def test_a_lookup_s_unknown_keywords_are_refused_naming_the_nearest():
     with pytest.raises(AicrError) as caught:
-        refuse_unknown_options("recipe lookup", {"critera": {}, "catalog": "/c"}, {"_terms": None, "catalog": None, "criteria": None})
+        check_lookup_keywords("recipe lookup", {"critera": {}, "catalog": "/c"}, {"_terms": {}, "catalog": {"type": "path"}, "criteria": {"type": "dict"}})
     assert caught.value.msg == "recipe lookup: critera is not known; did you mean criteria? allowed: catalog, criteria"
-    refuse_unknown_options("recipe lookup", {"catalog": "/c"}, {"catalog": None})
+    check_lookup_keywords("recipe lookup", {"catalog": "/c"}, {"catalog": {"type": "path"}})
+
+
+def test_a_lookup_s_boolean_keyword_is_a_boolean_never_a_string_read_as_false():
+    """Ansible reads use_cache='perhaps' as false (non-strict); the lookup refuses it, naming the keyword (issue 36)."""
+    definitions = {"use_cache": {"type": "bool"}, "result": {"type": "str"}}
+    with pytest.raises(AicrError) as caught:
+        check_lookup_keywords("recipe lookup", {"use_cache": "perhaps", "result": "perhaps"}, definitions)
+    assert caught.value.msg == "recipe lookup: use_cache: 'perhaps' is not allowed; use true or false"
+    assert caught.value.details["field"] == "use_cache"
+    for value in (True, False, "yes", "off", "True", 0, 1):
+        check_lookup_keywords("recipe lookup", {"use_cache": value}, definitions)

@@ -157,7 +157,44 @@ def test_call_engine_fails_in_one_line_saying_what_was_done_and_stopped():
                                     "--install b - cleaned up: Lease ns/aicr-runtime-x released; temporary files removed - not done: everything "
                                     "not listed as done (nothing else was started)")
     assert module.failed["cancelled"] is True and module.failed["done"] == ["helm upgrade --install a done"]
+    assert module.failed["changed"] is True, "something was done: a cancelled task never says changed: false after a change"
     assert "exception" not in module.failed
+
+
+def cancelled(engine):
+    module = FakeModule()
+
+    def cancelled_engine():
+        engine()
+        os.kill(os.getpid(), signal.SIGTERM)
+        wait_for(lambda: False, "the signal", timeout=10)
+
+    with pytest.raises(Failed):
+        call_engine(module, "fabric_device", cancelled_engine, temporary=False)
+    return module.failed
+
+
+def test_a_cancelled_task_carries_what_the_engine_reported_done():
+    """t36-fabric: a cancelled fabric_device run that had attached a device said changed: false, with only the notes."""
+    def engine():
+        cancel.report(lambda: {"changed": False, "attached": [{"res_uuid": "u1"}], "actions": [{"action": "attach", "res_uuid": "u1"}],
+                               "pending": [{"action": "attach", "pending": True}]})
+        cancel.note("A100 u1 attached to machine m1")
+
+    failed = cancelled(engine)
+    assert failed["changed"] is True and failed["attached"] == [{"res_uuid": "u1"}] and failed["done"] == ["A100 u1 attached to machine m1"]
+    assert failed["actions"] == [{"action": "attach", "res_uuid": "u1"}] and failed["pending"] == [{"action": "attach", "pending": True}]
+    assert failed["msg"].startswith("fabric_device: cancelled (SIGTERM) - done before: A100 u1 attached to machine m1")
+
+
+def test_a_cancelled_task_that_did_nothing_says_changed_false_and_a_failing_report_is_left_out():
+    def broken():
+        raise RuntimeError("no")
+
+    failed = cancelled(lambda: cancel.report(broken))
+    assert failed["changed"] is False and failed["done"] == [] and "no change" in failed["msg"]
+    failed = cancelled(lambda: cancel.report(lambda: {"changed": True, "actions": ["x"]}))
+    assert failed["changed"] is True, "the engine's own changed counts too"
 
 
 def test_outside_an_engine_call_sigterm_keeps_its_default():

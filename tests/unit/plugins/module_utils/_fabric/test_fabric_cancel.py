@@ -58,6 +58,10 @@ def test_sigterm_after_the_first_attach_starts_no_other_and_notes_the_first(fab)
         "fabric_device: cancelled (SIGTERM) - done before: attach of a gpu A100 to machine %s sent; A100 %s attached to machine %s - "
         "not done: everything not listed as done (nothing else was started)" % (machine, attached[0], machine))
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is only installed while the run lasts
+    # what the task's result carries (call_engine): the attach done, not a bare changed: false (t36-fabric)
+    partial = cancel.partial_result()
+    assert partial["changed"] is True and [d["res_uuid"] for d in partial["attached"]] == attached
+    assert [(a["action"], a["res_uuid"]) for a in partial["actions"]] == [("attach", attached[0])] and partial["pending"] == []
 
 
 def test_sigterm_while_waiting_for_an_asynchronous_attach_stops_the_wait_and_sends_nothing_more(fab):
@@ -77,6 +81,7 @@ def test_sigterm_while_waiting_for_an_asynchronous_attach_stops_the_wait_and_sen
     run_cancellable(fab.service("fti_cm", backend=backend, wait_timeout=600), [Target(machine_id=fab.machines[0], model="A100", count=2)])
     assert len(fab.mutations("attach")) == 1 and len(reads) == 4
     assert cancel.notes() == ["attach of a gpu A100 to machine %s sent" % fab.machines[0]]
+    assert cancel.partial_result()["attached"] == [], "the device was still being added: sent (noted), not attached"
 
 
 def test_sigterm_ends_the_pause_between_two_polls_at_once(fab):

@@ -398,3 +398,5 @@ def test_check_mode_reports_values_the_chart_schema_would_refuse(fakes):
     assert phases["y"][0] == "Pending"
     assert "x (values: component x" in result["failed_message"]
     assert helm.upgrades() == [] and cluster.audit[mark:] == [], "check mode pulls charts but changes nothing"
+    # a refusal would change nothing: not the plan's changed and "would install" (issue 36)
+    assert result["changed"] is False and not any(a.startswith("would ") for a in result["actions"])

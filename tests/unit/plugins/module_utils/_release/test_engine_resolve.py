@@ -64,6 +64,15 @@ def test_a_bad_criterion_fails_naming_the_field(fakes):
     assert failure.value.msg.startswith("resolve.criteria.accelerator: invalid accelerator type 'h1000' (valid: a100, ")
 
 
+@pytest.mark.parametrize("criteria", ["kind", ["service=kind"]])
+def test_criteria_that_is_no_mapping_fails_naming_resolve_criteria(fakes, criteria):
+    """resolve.criteria is raw (issue 36): the engine refuses anything but a mapping, naming the field."""
+    with pytest.raises(AicrError) as failure:
+        plan({"resolve": resolve_options(criteria=criteria)}, fakes)
+    assert failure.value.msg == "resolve.criteria: a %s is not allowed; use a mapping" % type(criteria).__name__
+    assert failure.value.details["field"] == "resolve.criteria"
+
+
 CLUSTER = {"K8s.server.version": "v1.35.0", "GPU.smi.gpu.model": "NVIDIA H100 80GB HBM3"}
 
 

@@ -58,7 +58,7 @@ def test_catalog_upgrade_triggers_a_run():
 
 def test_durations_and_auto_update_source():
     assert [d.parse_duration(v) for v in (90, "90", "90s", "5m", "1h30m", "2h")] == [90, 90, 90, 300, 5400, 7200]
-    for bad in ("5 minutes", "", "-3", -3, True, "m"):
+    for bad in ("5 minutes", "", "-3", -3, True, "m", float("nan"), float("inf")):  # NaN and infinity: refused, never a ValueError
         with pytest.raises(AicrError, match=r"spec.resyncInterval: .* is not allowed; allowed: "):
             d.parse_duration(bad)
     assert d.auto_update_of({}, True) == (True, "default")
