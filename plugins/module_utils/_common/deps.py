@@ -12,7 +12,7 @@ one code that needs it, so a module never pays for a package it does not use:
 - requests: ``_fabric.transport`` (the fabric's HTTPS transport);
 - jmespath: ``_common.assertions`` (health checks' expressions).
 
-:func:`guard` finds any of them by name (``_common.module.call_engine`` fails a module with ``missing_required_lib``);
+:func:`guard` finds any of them by name (``_entry.module.call_engine`` fails a module with ``missing_required_lib``);
 engines call :func:`require` where a package is needed at run time.
 
 :class:`Loader` is the only YAML loader: PyYAML's safe loader (libyaml's ``CSafeLoader`` when available) that reads

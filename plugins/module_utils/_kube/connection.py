@@ -55,7 +55,7 @@ except ImportError:
 # Options every module that talks to a cluster accepts (see doc fragment aicr.runtime.kube).
 # ``kubeconfig`` is not no_log as a whole: Ansible would then mask every string of a kubeconfig dict (``v1``, ``Config``,
 # user, cluster and context names) wherever it appears in any output ("kind": "********Map"). Only its secrets
-# (:func:`kubeconfig_secrets`) are added to the module's no_log values, by ``_common.module.call_engine``.
+# (:func:`kubeconfig_secrets`) are added to the module's no_log values, by ``_entry.module.call_engine``.
 KUBE_ARG_SPEC = dict(
     kubeconfig=dict(type="raw", no_log=False),
     context=dict(type="str"),

@@ -16,6 +16,7 @@ import traceback
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import kubeconfig_secrets
 
 
 def hide_kubeconfig_secrets(module):
@@ -23,7 +24,6 @@ def hide_kubeconfig_secrets(module):
     ``_kube.connection.kubeconfig_secrets``) become no_log values; the rest of it stays readable."""
     kubeconfig = (getattr(module, "params", None) or {}).get("kubeconfig")
     if isinstance(kubeconfig, dict):
-        from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import kubeconfig_secrets  # pylint: disable=import-outside-toplevel
         hide(module, kubeconfig_secrets(kubeconfig))
 
 
