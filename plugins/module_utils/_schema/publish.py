@@ -36,7 +36,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import bounde
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness, wait
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection, readiness, wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import comparable
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat
@@ -261,8 +261,7 @@ def public(obj):
 
 
 def make_cluster(params):
-    from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for  # pylint: disable=import-outside-toplevel
-    return client_for(params.get("kubeconfig"), params.get("context"))
+    return connection.client_for(params.get("kubeconfig"), params.get("context"))
 
 
 def refusal_message(name, findings):
