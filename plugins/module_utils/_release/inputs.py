@@ -52,7 +52,7 @@ def checked(params, check_mode=False, diff=False):
     """Every parameter of gated_release checked (:class:`Checked`), or one AicrError naming every problem found."""
     # the engine's own helpers (engine imports this module when it runs)
     from ansible_collections.aicr.runtime.plugins.module_utils._release import engine  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options  # pylint: disable=import-outside-toplevel
 
     found = _Pass()
     found.run(check_stack_options, params, "stack", "status_stack")  # before the catalog is read or the cluster is reached

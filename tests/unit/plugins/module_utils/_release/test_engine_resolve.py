@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
 from recipe_helpers import snapshot
 
