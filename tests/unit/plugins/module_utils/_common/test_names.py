@@ -17,7 +17,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import fabric_lease_name
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import records_name
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import lease_name
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import lease_name
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import engine as stack_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.store import configmap_name
 
