@@ -316,7 +316,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import REPOSITORY_CREDENTIALS_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import REPOSITORY_CREDENTIALS_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
 ARGUMENT_SPEC = dict(

@@ -61,7 +61,7 @@ def _child(tree, request):
     _expose_tree(tree)
     import importlib  # pylint: disable=import-outside-toplevel
     engine = importlib.import_module(ENGINE_MODULE)
-    helm = importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils._release.helm")
+    helm = importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils._helm.helm")
     importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils._kube.connection")  # lazily imported by execute()
     params = request["params"]
     helm.HelmRunner(params["helm_binary"], version_cache_dir=params["cache_dir"]).major  # pylint: disable=pointless-statement

@@ -49,7 +49,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors, server_validates_fields
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import normalize_mirrors, server_validates_fields
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
@@ -356,8 +356,8 @@ def under_resolve(error):
 
 def repository_url_secrets(params):
     """The userinfo of repository URLs given in ``recipe``, ``component_overrides`` or ``repository_mirrors`` (refused
-    later, ``_release.repositories.refuse_userinfo``), hidden meanwhile."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import url_secrets  # pylint: disable=import-outside-toplevel
+    later, ``_helm.repositories.refuse_userinfo``), hidden meanwhile."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import url_secrets  # pylint: disable=import-outside-toplevel
     urls = []
     recipe = params.get("recipe")
     components = recipe.get("components") if isinstance(recipe, dict) else recipe
@@ -474,7 +474,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     """
     # Imported here so unit tests of the engine do not need the kubernetes package.
     from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection as kube  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils._release import inputs  # pylint: disable=import-outside-toplevel
 
     # one validation pass: every parameter checked, every problem listed, before the cluster is reached

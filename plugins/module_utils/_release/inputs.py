@@ -22,7 +22,7 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
-from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 

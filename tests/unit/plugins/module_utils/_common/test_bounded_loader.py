@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import infer, sources
 
 from recipe_helpers import make_catalog

@@ -4,7 +4,7 @@
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import sources
 

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
-from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import secret_params
 
 PASSWORD = "pa$$-w0rd\"quoted'"

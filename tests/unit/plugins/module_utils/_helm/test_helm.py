@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 
 REPO = Path(__file__).resolve().parents[5]
 

@@ -20,7 +20,7 @@ neither is used by default because readiness is observed by the engine, not by h
 objects are created).
 
 helm's environment is built, not inherited (:func:`helm_environment`). Chart repository credentials reach helm only
-through private files (``_release.repositories``), never argv. Every helm child is registered while it runs, so SIGTERM
+through private files (``_helm.repositories``), never argv. Every helm child is registered while it runs, so SIGTERM
 (``_common.cancel``) stops them all, also those started from the scheduler's worker threads. The file is about 500
 lines: how helm is run (argv, environment, version, children) and how its release storage is read stay together.
 """
@@ -45,8 +45,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import bounde
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference, check_chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helmretry
-from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helmretry
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
 
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
 VERSION_CACHE_FILE = "helm-versions.json"
