@@ -20,7 +20,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.aicr.runtime.plugins.module_utils._release import gate
-from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import chart_source
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import release_owner
 
 DONE = "done"  # finished: Ready (and checked)

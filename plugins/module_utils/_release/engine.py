@@ -49,7 +49,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
-from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import normalize_mirrors, server_validates_fields
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import server_validates_fields
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove

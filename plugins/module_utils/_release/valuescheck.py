@@ -36,7 +36,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
-from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import chart_schema_and_defaults, chart_source
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import chart_schema_and_defaults
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
 
 
 class ValuesCheck(object):
