@@ -23,9 +23,10 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat, crd as crd_mod, infer, jsonschema, nodes, refs, safety, sources
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish, structural, validate, wellknown
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import structural, validate, wellknown
 
 OUTPUTS = ("json_schema", "crd", "validate", "compare")
 RESULT_KEYS = {"json_schema": "schema", "crd": "crd", "validate": "errors", "compare": "findings"}
@@ -222,7 +223,7 @@ def read_live_crd(name, kubeconfig=None, context=None):
     """The live CRD ``name`` (None when the cluster has none), through the collection's client."""
     connection.require_kubernetes("to read a live CRD")
     try:
-        return connection.client_for(kubeconfig, context).get_path("%s/%s" % (publish.BASE_PATH, name))
+        return connection.client_for(kubeconfig, context).get_path(kube_crd.path(name))
     except ClusterError as exc:
         if not exc.status:
             raise AicrError("old_crd: cannot reach the cluster to read CRD %s (%s)" % (name, describe(exc)), field="old_crd", value=name)
