@@ -476,7 +476,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
     # Imported here so unit tests of the engine do not need the kubernetes package.
     from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection as kube  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._release import inputs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry import gated_release_inputs as inputs  # pylint: disable=import-outside-toplevel
 
     # one validation pass: every parameter checked, every problem listed, before the cluster is reached
     given = inputs.checked(params, check_mode=check_mode, diff=diff)
