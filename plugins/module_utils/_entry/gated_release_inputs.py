@@ -5,9 +5,10 @@
 
 Every check runs whatever an earlier one found: the stack names, the recipe (resolved first with ``resolve``) and its
 shape, the plan (components, their keys, names, dependencies, overrides, cycles: ``plan.build_plan``), the values
-against the given ``values_schemas``, the options (``engine.Options``: every number, choice and name), the repository
-credentials and mirrors, the health checks and the pre-flight mode. A kubeconfig pointing at a server that does not
-answer therefore never hides a problem of the input: none of this contacts anything.
+against the given ``values_schemas``, the options (:func:`options_from` -> ``_release.engine.Options``: every number,
+choice and name), the repository credentials and mirrors, the health checks and the pre-flight mode. A kubeconfig
+pointing at a server that does not answer therefore never hides a problem of the input: none of this contacts anything.
+:func:`secret_params` lists the strings of the parameters that must become no_log values before anything runs.
 
 One problem is raised as its check words it, its details kept, with ``errors`` listing it; several are one
 ``AicrError`` (``_common.checks.Problems``): the first one's line, how many more, and ``errors`` listing every one.
@@ -19,10 +20,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
+from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import check_stack_name
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
+from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options, validate_values
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 
@@ -50,10 +56,6 @@ class Checked(object):
 
 def checked(params, check_mode=False, diff=False):
     """Every parameter of gated_release checked (:class:`Checked`), or one AicrError naming every problem found."""
-    # the engine's own helpers (engine imports this module when it runs)
-    from ansible_collections.aicr.runtime.plugins.module_utils._release import engine  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options  # pylint: disable=import-outside-toplevel
-
     found = _Pass()
     found.run(check_stack_options, params, "stack", "status_stack")  # before the catalog is read or the cluster is reached
     recipe, resolved, readable = params.get("recipe"), None, True
@@ -62,8 +64,8 @@ def checked(params, check_mode=False, diff=False):
         found.run(_refuse_hidden)
         recipe, readable = None, False
     elif params.get("resolve"):
-        recipe = found.run(_resolved, resolve_from_options, params, check_mode, engine.under_resolve)
-        resolved = engine.resolved_summary(recipe) if recipe is not None else None
+        recipe = found.run(_resolved, resolve_from_options, params, check_mode, under_resolve)
+        resolved = resolved_summary(recipe) if recipe is not None else None
         readable = recipe is not None
     plan = None
     if readable:
@@ -71,8 +73,8 @@ def checked(params, check_mode=False, diff=False):
                           skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"), problems=found)
     schemas = _mapping(found, "values_schemas", params.get("values_schemas"))
     if plan is not None and params.get("validate_values", True):
-        found.run(engine.validate_values, plan, schemas)
-    options = found.run(engine.options_from, params, recipe if recipe is not None else {}, check_mode, diff, problems=found)
+        found.run(validate_values, plan, schemas)
+    options = found.run(options_from, params, recipe if recipe is not None else {}, check_mode, diff, problems=found)
     found.run(_check_repositories, params, options)
     checks = None
     if plan is not None and options is not None:
@@ -111,3 +113,102 @@ def _check_repositories(params, options):
     credentials = repos.normalize_credentials(params.get("repository_credentials"))
     if options is not None:
         repos.check_mirrors(credentials, options.mirrors)
+
+
+def options_from(params, recipe, check_mode, diff, problems=None):
+    """The engine's :class:`Options` from the module parameters; with ``problems`` (``_common.checks.Problems``) every
+    problem is added to it (the caller raises), else they are raised here."""
+    own = problems if problems is not None else Problems("gated_release")
+    recipe_name = params.get("recipe_name") or (recipe.get("recipe_name") if isinstance(recipe, dict) else "") or ""
+    stack = params.get("stack") or recipe_name or "default"
+    cache_dir = None
+    try:
+        if problems is None or not params.get("stack"):  # a given stack was checked with status_stack (check_stack_options)
+            check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
+        cache_dir = _private_cache_dir(params) if params.get("render_cache", True) else None
+    except AicrError as exc:
+        own.extend(exc)
+    options = Options(
+        problems=own,
+        stack=stack, state=params.get("state"), concurrency=params.get("concurrency"),
+        timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
+        prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
+        atomic=params.get("atomic"), clear_pending=params.get("clear_pending"), adopt=params.get("adopt"), sensitive_values=params.get("sensitive_values"),
+        lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
+        holder_message=params.get("holder_message"), recipe_name=recipe_name, cache_dir=cache_dir,
+        validate_chart_schema=params.get("validate_values", True), early_start=params.get("early_start", True),
+        health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
+        health_check_skip=params.get("health_check_skip"),
+    )
+    if problems is None:
+        own.raise_if_any()
+    return options
+
+
+def under_resolve(error):
+    """The recipe engine's error with its field named as this module takes it (``criteria.os`` -> ``resolve.criteria.os``)."""
+    field = error.details.get("field")
+    if not field:
+        return error
+    msg = "resolve." + error.msg if error.msg.startswith(field + ":") else error.msg
+    return AicrError(msg, **dict(error.details, field="resolve." + field))
+
+
+def resolved_summary(resolution):
+    """The part of a ``recipe.resolve`` result gated_release returns as ``resolved`` (not the components' values)."""
+    recipe = resolution["recipe"]
+    summary = {
+        "recipe_name": resolution["recipe_name"],
+        "catalog_digest": resolution["catalog_digest"],
+        "catalog_root": resolution["catalog_root"],
+        "criteria": recipe.get("criteria") or {},
+        "applied_overlays": list((recipe.get("metadata") or {}).get("appliedOverlays") or []),
+        "deployment_order": list(recipe.get("deploymentOrder") or []),
+    }
+    metadata = recipe.get("metadata") or {}
+    # resolved against a snapshot: what AICR's constraint evaluation left out, and why
+    if metadata.get("excludedOverlays"):
+        summary["excluded_overlays"] = list(metadata["excludedOverlays"])
+    if metadata.get("constraintWarnings"):
+        summary["constraint_warnings"] = list(metadata["constraintWarnings"])
+    return summary
+
+
+def _private_cache_dir(params):
+    """The render and helm-version cache: the catalog's rule (a directory only this user can write) - a given
+    ``cache_dir`` (or ``$AICR_RUNTIME_CACHE_DIR``) that is not is refused, the built-in default is then not used."""
+    path, given = jsoncache.chosen_cache_dir(params.get("cache_dir"))
+    return jsoncache.checked_cache_dir(path, given=given)
+
+
+def repository_url_secrets(params):
+    """The userinfo of repository URLs given in ``recipe``, ``component_overrides`` or ``repository_mirrors`` (refused
+    later, ``_helm.repositories.refuse_userinfo``), hidden meanwhile."""
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import url_secrets  # pylint: disable=import-outside-toplevel
+    urls = []
+    recipe = params.get("recipe")
+    components = recipe.get("components") if isinstance(recipe, dict) else recipe
+    for item in list(components if isinstance(components, list) else []) + list((params.get("component_overrides") or {}).values()):
+        if isinstance(item, dict):
+            urls += [item.get("repository"), item.get("source")]
+    for upstream, target in (params.get("repository_mirrors") or {}).items():
+        urls += [upstream, target.get("url") if isinstance(target, dict) else target]
+    return url_secrets(urls)
+
+
+def secret_params(params):
+    """The strings under sensitive paths (``sensitive_values``) of the values given in the parameters — each component's
+    ``values`` in ``recipe`` and in ``component_overrides`` —, for the module's no_log values: the ``invocation`` Ansible
+    returns (shown with ``-v``) then never has them."""
+    sensitive = Sensitive(params.get("sensitive_values"))
+    found = set()
+    recipe = params.get("recipe")
+    components = recipe.get("components") if isinstance(recipe, dict) else recipe
+    for comp in components if isinstance(components, list) else []:
+        if isinstance(comp, dict):
+            sensitive.secret_strings(comp.get("values"), found=found)
+    override_secrets(sensitive, params.get("component_overrides"), found)
+    # resolve.component_overrides' values are merged into the recipe here: theirs are as secret (issue 35)
+    override_secrets(sensitive, (params.get("resolve") or {}).get("component_overrides"), found)
+    found.update(repository_url_secrets(params))
+    return found

@@ -13,7 +13,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source, normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import secret_params
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import secret_params
 
 PASSWORD = "pa$$-w0rd\"quoted'"
 
