@@ -580,7 +580,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric
+from ansible_collections.aicr.runtime.plugins.module_utils._entry import fabric_device as fabric
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
 

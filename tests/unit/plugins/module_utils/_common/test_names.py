@@ -136,7 +136,7 @@ def test_gated_release_refuses_a_bad_stack_before_anything_else():
 
 
 def test_fabric_device_refuses_a_bad_stack_before_anything_else(monkeypatch):
-    from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric_run
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry import fabric_device as fabric_run
 
     monkeypatch.setattr(fabric_run, "_client", lambda _p: pytest.fail("the cluster was contacted"))
     monkeypatch.setattr(fabric_run, "build_backend", lambda *a, **k: pytest.fail("the fabric was contacted"))
