@@ -184,7 +184,6 @@ def _private_cache_dir(params):
 def repository_url_secrets(params):
     """The userinfo of repository URLs given in ``recipe``, ``component_overrides`` or ``repository_mirrors`` (refused
     later, ``_helm.repositories.refuse_userinfo``), hidden meanwhile."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import url_secrets  # pylint: disable=import-outside-toplevel
     urls = []
     recipe = params.get("recipe")
     components = recipe.get("components") if isinstance(recipe, dict) else recipe
@@ -193,7 +192,7 @@ def repository_url_secrets(params):
             urls += [item.get("repository"), item.get("source")]
     for upstream, target in (params.get("repository_mirrors") or {}).items():
         urls += [upstream, target.get("url") if isinstance(target, dict) else target]
-    return url_secrets(urls)
+    return repos.url_secrets(urls)
 
 
 def secret_params(params):
