@@ -54,6 +54,7 @@ if HAS_YAML:
 else:  # pragma: no cover - the modules refuse to run without PyYAML
     BaseLoader = Loader = Dumper = None
 
+
 def require_present(package, present, error, why, field=None):
     """Raise ``AicrError("the Python package '<package>' is required <why>")`` when ``present`` is false (``error``: the
     import's traceback, the guard's ``X_IMPORT_ERROR``)."""

@@ -106,4 +106,3 @@ def override_problems_into(problems, overrides, names):
     for name, spec in (overrides or {}).items() if isinstance(overrides, dict) else ():
         if name in names and isinstance(spec, dict) and isinstance(spec.get("namespace"), str) and spec["namespace"]:
             problems.name("component_overrides.%s.namespace" % name, spec["namespace"])
-

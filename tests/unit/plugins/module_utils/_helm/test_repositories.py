@@ -229,7 +229,7 @@ def test_a_mirror_may_set_what_the_credential_owner_set_and_anything_for_other_r
     creds = [{"url": "https://m/charts", "username": "u", "password": PASSWORD, "insecure_skip_tls_verify": True},
              {"url": "oci://r:5000", "username": "u", "password": PASSWORD}]
     mirrors = normalize_mirrors({"https://up": {"url": "https://m/charts", "insecure_skip_tls_verify": True},
-                                      "https://other": {"url": "oci://lab:5000/x", "plain_http": True}})
+                                 "https://other": {"url": "oci://lab:5000/x", "plain_http": True}})
     repos.check_mirrors(repos.normalize_credentials(creds), mirrors)
     run = Recorder()
     runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=creds)
