@@ -8,7 +8,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    """Chart repository credentials (``module_utils/_release/repositories.py`` ``REPOSITORY_CREDENTIALS_SPEC``)."""
+    """Chart repository credentials (``module_utils/_helm/repositories.py`` ``REPOSITORY_CREDENTIALS_SPEC``)."""
 
     DOCUMENTATION = r"""
 options:

@@ -84,7 +84,7 @@ def _crd_publish(options, problems):
 
 
 def _gated_release(options, problems):
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.inputs import check_options  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import check_options  # pylint: disable=import-outside-toplevel
     check_options(options, problems)
 
 

@@ -579,8 +579,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 # Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
 zipimports.install()
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._entry import fabric_device as fabric
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
 

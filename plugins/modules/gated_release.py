@@ -660,12 +660,13 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 # Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
 zipimports.install()
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import DEFAULT_SENSITIVE_VALUES
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute, secret_params
-from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import REPOSITORY_CREDENTIALS_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import secret_params
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import REPOSITORY_CREDENTIALS_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
 
 

@@ -333,9 +333,11 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 # Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
 zipimports.install()
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import DEFAULT_SENSITIVE_VALUES, Sensitive, override_secrets
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC, resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.resolve import shown
 
 
 def argument_spec():
@@ -345,8 +347,6 @@ def argument_spec():
 
 def run(params, check_mode=False):
     """The module's result: the resolution, its secrets ``<hidden>`` unless ``show_values``."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.resolve import shown  # pylint: disable=import-outside-toplevel
-
     result = resolve_from_options(params, cache_dir=params.get("cache_dir"), check_mode=check_mode)
     return result if params.get("show_values") else shown(result, params.get("sensitive_values"))
 

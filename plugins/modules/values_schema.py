@@ -315,8 +315,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 # Before the collection's other imports: from the module's payload they then compile once, their code cached (see _common/zipimports.py).
 zipimports.install()
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import REPOSITORY_CREDENTIALS_SPEC
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import REPOSITORY_CREDENTIALS_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
 
 ARGUMENT_SPEC = dict(

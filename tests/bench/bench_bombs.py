@@ -6,9 +6,9 @@ start included), ``peak_rss_mb`` (the child's own ``ru_maxrss``: interpreter and
 refused and the line it was refused with:
 - ``alias_bomb``: nine levels of nine aliases (9**9 = 387 420 489 nodes once expanded) read by ``_common.deps.load``;
 - ``gzip_bomb_secret``: a helm release Secret whose gzip is about 710 KiB and inflates to about 714 MiB, decoded by
-  ``_release.helm.decode_release_secret``;
+  ``_helm.storage.decode_release_secret``;
 - ``chart_huge_member``: a chart archive whose ``values.yaml`` is 512 MiB of one byte (a 2.3 MB archive),
-  read by ``_release.helm.chart_schema_and_defaults`` and ``_schema.sources.load_tgz``;
+  read by ``_helm.helm.chart_schema_and_defaults`` and ``_schema.sources.load_tgz``;
 - ``deep_nesting``: 100 000 nested flow sequences (200 KB), which overflow libyaml's C stack when composed;
 ``acceptance`` holds the bounds (``wall_seconds < 1``, ``peak_rss_mb < 50``) and ``all_within`` whether every bomb met them.
 """
@@ -39,7 +39,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 if kind == "yaml":
     from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 elif kind in ("secret", "chart"):
-    from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import decode_release_secret
 else:
     from ansible_collections.aicr.runtime.plugins.module_utils._schema import sources
 began = time.perf_counter()
@@ -58,7 +59,7 @@ try:
             deps.load(handle.read(), path)
     elif kind == "secret":
         with open(path) as handle:
-            helm.decode_release_secret(json.load(handle))
+            decode_release_secret(json.load(handle))
     elif kind == "chart":
         helm.chart_schema_and_defaults(path)
     else:

@@ -35,7 +35,11 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 ROUNDS = int(os.environ.get("AICR_BENCH_NOOP_ROUNDS", "5"))
 TARGET_DIFFERENCE_S = 0.1
-ENGINE_MODULE = "ansible_collections.aicr.runtime.plugins.module_utils._release.engine"
+# Where ``execute`` and ``HelmRunner`` live: this tree's modules first, then an older base tree's (before issue 37's layers).
+ENGINE_MODULES = ("ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release",
+                  "ansible_collections.aicr.runtime.plugins.module_utils._release.engine")
+HELM_MODULES = ("ansible_collections.aicr.runtime.plugins.module_utils._helm.helm",
+                "ansible_collections.aicr.runtime.plugins.module_utils._release.helm")
 
 
 def _cpu_seconds():
@@ -60,9 +64,10 @@ def _child(tree, request):
     """The engine's process: imports from ``tree`` only, before the clock; the rollout, then the no-op re-run, timed."""
     _expose_tree(tree)
     import importlib  # pylint: disable=import-outside-toplevel
-    engine = importlib.import_module(ENGINE_MODULE)
-    helm = importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils._release.helm")
-    importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils._kube.connection")  # lazily imported by execute()
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    engine = importlib.import_module(next(m for m in ENGINE_MODULES if importlib.util.find_spec(m) is not None))
+    helm = importlib.import_module(next(m for m in HELM_MODULES if importlib.util.find_spec(m) is not None))
+    importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils._kube.connection")  # lazily imported by an older execute()
     params = request["params"]
     helm.HelmRunner(params["helm_binary"], version_cache_dir=params["cache_dir"]).major  # pylint: disable=pointless-statement
     commit = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False).stdout.strip()

@@ -44,8 +44,8 @@ import tests.conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,
 from aicr_lab.controlplane.stages import READY_AFTER as READY_AFTER_ANNOTATION  # noqa: E402  pylint: disable=wrong-import-position
 from aicr_lab.kube import Kube  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner  # noqa: E402  pylint: disable=wrong-import-position
 # execute() imports the kubernetes client lazily (~0.2 s, once per process); import it here so the timed
 # converge measures the rollout, as it is in the module after Python start-up.
 import ansible_collections.aicr.runtime.plugins.module_utils._kube.connection  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import

@@ -96,7 +96,7 @@ def _check_alone(kube, workdir, source, tag):
     import bench_release
     from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection
     from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner
     from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
     home = tempfile.mkdtemp(prefix="helm-", dir=workdir)

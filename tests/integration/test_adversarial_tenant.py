@@ -200,7 +200,7 @@ def in_namespace(namespace):
 # --- the forgeries ----------------------------------------------------------------------------------------------
 
 def release_payload(name, namespace, manifest):
-    """What helm stores in a release Secret's ``release`` key: base64 of the gzipped release JSON (``_release/helm.py``
+    """What helm stores in a release Secret's ``release`` key: base64 of the gzipped release JSON (``_helm/storage.py``
     decodes the same)."""
     now = "2026-01-01T00:00:00Z"
     record = {"name": name, "namespace": namespace, "version": 1, "manifest": manifest, "config": {}, "hooks": [],

@@ -282,7 +282,7 @@ def _rendered(run_playbook, params, tmp_path):
     """Every object the recipe's components render (helm template of each chart through the mirrors, CRDs and hooks
     included; the manifest-only components' files), as (apiVersion, kind, name) of each document."""
     import yaml  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, normalize_mirrors  # pylint: disable=import-outside-toplevel
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source, normalize_mirrors  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils._common.deps import Loader  # pylint: disable=import-outside-toplevel
     from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes as deep_merge  # pylint: disable=import-outside-toplevel
 

@@ -2,7 +2,7 @@
 
 On Kubernetes 1.27+ helm's "OpenAPI validation" (kubectl's ParamVerifyingSchema) downloads the OpenAPI v3 document of
 each object's group-version only to find that the server validates fields, and then checks nothing on the client. The
-engine gives helm ``--disable-openapi-validation`` there (``_release.helm.server_validates_fields``). Against the lab's
+engine gives helm ``--disable-openapi-validation`` there (``_helm.helm.server_validates_fields``). Against the lab's
 real kube-apiserver, as the identity ``release``, a chart whose objects carry fields no schema declares is installed
 by helm alone (its own check on) and by gated_release (the check skipped): both end the same way - helm 3 installs it
 with the API server's "unknown field" warnings, helm 4's server-side apply is refused naming the fields - and only the

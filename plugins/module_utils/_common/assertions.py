@@ -34,17 +34,16 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import HIDDEN, Sensitive
 
+# jmespath is imported on first use (a recipe with health checks): most runs have none. Whether it is installed is known
+# without importing it.
 try:
-    import jmespath
-    from jmespath import exceptions as jmespath_exceptions
-    from jmespath import functions as jmespath_functions
+    from importlib.util import find_spec
 
-    HAS_JMESPATH = True
-    JMESPATH_IMPORT_ERROR = None
-except ImportError:
-    jmespath = jmespath_exceptions = jmespath_functions = None
+    HAS_JMESPATH = find_spec("jmespath") is not None
+except (ImportError, ValueError):  # pragma: no cover - Python 3 has importlib.util; a broken entry in sys.modules
     HAS_JMESPATH = False
-    JMESPATH_IMPORT_ERROR = traceback.format_exc()
+JMESPATH_IMPORT_ERROR = None if HAS_JMESPATH else "ImportError: No module named 'jmespath'"
+_JMESPATH = []  # (jmespath, jmespath.exceptions, jmespath.functions), once imported
 
 CHAINSAW_GROUP = "chainsaw.kyverno.io/"
 NO_OP_ANNOTATION = "aicr/no-op-check"
@@ -58,10 +57,28 @@ _LITERALS = re.compile(r"'[^']*'|`[^`]*`|\"[^\"]*\"")  # JMESPath literals in a 
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+(?:\.\d+)?)ms)?$")
 
 
+def _missing(error):
+    return AicrError("the Python package 'jmespath' is required to evaluate health checks (pip install jmespath); "
+                     "or set health_checks: false", missing_library="jmespath", exception=error, field="health_checks")
+
+
 def require_jmespath():
     if not HAS_JMESPATH:
-        raise AicrError("the Python package 'jmespath' is required to evaluate health checks (pip install jmespath); "
-                        "or set health_checks: false", missing_library="jmespath", exception=JMESPATH_IMPORT_ERROR, field="health_checks")
+        raise _missing(JMESPATH_IMPORT_ERROR)
+
+
+def _jmespath():
+    """``(jmespath, jmespath.exceptions, jmespath.functions)``, imported on first use."""
+    if not _JMESPATH:
+        require_jmespath()
+        try:
+            import jmespath  # pylint: disable=import-outside-toplevel
+            from jmespath import exceptions as jmespath_exceptions  # pylint: disable=import-outside-toplevel
+            from jmespath import functions as jmespath_functions  # pylint: disable=import-outside-toplevel
+        except ImportError:
+            raise _missing(traceback.format_exc())
+        _JMESPATH[:] = [jmespath, jmespath_exceptions, jmespath_functions]
+    return tuple(_JMESPATH)
 
 
 def parse_duration(text, where):
@@ -80,7 +97,7 @@ def _is_expression(text):
 
 
 def _builtin_functions():
-    return set(name[len("_func_"):] for name in dir(jmespath_functions.Functions) if name.startswith("_func_"))
+    return set(name[len("_func_"):] for name in dir(_jmespath()[2].Functions) if name.startswith("_func_"))
 
 
 def _function_names(node, found):
@@ -103,8 +120,8 @@ class Expression(object):
             raise AicrError("%s: expression (%s) uses a binding ($...), which is not supported; allowed: JMESPath over the object"
                             % (where, text), field="health_checks", expression=text)
         try:
-            self.compiled = jmespath.compile(text)
-        except jmespath_exceptions.JMESPathError as exc:
+            self.compiled = _jmespath()[0].compile(text)
+        except _jmespath()[1].JMESPathError as exc:
             raise AicrError("%s: expression (%s) is not valid JMESPath: %s" % (where, text, " ".join(str(exc).split())),
                             field="health_checks", expression=text)
         unknown = sorted(n for n in _function_names(self.compiled.parsed, set()) if n not in _builtin_functions())
@@ -115,7 +132,7 @@ class Expression(object):
     def search(self, value):
         try:
             return self.compiled.search(value)
-        except jmespath_exceptions.JMESPathError as exc:
+        except _jmespath()[1].JMESPathError as exc:
             raise AicrError("expression (%s) failed: %s" % (self.text, " ".join(str(exc).split())), field="health_checks", expression=self.text)
 
 

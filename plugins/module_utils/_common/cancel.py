@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """SIGTERM (AWX's cancel, ``ansible-playbook`` stopped) runs the same cleanup as an error.
 
-:func:`sigterm_cancels` (used by ``_common.module.call_engine`` around every engine call) turns SIGTERM into
+:func:`sigterm_cancels` (used by ``_entry.module.call_engine`` around every engine call) turns SIGTERM into
 :class:`Cancelled` raised in the main thread, after it has
 
 - marked the process cancelled (:func:`requested`; :func:`check` raises in any thread: the Lease-guarded cluster

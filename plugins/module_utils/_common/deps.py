@@ -12,8 +12,9 @@ one code that needs it, so a module never pays for a package it does not use:
 - requests: ``_fabric.transport`` (the fabric's HTTPS transport);
 - jmespath: ``_common.assertions`` (health checks' expressions).
 
-:func:`guard` finds any of them by name (``_common.module.call_engine`` fails a module with ``missing_required_lib``);
-engines call :func:`require` where a package is needed at run time.
+``_entry.module.guard`` finds any of them by name (``call_engine`` fails a module with ``missing_required_lib``);
+engines call :func:`require` (PyYAML) or the guarding module's own check (``_kube.connection.require_kubernetes``)
+where a package is needed at run time.
 
 :class:`Loader` is the only YAML loader: PyYAML's safe loader (libyaml's ``CSafeLoader`` when available) that reads
 timestamps as strings (as Helm's YAML to JSON does) and the YAML 1.1 ``=`` (value) key some CRD schemas carry as a
@@ -53,32 +54,22 @@ if HAS_YAML:
 else:  # pragma: no cover - the modules refuse to run without PyYAML
     BaseLoader = Loader = Dumper = None
 
-_GUARDED_IN = {
-    "kubernetes": ("_kube.connection", "KUBERNETES"),
-    "jsonschema": ("_common.validation", "JSONSCHEMA"),
-    "requests": ("_fabric.transport", "REQUESTS"),
-    "jmespath": ("_common.assertions", "JMESPATH"),
-}
 
-
-def guard(package):
-    """``(HAS_X, X_IMPORT_ERROR)`` of ``package`` (PyYAML, kubernetes, jsonschema, requests, jmespath), from the module that guards it."""
-    if package == "PyYAML":
-        return HAS_YAML, YAML_IMPORT_ERROR
-    import importlib  # pylint: disable=import-outside-toplevel
-    where, prefix = _GUARDED_IN[package]
-    guarded = importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils." + where)
-    return getattr(guarded, "HAS_" + prefix), getattr(guarded, prefix + "_IMPORT_ERROR")
-
-
-def require(package, why, field=None):
-    """Raise ``AicrError("the Python package '<package>' is required <why>")`` when ``package`` cannot be imported."""
-    present, error = guard(package)
+def require_present(package, present, error, why, field=None):
+    """Raise ``AicrError("the Python package '<package>' is required <why>")`` when ``present`` is false (``error``: the
+    import's traceback, the guard's ``X_IMPORT_ERROR``)."""
     if not present:
         details = {"missing_library": package, "exception": error}
         if field:
             details["field"] = field
         raise AicrError("the Python package '%s' is required %s" % (package, why), **details)
+
+
+def require(package, why, field=None):
+    """:func:`require_present` for PyYAML (``package``: ``"PyYAML"``, the one package guarded here)."""
+    if package != "PyYAML":
+        raise ValueError("deps.require guards PyYAML only; %s is guarded where it is imported" % package)
+    require_present(package, HAS_YAML, YAML_IMPORT_ERROR, why, field=field)
 
 
 def _parser(text, source, lim, loader):

@@ -40,7 +40,7 @@ def _jsonschema_import():
 
 
 def __getattr__(name):
-    """``HAS_JSONSCHEMA`` and ``JSONSCHEMA_IMPORT_ERROR`` (what ``deps.guard`` reads), importing the package on first use."""
+    """``HAS_JSONSCHEMA`` and ``JSONSCHEMA_IMPORT_ERROR`` (what ``_entry.module.guard`` reads), importing the package on first use."""
     if name == "HAS_JSONSCHEMA":
         return _jsonschema_import()[0] is not None
     if name == "JSONSCHEMA_IMPORT_ERROR":

@@ -6,7 +6,7 @@
 Two runs of one stack at the same moment (two AWX jobs, a job and a person) would each read the same records and machines,
 each attach the deficit (twice the devices), and each resolve the other's open intents as a killed run's. So a run with
 ``stack`` changes nothing without holding the ``coordination.k8s.io/v1`` Lease ``aicr-fabric-<stack>`` in
-``stack_namespace`` (the same Lease mechanics as gated_release's: :class:`~.._release.lease.StackLease`).
+``stack_namespace`` (the same Lease mechanics as gated_release's: :class:`~.._kube.lease.StackLease`).
 
 A run that changes nothing never takes it (a converged re-run makes no mutating call): the run starts without the Lease,
 and its first change - a write of its cluster client (:class:`GatedClient`: the device records, the orphan ledger), an
@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease, lease_name
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import StackLease, lease_name
 
 LEASE_PREFIX = "aicr-fabric-"
 LEASE_DURATION = 60  # seconds; renewed every third of it while the run lasts, so only a killed run's Lease ever expires

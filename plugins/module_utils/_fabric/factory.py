@@ -21,7 +21,7 @@ def build_backend(provider, endpoint, credentials, tenant_id=None, cluster_id=No
                   read_retries=2, token_leeway=30, allow_http=False, trust_env=False, task_timeout=60.0, task_poll_interval=1.0):
     """A ready backend. ``credentials``: username, password, client_id, client_secret, realm. ``task_timeout`` and
     ``task_poll_interval`` bound a Redfish action that runs as a task (202 and a task monitor); fabric_device gives its
-    settle timeout (``_fabric/run.py``)."""
+    settle timeout (``_entry/fabric_device.py``)."""
     if provider not in PROVIDERS:
         raise AicrError("provider: %r is not one of %s" % (provider, ", ".join(PROVIDERS)), field="provider")
     credentials = credentials or {}

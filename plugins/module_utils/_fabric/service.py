@@ -3,8 +3,9 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Plan and converge composable devices on fabric machines.
 
-Over 400 lines: the converge loop (plan, attach, detach, settle, re-read, roll back) is one state machine per
-machine and reads best in one place; model names and free pools are in ``models.py``, cluster checks in ``checks.py``.
+Over 500 lines: the converge loop (plan, attach, detach, settle, re-read, roll back) is one state machine per
+machine and reads best in one place; model names and free pools are in ``models.py``, cluster checks in ``checks.py``,
+the orphan sweep in ``orphans.py`` (mixins of :class:`FabricService`, to become collaborators it is given: issue 37).
 
 Rules (see docs/modules/fabric_device.md):
 

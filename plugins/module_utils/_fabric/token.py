@@ -18,6 +18,7 @@ import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import FabricHTTPError
 
 
 def jwt_expiry(token, source="token endpoint"):
@@ -80,8 +81,6 @@ def password_grant_fetcher(transport, realm, client_id, client_secret, username,
 
     def fetch():
         # The form carries secrets: errors below name the realm and status only.
-        from ansible_collections.aicr.runtime.plugins.module_utils._fabric.transport import FabricHTTPError  # pylint: disable=import-outside-toplevel
-
         try:
             response = transport.request("POST", path, form=form, authenticate=False, what="token request to realm %s" % realm)
         except FabricHTTPError as exc:

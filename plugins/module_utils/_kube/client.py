@@ -51,14 +51,23 @@ except ImportError:  # pragma: no cover - Python 2 is not supported by the colle
 USER_AGENT = "aicr-runtime/gated_release"
 REQUEST_TIMEOUT = 30.0  # seconds one request may take (and one call, retries included, outside any deadline)
 
-try:
-    from urllib3.response import HTTPResponse as _StreamedResponse
-    from urllib3.util import Timeout as _Timeout
-    # urllib3 2.3 added HTTPResponse.shutdown: another thread (SIGTERM's handler) can cut a watch short
-    WATCHES_INTERRUPTIBLE = hasattr(_StreamedResponse, "shutdown")
-except ImportError:  # pragma: no cover - the kubernetes client requires urllib3
-    WATCHES_INTERRUPTIBLE = False
-    _Timeout = None
+_URLLIB3 = []  # (urllib3's Timeout or None, whether a watch can be cut short), once imported
+
+
+def _urllib3():
+    """``(urllib3.util.Timeout or None, watches interruptible)``, imported with the first client (the kubernetes client
+    requires urllib3; a module that never connects does not load it). urllib3 2.3 added ``HTTPResponse.shutdown``:
+    another thread (SIGTERM's handler) can cut a watch short."""
+    if not _URLLIB3:
+        try:
+            from urllib3.response import HTTPResponse  # pylint: disable=import-outside-toplevel
+            from urllib3.util import Timeout  # pylint: disable=import-outside-toplevel
+            _URLLIB3[:] = [Timeout, hasattr(HTTPResponse, "shutdown")]
+        except ImportError:  # pragma: no cover - the kubernetes client requires urllib3
+            _URLLIB3[:] = [None, False]
+    return _URLLIB3
+
+
 # Fields the server owns; never part of "did the object change?".
 _VOLATILE_META = ("managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink")
 
@@ -99,11 +108,10 @@ def version_tuple(doc):
 class KubeClient(object):
     """REST access to one cluster through a ``kubernetes.client.ApiClient``."""
 
-    # a watch this client opens ends at once on SIGTERM (_common.cancel.interruptible); without, callers keep watches short
-    watches_interruptible = WATCHES_INTERRUPTIBLE
-
     def __init__(self, api_client, request_timeout=None, retries=4, deadline=None, timeout_option=None):
         self.api_client = api_client
+        # a watch this client opens ends at once on SIGTERM (_common.cancel.interruptible); without, callers keep watches short
+        self.watches_interruptible = _urllib3()[1]
         self.request_timeout = float(request_timeout or REQUEST_TIMEOUT)
         self.timeout_option = timeout_option or "the API request timeout"  # the option that sets request_timeout, for messages
         self.retries = retries
@@ -166,7 +174,7 @@ class KubeClient(object):
         timeout = min(seconds, left)
         try:
             return self.api_client.rest_client.pool_manager.request(
-                method, url, body=body, headers=headers or self._headers(), timeout=_Timeout(total=timeout) if _Timeout else timeout,
+                method, url, body=body, headers=headers or self._headers(), timeout=_urllib3()[0](total=timeout) if _urllib3()[0] else timeout,
                 preload_content=preload, retries=False)
         except Exception as exc:  # urllib3 errors: connection refused, TLS, timeouts
             reason = transport_error(exc)
@@ -369,7 +377,7 @@ class KubeClient(object):
             if response.status != 200:
                 return False
             # SIGTERM shuts the stream down: the watch ends at once (True: the caller reads again, and stops there)
-            with cancel.interruptible(response.shutdown if WATCHES_INTERRUPTIBLE else (lambda: None)):
+            with cancel.interruptible(response.shutdown if _urllib3()[1] else (lambda: None)):
                 buffered = b""
                 # as the official client's watch does: with chunked transfer each chunk arrives as it is sent
                 for chunk in response.stream(None, decode_content=False):

@@ -36,26 +36,45 @@ import traceback
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import first_line as _first_line
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import KubeClient
 
-# The collection's one import of the kubernetes package (every request goes through _kube.client).
+# The collection's one import of the kubernetes package (every request goes through _kube.client), made at the first
+# connection (:func:`kubernetes_package`): importing it costs a module process about 0.5 s, which a run refused before it
+# connects (a bad parameter, cluster_facts from a file) does not pay. Whether it is installed is known without importing it.
 try:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.config.config_exception import ConfigException
+    from importlib.util import find_spec
 
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
-except ImportError:
+    HAS_KUBERNETES = find_spec("kubernetes") is not None
+except (ImportError, ValueError):  # pragma: no cover - Python 3 has importlib.util; a broken entry in sys.modules
     HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+KUBERNETES_IMPORT_ERROR = None if HAS_KUBERNETES else "ImportError: No module named 'kubernetes'"
+_KUBERNETES = []  # (kubernetes.client, kubernetes.config, ConfigException), once imported
 
-    class ConfigException(Exception):
-        pass
+
+def kubernetes_package():
+    """``(kubernetes.client, kubernetes.config, ConfigException)``, imported on first use; AicrError when it cannot be."""
+    if not _KUBERNETES:
+        if not HAS_KUBERNETES:
+            raise AicrError("the Python package 'kubernetes' is required to talk to a cluster", exception=KUBERNETES_IMPORT_ERROR)
+        try:
+            from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
+            from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
+            from kubernetes.config.config_exception import ConfigException  # pylint: disable=import-outside-toplevel
+        except ImportError:
+            raise AicrError("the Python package 'kubernetes' is required to talk to a cluster", exception=traceback.format_exc())
+        _KUBERNETES[:] = [k8s_client, k8s_config, ConfigException]
+    return tuple(_KUBERNETES)
+
+
+def require_kubernetes(why, field=None):
+    """Raise ``AicrError("the Python package 'kubernetes' is required <why>")`` when it is not installed (nothing imported)."""
+    deps.require_present("kubernetes", HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, why, field=field)
+
 
 # Options every module that talks to a cluster accepts (see doc fragment aicr.runtime.kube).
 # ``kubeconfig`` is not no_log as a whole: Ansible would then mask every string of a kubeconfig dict (``v1``, ``Config``,
 # user, cluster and context names) wherever it appears in any output ("kind": "********Map"). Only its secrets
-# (:func:`kubeconfig_secrets`) are added to the module's no_log values, by ``_common.module.call_engine``.
+# (:func:`kubeconfig_secrets`) are added to the module's no_log values, by ``_entry.module.call_engine``.
 KUBE_ARG_SPEC = dict(
     kubeconfig=dict(type="raw", no_log=False),
     context=dict(type="str"),
@@ -83,11 +102,10 @@ class Connection(object):
         return self.configuration.host
 
     def api_client(self):
-        return k8s_client.ApiClient(self.configuration)
+        return kubernetes_package()[0].ApiClient(self.configuration)
 
     def client(self, **options):
         """The collection's :class:`~.client.KubeClient` for this cluster and identity."""
-        from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import KubeClient  # pylint: disable=import-outside-toplevel
         return KubeClient(self.api_client(), **options)
 
     def helm_kubeconfig(self, directory):
@@ -317,8 +335,7 @@ def resolve(kubeconfig=None, context=None, environ=None):
     """The :class:`Connection` for a kubeconfig (path, dict or None) and context (AWX's ``K8S_AUTH_*`` variables applied:
     :func:`from_k8s_auth`)."""
     kubeconfig, context = from_k8s_auth(kubeconfig, context, os.environ if environ is None else environ)
-    if not HAS_KUBERNETES:
-        raise AicrError("the Python package 'kubernetes' is required to talk to a cluster", exception=KUBERNETES_IMPORT_ERROR)
+    k8s_client, k8s_config, config_exception = kubernetes_package()
     configuration = k8s_client.Configuration()
     incluster, source = None, None
     try:
@@ -345,7 +362,7 @@ def resolve(kubeconfig=None, context=None, environ=None):
             k8s_config.load_incluster_config(client_configuration=configuration)
             incluster = {"server": configuration.host, "ca_file": os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
                          "token_file": os.path.join(SERVICE_ACCOUNT_DIR, "token")}
-    except ConfigException as exc:
+    except config_exception as exc:
         # The exception text can quote kubeconfig content; keep only its first line.
         reason = _first_line(exc) or exc.__class__.__name__
         raise AicrError("kubeconfig/context: cannot load cluster configuration (%s)" % reason, field="kubeconfig", context=context)

@@ -29,6 +29,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import bounde
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import criteria as crit
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import files as catalog_files
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
 
 RECIPE_METADATA_KIND = "RecipeMetadata"
 RECIPE_MIXIN_KIND = "RecipeMixin"
@@ -128,7 +129,6 @@ class Catalog(object):
             raise AicrError("catalog %s: registry.yaml not found; an AICR recipes/ directory needs its component registry" % self.source,
                             field="catalog", value=self.source)
         self._check_inheritance()
-        from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
         order.validate_dependencies(self.base["spec"].get("componentRefs") or [], where="%s spec.componentRefs" % self.base_path)
 
     def _load_registry(self, relpath, doc):

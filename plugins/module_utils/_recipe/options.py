@@ -4,9 +4,10 @@
 """The options that resolve a recipe, shared by ``recipe_resolve`` and ``gated_release``'s ``resolve``.
 
 Both modules must read and check criteria the same way (a survey answer ``"4"`` for ``nodes`` is a node count in
-both), so the argument spec lives here once, next to :func:`resolve_from_options`. ``criteria`` is ``raw``: Ansible's
-``dict`` type would turn a string into a mapping itself (``key=value`` or JSON) or refuse it in its own words, naming no
-field; :func:`check_inputs` refuses anything but a mapping, naming ``criteria``, and checks each key and value.
+both), so the argument spec lives here once (``_entry.recipe_resolve.resolve_from_options`` resolves from it).
+``criteria`` is ``raw``: Ansible's ``dict`` type would turn a string into a mapping itself (``key=value`` or JSON) or
+refuse it in its own words, naming no field; :func:`check_inputs` refuses anything but a mapping, naming ``criteria``,
+and checks each key and value.
 
 :func:`check_inputs` is the one validation pass over what the user gives a resolution (recipe_resolve, its lookup and
 gated_release's ``resolve``), before the catalog is read or unpacked: every problem of the criteria's keys and types,
@@ -20,6 +21,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, unknown_name_message
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as KEYS
+from ansible_collections.aicr.runtime.plugins.module_utils._common.component import override_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.merge import profile_problem
 
 RESOLVE_SPEC = dict(
     catalog=dict(type="path", required=True),
@@ -43,7 +47,6 @@ MAX_NODES = 100000
 def check_inputs(catalog, criteria=None, profile=None, skip_components=None, component_overrides=None, snapshot=None):
     """One validation pass over a resolution's inputs, before the catalog is read: raises ``AicrError`` listing every
     problem (``errors``), its ``msg`` the first one's line (the field, the value, what is allowed)."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe.merge import profile_problem  # pylint: disable=import-outside-toplevel
     problems = Problems("recipe")
     if not isinstance(catalog, str) or not catalog.strip():
         problems.add("catalog", "%r is not allowed; use the path of a recipes/ directory or of a .tar.gz of one" % (catalog,), value=catalog)
@@ -78,8 +81,6 @@ def check_inputs(catalog, criteria=None, profile=None, skip_components=None, com
 def override_problems_into(problems, overrides, names):
     """recipe_resolve's wording of every ``component.override_problems`` entry of ``overrides`` for a recipe of
     components ``names``, added to ``problems``; an override's ``namespace`` is a DNS-1123 label."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as KEYS  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._common.component import override_problems  # pylint: disable=import-outside-toplevel
     for kind, name, key, value in override_problems(overrides, names, KEYS):
         where = "component_overrides.%s" % name
         if kind == "not-a-mapping":
@@ -100,24 +101,3 @@ def override_problems_into(problems, overrides, names):
     for name, spec in (overrides or {}).items() if isinstance(overrides, dict) else ():
         if name in names and isinstance(spec, dict) and isinstance(spec.get("namespace"), str) and spec["namespace"]:
             problems.name("component_overrides.%s.namespace" % name, spec["namespace"])
-
-
-def resolve_from_options(options, cache_dir=None, check_mode=False):
-    """``resolve.resolve`` from validated RESOLVE_SPEC options; check mode reads the catalog cache but never writes it."""
-    # Imported here so that importing the argument spec does not import the engine.
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod  # pylint: disable=import-outside-toplevel
-
-    criteria = options.get("criteria")
-    if isinstance(criteria, dict):  # anything else is refused by check_inputs, naming criteria
-        criteria = dict((key, value) for key, value in criteria.items() if value is not None)
-    return resolve_mod.resolve(
-        options["catalog"],
-        criteria=criteria,
-        profile=options.get("profile"),
-        skip_components=options.get("skip_components") or [],
-        component_overrides=options.get("component_overrides") or {},
-        cache_dir=cache_dir,
-        persist_cache=options.get("use_cache", True),
-        write_cache=not check_mode,
-        snapshot=options.get("snapshot"),
-    )

@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Resolve a recipe: criteria -> AICR RecipeResult -> the managed components, in order.
 
-Over 400 lines: it is AICR's ``BuildRecipeResultWithProfile`` step by step, and the snapshot path (constraint
+Over 500 lines: it is AICR's ``BuildRecipeResultWithProfile`` step by step, and the snapshot path (constraint
 exclusion, mixin re-composition, the relaxation retry) re-runs those same steps; split up, one algorithm would be
 scattered over files that only make sense together.
 

@@ -26,7 +26,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import DONE
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import object_digest
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import CHANGED, UNRECORDED, object_owner, upgrade_refusal
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease, chart_source, read_release
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import DeployedRelease, read_release
 
 
 def manifest_docs(manifest):

@@ -19,19 +19,13 @@ __metaclass__ = type
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source
+from ansible_collections.aicr.runtime.plugins.module_utils._release import gate
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import release_owner
 
 DONE = "done"  # finished: Ready (and checked)
 WRITTEN = "written"  # written everything, adds no API types, becoming Ready
 WRITTEN_API = "written-api"  # written everything, adds API types: its dependents start at their gates
-
-
-def _gate():
-    """``_release.gate`` (sockets, the post-renderer), imported when a run installs something."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._release import gate  # pylint: disable=import-outside-toplevel
-
-    return gate
 
 
 class EarlyStart(object):
@@ -57,7 +51,7 @@ class EarlyStart(object):
         if not (self.opts.early_start and self.opts.state == "present" and not self.opts.check_mode
                 and getattr(raw_helm, "supports_early_start", False)):
             return
-        self._gates = _gate().GateServer(self.workdir, raw_helm.major)
+        self._gates = gate.GateServer(self.workdir, raw_helm.major)
         self._early_slots = threading.BoundedSemaphore(max(1, self.opts.concurrency))
         self._early_pool = ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, 4)), thread_name_prefix="aicr-early")
         # the roots too: their helms start while this run reads its inventory and surveys under the Lease
@@ -157,7 +151,7 @@ class EarlyStart(object):
                 path = self._chart_paths.get(name)
                 if path is None:
                     return None
-        traits = _gate().chart_traits(path)
+        traits = gate.chart_traits(path)
         with self._early_lock:
             self._chart_paths[name] = path
             self._chart_traits[name] = traits
@@ -216,7 +210,7 @@ class EarlyStart(object):
             return WRITTEN  # nothing new: what it serves is served already
         traits = self._traits_of(comp.name)
         try:
-            adds_api = _gate().provides_api(docs, traits)
+            adds_api = gate.provides_api(docs, traits)
         except Exception:  # pylint: disable=broad-except  # what cannot be read may add anything
             adds_api = True
         return WRITTEN_API if adds_api else WRITTEN

@@ -22,44 +22,45 @@ This module is the orchestration only; each step is a section of its own:
 serialised (one at a time, in order per component) and should return quickly; an exception
 raised by the callback is recorded in ``warnings`` and never affects the rollout.
 
-:func:`execute` is what the gated_release module calls: module parameters in, the result out.
+The gated_release module's parameters become :class:`Options` and a plan in ``_entry.gated_release_inputs``; the run
+from module parameters to the result (connection, helm, pre-flight, live status) is ``_entry.gated_release.execute``.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import shutil
 import tempfile
 import threading
 import time
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, jsoncache
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
-    PENDING, STACK_NAME_ALLOWED, STACK_NAMESPACE, check_stack_name, stack_name_problem,
+    PENDING, STACK_NAME_ALLOWED, stack_name_problem,
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
-from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, labelled, retry_window
-from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
+from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import rule_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import server_validates_fields
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import normalize_mirrors
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import labelled, retry_window
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
+from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import normalize_mirrors, server_validates_fields
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
-from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
+from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
 from ansible_collections.aicr.runtime.plugins.module_utils._release.valuescheck import ValuesCheck
 
-LIVE_STATUS_INTERVAL = 0.5  # seconds between two live status writes (transitions in between are coalesced)
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
 MAX_CONCURRENCY = 64
 MAX_POLL_INTERVAL = 60  # seconds
@@ -331,13 +332,11 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
         return outcomes
 
 
-__all__ = ["GatedRelease", "Options", "execute", "validate_values"]
+__all__ = ["GatedRelease", "Options", "validate_values"]
 
 
 def validate_values(plan, schemas):
     """Validate each component's values against a JSON Schema (``{component: schema}``)."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import rule_problems  # pylint: disable=import-outside-toplevel
-
     if not schemas:
         return
     problems = []
@@ -349,206 +348,3 @@ def validate_values(plan, schemas):
     if problems:
         raise AicrError("values: %d value(s) do not match the component schemas; first: %s" % (len(problems), problems[0]),
                         field="values", problems=problems[:50])
-
-
-def under_resolve(error):
-    """The recipe engine's error with its field named as this module takes it (``criteria.os`` -> ``resolve.criteria.os``)."""
-    field = error.details.get("field")
-    if not field:
-        return error
-    msg = "resolve." + error.msg if error.msg.startswith(field + ":") else error.msg
-    return AicrError(msg, **dict(error.details, field="resolve." + field))
-
-
-def repository_url_secrets(params):
-    """The userinfo of repository URLs given in ``recipe``, ``component_overrides`` or ``repository_mirrors`` (refused
-    later, ``_release.repositories.refuse_userinfo``), hidden meanwhile."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.repositories import url_secrets  # pylint: disable=import-outside-toplevel
-    urls = []
-    recipe = params.get("recipe")
-    components = recipe.get("components") if isinstance(recipe, dict) else recipe
-    for item in list(components if isinstance(components, list) else []) + list((params.get("component_overrides") or {}).values()):
-        if isinstance(item, dict):
-            urls += [item.get("repository"), item.get("source")]
-    for upstream, target in (params.get("repository_mirrors") or {}).items():
-        urls += [upstream, target.get("url") if isinstance(target, dict) else target]
-    return url_secrets(urls)
-
-
-def secret_params(params):
-    """The strings under sensitive paths (``sensitive_values``) of the values given in the parameters — each component's
-    ``values`` in ``recipe`` and in ``component_overrides`` —, for the module's no_log values: the ``invocation`` Ansible
-    returns (shown with ``-v``) then never has them."""
-    sensitive = Sensitive(params.get("sensitive_values"))
-    found = set()
-    recipe = params.get("recipe")
-    components = recipe.get("components") if isinstance(recipe, dict) else recipe
-    for comp in components if isinstance(components, list) else []:
-        if isinstance(comp, dict):
-            sensitive.secret_strings(comp.get("values"), found=found)
-    override_secrets(sensitive, params.get("component_overrides"), found)
-    # resolve.component_overrides' values are merged into the recipe here: theirs are as secret (issue 35)
-    override_secrets(sensitive, (params.get("resolve") or {}).get("component_overrides"), found)
-    found.update(repository_url_secrets(params))
-    return found
-
-
-def resolved_summary(resolution):
-    """The part of a ``recipe.resolve`` result gated_release returns as ``resolved`` (not the components' values)."""
-    recipe = resolution["recipe"]
-    summary = {
-        "recipe_name": resolution["recipe_name"],
-        "catalog_digest": resolution["catalog_digest"],
-        "catalog_root": resolution["catalog_root"],
-        "criteria": recipe.get("criteria") or {},
-        "applied_overlays": list((recipe.get("metadata") or {}).get("appliedOverlays") or []),
-        "deployment_order": list(recipe.get("deploymentOrder") or []),
-    }
-    metadata = recipe.get("metadata") or {}
-    # resolved against a snapshot: what AICR's constraint evaluation left out, and why
-    if metadata.get("excludedOverlays"):
-        summary["excluded_overlays"] = list(metadata["excludedOverlays"])
-    if metadata.get("constraintWarnings"):
-        summary["constraint_warnings"] = list(metadata["constraintWarnings"])
-    return summary
-
-
-def options_from(params, recipe, check_mode, diff, problems=None, local=True):
-    """The engine's :class:`Options` from the module parameters, the pre-flight mode checked too; with ``problems``
-    (``_common.checks.Problems``) every problem is added to it (the caller raises), else they are raised here.
-    ``local=False`` leaves out what only the host that runs the module can check (its cache directory)."""
-    own = problems if problems is not None else Problems("gated_release")
-    recipe_name = params.get("recipe_name") or (recipe.get("recipe_name") if isinstance(recipe, dict) else "") or ""
-    stack = params.get("stack") or recipe_name or "default"
-    cache_dir = None
-    try:
-        if problems is None or not params.get("stack"):  # a given stack was checked with status_stack (check_stack_options)
-            check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
-        cache_dir = _private_cache_dir(params) if local and params.get("render_cache", True) else None
-    except AicrError as exc:
-        own.extend(exc)
-    options = Options(
-        problems=own,
-        stack=stack, state=params.get("state"), concurrency=params.get("concurrency"),
-        timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
-        prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
-        atomic=params.get("atomic"), clear_pending=params.get("clear_pending"), adopt=params.get("adopt"), sensitive_values=params.get("sensitive_values"),
-        lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
-        holder_message=params.get("holder_message"), recipe_name=recipe_name, cache_dir=cache_dir,
-        validate_chart_schema=params.get("validate_values", True), early_start=params.get("early_start", True),
-        health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
-        health_check_skip=params.get("health_check_skip"),
-    )
-    own.choice("preflight", params.get("preflight"), preflight.MODES, default="auto")
-    if problems is None:
-        own.raise_if_any()
-    return options
-
-
-def _write_gates(client, params, result):
-    """The gate conditions of a run that stopped before its live status started (a failed pre-flight); a warning or None."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import StatusWriter  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._stack.store import make_store  # pylint: disable=import-outside-toplevel
-
-    try:
-        writer = StatusWriter(make_store(client, params.get("status_backend") or "crd", params.get("status_namespace") or STACK_NAMESPACE,
-                                         "status_namespace"),
-                              params["status_stack"])
-    except AicrError as exc:
-        return "status_stack: %s" % exc.msg
-    return _status().write_gates(writer, result)
-
-
-def _status():
-    """``_stack.status``, imported when a stack's status is written (``status_stack``): a run without one does not load it."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._stack import status  # pylint: disable=import-outside-toplevel
-
-    return status
-
-
-def _private_cache_dir(params):
-    """The render and helm-version cache: the catalog's rule (a directory only this user can write) - a given
-    ``cache_dir`` (or ``$AICR_RUNTIME_CACHE_DIR``) that is not is refused, the built-in default is then not used."""
-    path, given = jsoncache.chosen_cache_dir(params.get("cache_dir"))
-    return jsoncache.checked_cache_dir(path, given=given)
-
-
-def execute(params, check_mode=False, diff=False, cluster=None, helm=None, status_client=None):
-    """Run gated_release from module parameters; returns the result dict (``failed_message`` when it failed).
-
-    ``cluster``/``helm`` are injected by tests; otherwise built from kubeconfig/context/helm_binary.
-    With ``status_stack`` (and not in check mode) every component transition is written to that stack's status
-    (``_stack.live.LiveStatus``, through ``status_client`` or a client from kubeconfig/context); the result then has ``live_status``.
-    """
-    # Imported here so unit tests of the engine do not need the kubernetes package.
-    from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection as kube  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._release import inputs  # pylint: disable=import-outside-toplevel
-
-    # one validation pass: every parameter checked, every problem listed, before the cluster is reached
-    given = inputs.checked(params, check_mode=check_mode, diff=diff)
-    recipe, resolved, plan, options, checks = given.recipe, given.resolved, given.plan, given.options, given.checks
-    snapshot = params.get("snapshot")
-    if snapshot is None and params.get("resolve"):
-        snapshot = params["resolve"].get("snapshot")
-    tmp = tempfile.mkdtemp(prefix="aicr-gated-")
-    try:
-        connection = None
-        if cluster is None or helm is None or (params.get("status_stack") and status_client is None):
-            # one resolution: the Python client and helm reach the same cluster as the same identity
-            connection = kube.resolve(params.get("kubeconfig"), params.get("context"))
-        if cluster is None:
-            # overall_timeout bounds every request of the run, connection included (a server that never answers too)
-            cluster = connection.client(deadline=Deadline(options.overall_timeout, labelled("overall_timeout", options.overall_timeout)))
-        # the readiness pre-flight: before the helm probe, the Lease or any other request that could change something
-        checked = preflight.run(params.get("preflight") or "auto", recipe, snapshot, cluster)
-        if checked is not None and not checked["passed"]:
-            failed = {"changed": False, "components": [], "waves": [], "actions": [], "foreign_claims": [], "preflight": checked,
-                      "failed_message": preflight.failure_message(checked)}
-            if resolved is not None:
-                failed["resolved"] = resolved
-            if params.get("status_stack") and not check_mode:
-                warning = _write_gates(status_client or connection.client(), params, failed)
-                if warning:
-                    failed["warnings"] = [warning]
-            return failed
-        if helm is None:
-            kubeconfig_path, context = connection.helm_kubeconfig(tmp)
-            helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=context,
-                              home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir,
-                              repository_credentials=params.get("repository_credentials"), credentials_dir=os.path.join(tmp, "helm-auth"))
-            # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
-            helm.start_version_probe()
-        live, live_warning = None, None
-        if params.get("status_stack") and not check_mode:
-            from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status  # pylint: disable=import-outside-toplevel
-
-            live, live_warning = live_status(status_client or connection.client(), params["status_stack"], params.get("status_backend") or "crd",
-                                             params.get("status_namespace") or STACK_NAMESPACE, interval=LIVE_STATUS_INTERVAL)
-        if live is None and live_warning is None:
-            result = GatedRelease(cluster, helm, plan, options, checks=checks).run()
-        else:
-            from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import run_with_live_status  # pylint: disable=import-outside-toplevel
-
-            def rollout(hook):
-                return GatedRelease(cluster, helm, plan, options, on_transition=hook, checks=checks).run()
-
-            result = run_with_live_status(live, live_warning, rollout)
-        result["helm_version"] = getattr(helm, "major", None)
-        if getattr(helm, "warnings", None):
-            result["warnings"] = list(result.get("warnings") or []) + list(helm.warnings)
-        retried = getattr(cluster, "retried", 0)  # KubeClient's count; the unit doubles have none
-        if isinstance(retried, int) and retried:
-            result["warnings"] = list(result.get("warnings") or []) + [
-                "the API server did not answer %d request(s) at first (no answer, 429 or 5xx): they were sent again" % retried]
-        if checked is not None:
-            result["preflight"] = checked
-        if live is not None:
-            warning = _status().write_gates(live.writer, result)
-            if warning:
-                result.setdefault("warnings", []).append(warning)
-        if resolved is not None:
-            result["resolved"] = resolved
-        return result
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

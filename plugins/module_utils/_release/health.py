@@ -27,6 +27,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import assertions
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
@@ -35,13 +36,6 @@ PASSED = "Passed"
 FAILED = "Failed"
 SKIPPED = "Skipped"
 NOT_RUN = "NotRun"
-
-
-def _assertions():
-    """``_common.assertions`` (and jmespath), imported when a recipe has checks: most components have none."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._common import assertions  # pylint: disable=import-outside-toplevel
-
-    return assertions
 
 
 def checks_of(recipe):
@@ -86,7 +80,7 @@ def parse_all(texts, plan_names, options):
     parsed = {}
     for name in plan_names:
         if name in texts and name not in options.skip:
-            parsed[name] = _assertions().parse_check(texts[name], name)
+            parsed[name] = assertions.parse_check(texts[name], name)
     return parsed
 
 
@@ -130,7 +124,7 @@ def run_check(cluster, check, namespace, deadline, poll_interval, clock, sleep):
         deadline = min(deadline, started + check.timeout)
     for operation in check.operations:
         while True:
-            passed, detail = _assertions().evaluate(operation, _candidates(cluster, operation, namespace))
+            passed, detail = assertions.evaluate(operation, _candidates(cluster, operation, namespace))
             if passed:
                 break
             if clock() >= deadline:
@@ -157,4 +151,4 @@ class HealthCheckFailed(AicrError):
 
 def with_timeout(check, timeout):
     """``check`` with another assert timeout (None: only the caller's deadline bounds it), for ``health_check_timeout``."""
-    return _assertions().Check(check.name, check.component, check.operations, timeout, check.no_op, check.steps)
+    return assertions.Check(check.name, check.component, check.operations, timeout, check.no_op, check.steps)

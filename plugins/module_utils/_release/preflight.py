@@ -22,6 +22,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import aicrerrors, facts
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import constraints as constraints_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 
 MODES = ("auto", "live", "never")
 
@@ -35,8 +38,6 @@ def constraints_of(recipe):
 
 def live_snapshot(cluster):
     """The cluster's facts as a Snapshot, read through the API (``cluster_facts``' reading: version and nodes)."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import facts  # pylint: disable=import-outside-toplevel
-
     try:
         version = cluster.get_path("/version") or {}
         snap, _chosen, _conflicts = facts.build_snapshot(version, cluster.list("v1", "Node"))
@@ -52,12 +53,12 @@ def evaluate(constraints, snap, source):
     """The pre-flight result: ``{passed, source, constraints: [...], failed: [...], skipped: [...]}`` (nothing raised)."""
     entries = []
     for constraint in constraints:
-        result = _recipe_module("constraints").evaluate(constraint, snap)
+        result = constraints_mod.evaluate(constraint, snap)
         entry = {"name": constraint.get("name") or "", "expected": str(constraint.get("value") or ""), "actual": result.actual}
-        if result.error_code == _recipe_module("constraints").NOT_FOUND:
-            entry.update(outcome="skipped", message=_recipe_module("aicrerrors").message(result.error))
+        if result.error_code == constraints_mod.NOT_FOUND:
+            entry.update(outcome="skipped", message=aicrerrors.message(result.error))
         elif result.error:
-            entry.update(outcome="error", message=_recipe_module("aicrerrors").message(result.error))
+            entry.update(outcome="error", message=aicrerrors.message(result.error))
         elif result.passed:
             entry.update(outcome="passed", message="")
         else:
@@ -68,13 +69,6 @@ def evaluate(constraints, snap, source):
             "failed": [e["name"] for e in failing], "skipped": [e["name"] for e in entries if e["outcome"] == "skipped"]}
 
 
-def _recipe_module(name):
-    """``_recipe.constraints``, ``_recipe.snapshot`` or ``_recipe.aicrerrors``, imported when a pre-flight runs (most runs have none)."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._recipe import aicrerrors, constraints, snapshot  # pylint: disable=import-outside-toplevel
-
-    return {"constraints": constraints, "snapshot": snapshot, "aicrerrors": aicrerrors}[name]
-
-
 def run(mode, recipe, snapshot=None, cluster=None):
     """The pre-flight of ``recipe`` (a recipe_resolve result) or None when it does not run; raises AicrError for a bad option."""
     if mode not in MODES:
@@ -83,7 +77,7 @@ def run(mode, recipe, snapshot=None, cluster=None):
         return None
     constraints = constraints_of(recipe)
     if snapshot is not None:
-        snap, source = _recipe_module("snapshot").load(snapshot), "snapshot"
+        snap, source = snapshot_mod.load(snapshot), "snapshot"
     else:
         snap, source = live_snapshot(cluster), "cluster"
     return evaluate(constraints, snap, source)

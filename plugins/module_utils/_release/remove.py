@@ -16,7 +16,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import REMOVED, STACK_LABEL, UNCHANGED, label_value
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import read_release
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import read_release
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
     OURS, RELEASED, labels_of, listed, object_refusal, release_standing,
 )

@@ -22,7 +22,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_source, read_release, read_releases, stack_releases
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import read_release, read_releases, stack_releases
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
     CHANGED, OTHER, OURS, UNRECORDED, listed, release_standing, upgrade_refusal,
 )

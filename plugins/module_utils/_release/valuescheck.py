@@ -11,7 +11,7 @@ and the chart's default values merged with the component's values are validated 
 schema that cannot be applied or a value that violates it refuses the whole rollout: nothing is installed, every
 refused component says why, and check mode shows the same refusal (the plan is not clean). A rollout therefore either
 starts with every chart's values valid or does not start; the schemas given in ``values_schemas`` were checked even
-earlier, with the parameters (``_release.inputs``).
+earlier, with the parameters (``_entry.gated_release_inputs``).
 
 A release whose digest (chart, repository, version, values) is what is deployed is not checked again: it is not
 installed. Charts without a ``values.schema.json`` are not checked here; a schema inferred from their ``values.yaml``
@@ -36,7 +36,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import chart_schema_and_defaults, chart_source
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import chart_schema_and_defaults
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
 
 
 class ValuesCheck(object):

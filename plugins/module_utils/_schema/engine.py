@@ -22,6 +22,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import bounde
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, describe
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat, crd as crd_mod, infer, jsonschema, nodes, refs, safety, sources
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import structural, validate, wellknown
@@ -219,11 +221,9 @@ def load_crd(value, field, kubeconfig=None, context=None):
 
 def read_live_crd(name, kubeconfig=None, context=None):
     """The live CRD ``name`` (None when the cluster has none), through the collection's client."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._schema.publish import BASE_PATH  # pylint: disable=import-outside-toplevel
-    deps.require("kubernetes", "to read a live CRD")
+    connection.require_kubernetes("to read a live CRD")
     try:
-        return client_for(kubeconfig, context).get_path("%s/%s" % (BASE_PATH, name))
+        return connection.client_for(kubeconfig, context).get_path(kube_crd.path(name))
     except ClusterError as exc:
         if not exc.status:
             raise AicrError("old_crd: cannot reach the cluster to read CRD %s (%s)" % (name, describe(exc)), field="old_crd", value=name)

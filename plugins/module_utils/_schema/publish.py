@@ -20,8 +20,8 @@ is gone - only a CRD this collection manages: the field manager ``aicr-runtime``
 chart's, one applied by hand) is refused naming its field managers and label, unless ``adopt``; the delete carries the
 read object's uid and resourceVersion as preconditions, so a CRD replaced or relabelled meanwhile is never the one deleted.
 A CRD published with ``state: present`` gets the managed-by label when its definition has none, so that it can be removed
-again. Readiness uses the kstatus rule for CRDs (``_kube.readiness``); requests go through the collection's
-client (``_kube.client``: retries on 429/5xx for reads and applies).
+again. Reading, applying and waiting are ``_kube.crd``'s (the kstatus rule for CRDs, names accepted); requests go through
+the collection's client (``_kube.client``: retries on 429/5xx for reads and applies).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -36,15 +36,15 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import bounde
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness, wait
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection, readiness
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.crd import (
+    API_VERSION, KIND, apply, assess, conditions_of, describe, path, read_live, wait_established, wait_gone,
+)
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import comparable
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import compat
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod
 
-API_VERSION = "apiextensions.k8s.io/v1"
-KIND = "CustomResourceDefinition"
-BASE_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 STATES = ("present", "absent")
 
 DEFAULTS = dict(
@@ -154,103 +154,6 @@ def check_definition(crd):
     return body
 
 
-def _path(name):
-    return "%s/%s" % (BASE_PATH, name)
-
-
-def _describe(exc):
-    return "HTTP %s: %s" % (exc.status, exc.msg.split(": ", 1)[-1]) if exc.status else exc.msg
-
-
-def read_live(cluster, name):
-    """The live CRD, or None."""
-    try:
-        return cluster.request("GET", _path(name))
-    except ClusterError as exc:
-        if exc.status == 404:
-            return None
-        raise AicrError("definition: cannot read CRD %s from the cluster (%s)" % (name, _describe(exc)), field="definition", name=name, status=exc.status)
-
-
-def apply(cluster, crd, dry_run=False, force=False):
-    """Server-side apply (field manager aicr-runtime); returns the object the server answers."""
-    name = crd["metadata"]["name"]
-    query = {"fieldManager": FIELD_MANAGER}
-    if force:
-        query["force"] = "true"
-    if dry_run:
-        query["dryRun"] = "All"
-    try:
-        return cluster.request("PATCH", _path(name), query=query, body=crd, content_type="application/apply-patch+yaml")
-    except ClusterError as exc:
-        what = "server-side dry-run apply" if dry_run else "server-side apply"
-        if exc.status == 409:
-            raise AicrError("definition: %s of CRD %s conflicts with fields owned by other managers (%s); allowed: force_conflicts: true to take them over"
-                            % (what, name, _describe(exc)), field="definition", name=name, status=409)
-        raise AicrError("definition: the cluster refused the %s of CRD %s (%s)" % (what, name, _describe(exc)), field="definition", name=name,
-                        status=exc.status)
-
-
-def names_accepted(obj):
-    """True when the accepted names are the names of the spec (an update of the names has been accepted)."""
-    wanted = (obj.get("spec") or {}).get("names") or {}
-    accepted = (obj.get("status") or {}).get("acceptedNames") or {}
-    return all(accepted.get(key) == wanted.get(key) for key in ("plural", "kind") if wanted.get(key))
-
-
-def conditions_of(obj):
-    """``{type: {status, reason, message}}`` of a CRD's conditions."""
-    found = {}
-    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if isinstance(cond, dict) and cond.get("type"):
-            found[cond["type"]] = dict((k, cond.get(k)) for k in ("status", "reason", "message"))
-    return found
-
-
-def assess(obj):
-    """(state, reason) of a live CRD: readiness.READY / PENDING / FAILED."""
-    state, reason = readiness.assess(obj)
-    if state == readiness.READY:
-        conds = conditions_of(obj)
-        if (conds.get("NamesAccepted") or {}).get("status") != "True":
-            return readiness.PENDING, "NamesAccepted not True yet"
-        if not names_accepted(obj):
-            return readiness.PENDING, "accepted names are not the applied names yet"
-    return state, reason
-
-
-def wait_established(cluster, name, timeout, sleep_seconds, sleep=time.sleep, clock=time.monotonic):
-    """Poll until the CRD is Established with its names accepted; return (live object, seconds waited)."""
-    started = clock()
-    last = {}
-
-    def established():
-        live = read_live(cluster, name)
-        state, reason = assess(live)
-        last.update(live=live, reason=reason)
-        if state == readiness.FAILED:
-            raise AicrError("definition: CRD %s is not usable: %s; allowed: names no other CRD of the group uses" % (name, reason),
-                            field="definition", name=name, conditions=conditions_of(live))
-        return live if state == readiness.READY else None
-
-    live = wait.until(established, started + timeout, sleep_seconds, clock=clock, sleep=sleep, on_timeout=lambda: AicrError(
-        "wait_timeout: CRD %s not Established after %ss (%s); allowed: a longer wait_timeout or a cluster that establishes it"
-        % (name, _seconds(timeout), last["reason"]), field="wait_timeout", name=name, conditions=conditions_of(last["live"])))
-    return live, round(clock() - started, 3)
-
-
-def wait_gone(cluster, name, timeout, sleep_seconds, sleep=time.sleep, clock=time.monotonic):
-    started = clock()
-    wait.until(lambda: read_live(cluster, name) is None, started + timeout, sleep_seconds, clock=clock, sleep=sleep, on_timeout=lambda: AicrError(
-        "wait_timeout: CRD %s still exists %ss after its deletion; allowed: a longer wait_timeout" % (name, _seconds(timeout)),
-        field="wait_timeout", name=name))
-    return round(clock() - started, 3)
-
-
-def _seconds(value):
-    return int(value) if float(value).is_integer() else value
-
-
 def public(obj):
     """The object without managedFields (what the module returns)."""
     if obj is None:
@@ -261,8 +164,7 @@ def public(obj):
 
 
 def make_cluster(params):
-    from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for  # pylint: disable=import-outside-toplevel
-    return client_for(params.get("kubeconfig"), params.get("context"))
+    return connection.client_for(params.get("kubeconfig"), params.get("context"))
 
 
 def refusal_message(name, findings):
@@ -318,13 +220,13 @@ def _absent(cluster, params, name, check_mode):
     if preconditions:
         body["preconditions"] = preconditions
     try:
-        cluster.request("DELETE", _path(name), body=body)
+        cluster.request("DELETE", path(name), body=body)
     except ClusterError as exc:
         if exc.status == 409:
-            raise AicrError("definition: CRD %s changed after it was read (%s); not deleted - re-run to decide on the current one" % (name, _describe(exc)),
+            raise AicrError("definition: CRD %s changed after it was read (%s); not deleted - re-run to decide on the current one" % (name, describe(exc)),
                             field="definition", name=name, status=409)
         if exc.status != 404:
-            raise AicrError("definition: the cluster refused to delete CRD %s (%s)" % (name, _describe(exc)), field="definition", name=name, status=exc.status)
+            raise AicrError("definition: the cluster refused to delete CRD %s (%s)" % (name, describe(exc)), field="definition", name=name, status=exc.status)
     if params["wait"]:
         result["waited"] = wait_gone(cluster, name, params["wait_timeout"], params["wait_sleep"])
     return result

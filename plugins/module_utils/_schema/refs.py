@@ -27,8 +27,13 @@ import os
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import k8sdefs_1_35, k8sdefs_1_36, k8sdefs_1_37
 
 K8S_VERSIONS = ("1.35", "1.36", "1.37")
+# Imported at the top, each by its name: a module's AnsiballZ payload carries the module_utils its import statements name
+# (a name computed for importlib would leave them out), and importing the three costs about 3 ms (their DATA is decoded
+# only for the minor asked for).
+_K8S_DEFINITIONS = {"1.35": k8sdefs_1_35, "1.36": k8sdefs_1_36, "1.37": k8sdefs_1_37}
 DEFAULT_K8S_VERSION = "1.37"
 K8S_ALIAS = "$k8s/"
 INT_OR_STRING_DEFS = ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", "io.k8s.apimachinery.pkg.api.resource.Quantity")
@@ -49,13 +54,7 @@ def k8s_definitions(version=None):
     """The pinned Kubernetes definitions (name → JSON Schema, refs ``#/$defs/<name>``) of a minor."""
     minor = normalise_k8s_version(version)
     if minor not in _CACHE:
-        # explicit imports: a module's AnsiballZ payload carries the module_utils it imports
-        if minor == "1.35":
-            from ansible_collections.aicr.runtime.plugins.module_utils._schema import k8sdefs_1_35 as data  # pylint: disable=import-outside-toplevel
-        elif minor == "1.36":
-            from ansible_collections.aicr.runtime.plugins.module_utils._schema import k8sdefs_1_36 as data  # pylint: disable=import-outside-toplevel
-        else:
-            from ansible_collections.aicr.runtime.plugins.module_utils._schema import k8sdefs_1_37 as data  # pylint: disable=import-outside-toplevel
+        data = _K8S_DEFINITIONS[minor]
         _CACHE[minor] = json.loads(gzip.decompress(base64.b64decode(data.DATA)).decode("utf-8"))["$defs"]
     return _CACHE[minor]
 

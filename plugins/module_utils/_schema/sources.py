@@ -22,7 +22,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import bounde
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import check_chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
-from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import infer, nodes
 
 try:
@@ -188,8 +189,6 @@ def pull(chart, version=None, repository=None, helm_binary="helm", insecure=Fals
     """``helm pull`` a chart from a repository (http or oci://) and load it, as gated_release pulls (``HelmRunner.pull``):
     with ``repository_credentials`` in files private to this call, helm's homes private too (nothing read from or left
     in the user's)."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner  # pylint: disable=import-outside-toplevel
-
     if str(chart).startswith("oci://"):  # a whole reference: its registry path and its chart name, each as gated_release's
         registry, _sep, name = str(chart).rpartition("/")
         check_chart_source(None, name, registry, version, where="chart")

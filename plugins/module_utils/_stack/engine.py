@@ -3,9 +3,9 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """What the stack_info and stack_status modules do, as plain functions over module parameters.
 
-Installing the ClusterStack CRD (``install_crd``) is crd_publish's engine (``_schema.publish``): server-side
-apply, compared by dry run, then waited for until Established with its names accepted (a CRD being deleted is
-waited for until it is gone, then created again; ``NamesAccepted=False`` fails).
+Installing the ClusterStack CRD (``install_crd``) is crd_publish's engine (``_schema.publish.publish_definition``, over
+``_kube.crd``): server-side apply, compared by dry run, then waited for until Established with its names accepted (a CRD
+being deleted is waited for until it is gone, then created again; ``NamesAccepted=False`` fails).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +19,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import STACK_NAMESPACE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import HIDDEN, Sensitive
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
@@ -154,7 +155,7 @@ def info(params, now=None):
     now = now or timeutil.utcnow()
     client = _client(params)
     backend = _store(client, params)
-    if backend.backend == "crd" and client.get_path(publish.BASE_PATH + "/" + store.CRD_NAME) is None:
+    if backend.backend == "crd" and client.get_path(kube_crd.path(store.CRD_NAME)) is None:
         return {"changed": False, "crd_installed": False, "stacks": [], "foreign_claims": [], "refused": []}
     stacks = backend.list()
     names = params.get("names") or []

@@ -29,7 +29,7 @@ import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import Revision
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import Revision
 
 READY_AFTER = "fake.aicr.io/ready-after-seconds"
 FAIL = "fake.aicr.io/fail"

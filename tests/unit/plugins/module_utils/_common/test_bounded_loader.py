@@ -15,7 +15,8 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import decode_release_secret
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import infer, sources
 
 from recipe_helpers import make_catalog
@@ -113,12 +114,12 @@ def test_a_gzip_bomb_release_secret_is_refused_naming_the_secret(monkeypatch):
     monkeypatch.setenv("AICR_RUNTIME_MAX_INPUT_BYTES", str(MIB))
     bomb = release_secret(b'{"manifest": "' + b"0" * (8 * MIB) + b'"}')
     with pytest.raises(AicrError) as exc:
-        helm.decode_release_secret(bomb)
+        decode_release_secret(bomb)
     assert exc.value.msg.startswith("helm release Secret apps/sh.helm.release.v1.web.v1: refused, it decompresses to more than 1048576 bytes: "
                                     "past the input bytes limit of 1 MiB")
     # a release within the limit still decodes, and one that is not helm's format is still "no release"
-    assert helm.decode_release_secret(release_secret(json.dumps({"name": "web", "version": 1}).encode()))["version"] == 1
-    assert helm.decode_release_secret({"data": {"release": base64.b64encode(b"H4sInotgzip").decode()}}) is None
+    assert decode_release_secret(release_secret(json.dumps({"name": "web", "version": 1}).encode()))["version"] == 1
+    assert decode_release_secret({"data": {"release": base64.b64encode(b"H4sInotgzip").decode()}}) is None
 
 
 def test_a_huge_chart_member_is_refused_by_every_chart_reader(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source, normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import sources
 
@@ -47,11 +47,11 @@ def test_real_chart_sources_are_accepted(chart, repository, version):
 
 def test_mirrors_and_values_schema_pulls_are_held_to_the_same_rule():
     with pytest.raises(AicrError) as error:
-        helm.normalize_mirrors({"https://up": "--insecure"})
+        normalize_mirrors({"https://up": "--insecure"})
     assert error.value.msg.startswith("repository_mirrors: the mirror of https://up: repository '--insecure' is not allowed; allowed: an https://")
     with pytest.raises(AicrError, match=r"^chart: chart '-x' is not allowed; allowed: a helm chart name"):
         sources.pull("-x", "1.0.0", "https://charts.example/repo", helm_binary="/nonexistent/helm")
     with pytest.raises(AicrError, match=r"^chart: chart 'C:1' is not allowed"):
         sources.pull("oci://ghcr.io/x/C:1", None, None, helm_binary="/nonexistent/helm")
     with pytest.raises(AicrError, match=r"^chart -x: chart '-x' is not allowed"):
-        helm.chart_source("-x", "https://charts.example/repo", {})
+        chart_source("-x", "https://charts.example/repo", {})

@@ -10,8 +10,9 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._common.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import children
 
 
 @pytest.fixture(autouse=True)
@@ -121,21 +122,21 @@ def test_a_helm_child_started_from_a_worker_thread_is_stopped(tmp_path):
     assert error.value.details["stopped"] == ["helm upgrade --install slow"]
     assert isinstance(outcome[0], cancel.Cancelled) and outcome[0].msg == "cancelled (SIGTERM): helm upgrade --install slow stopped"
     assert not os.path.exists("/proc/%d" % child) or open("/proc/%d/stat" % child).read().rsplit(")", 1)[1].split()[0] == "Z"
-    assert helm._children == {}  # pylint: disable=protected-access
+    assert children._children == {}  # pylint: disable=protected-access
 
 
 def test_a_helm_child_that_exited_before_sigterm_is_not_reported_stopped(tmp_path):
     """Between a helm child's exit and its worker collecting it, SIGTERM stops only what still runs: the finished child
     is its worker's to report (done), never "stopped" as well."""
-    finished = helm._start_child(["/bin/sh", "-c", "exit 0"], dict(os.environ), "helm upgrade --install slow")  # pylint: disable=protected-access
-    running = helm._start_child(["/bin/sh", "-c", "exec sleep 600"], dict(os.environ), "helm upgrade --install hooks")  # pylint: disable=protected-access
+    finished = children.start_child(["/bin/sh", "-c", "exit 0"], dict(os.environ), "helm upgrade --install slow")
+    running = children.start_child(["/bin/sh", "-c", "exec sleep 600"], dict(os.environ), "helm upgrade --install hooks")
     try:
-        wait_for(lambda: not helm._alive(finished), "the first child's exit")  # pylint: disable=protected-access
-        assert helm.stop_children(grace=10) == ["helm upgrade --install hooks"]
+        wait_for(lambda: not children.alive(finished), "the first child's exit")
+        assert children.stop_children(grace=10) == ["helm upgrade --install hooks"]
         assert finished.returncode is None, "the exited child is left to its worker to collect"
     finally:
         for proc in (finished, running):
-            helm._collect_child(proc, 30)  # pylint: disable=protected-access
+            children.collect_child(proc, 30)
     assert running.returncode == -signal.SIGTERM and finished.returncode == 0
 
 

@@ -17,7 +17,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import fabric_lease_name
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import records_name
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import lease_name
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import lease_name
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import engine as stack_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.store import configmap_name
 
@@ -123,19 +123,20 @@ def test_stack_info_refuses_a_bad_name_before_contacting_the_cluster(monkeypatch
 
 
 def test_gated_release_refuses_a_bad_stack_before_anything_else():
-    from ansible_collections.aicr.runtime.plugins.module_utils._release import engine as release_engine
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import options_from
 
     for params, field in (({"stack": "probe/f"}, "stack"), ({"stack": "ok", "status_stack": "probe f"}, "status_stack")):
         with pytest.raises(AicrError, match=r"^%s: %r is not a DNS-1123 label" % (field, params[field])):
-            release_engine.execute(dict(params, recipe={"components": []}), cluster=object(), helm=object())
+            execute(dict(params, recipe={"components": []}), cluster=object(), helm=object())
     # a stack named after the recipe obeys the same rule
     with pytest.raises(AicrError, match=r"^stack: 'H100.training' is not a DNS-1123 label"):
-        release_engine.options_from({}, {"recipe_name": "H100.training"}, False, False)
-    assert release_engine.options_from({}, {"recipe_name": "h100-eks-training"}, False, False).stack == "h100-eks-training"
+        options_from({}, {"recipe_name": "H100.training"}, False, False)
+    assert options_from({}, {"recipe_name": "h100-eks-training"}, False, False).stack == "h100-eks-training"
 
 
 def test_fabric_device_refuses_a_bad_stack_before_anything_else(monkeypatch):
-    from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric_run
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry import fabric_device as fabric_run
 
     monkeypatch.setattr(fabric_run, "_client", lambda _p: pytest.fail("the cluster was contacted"))
     monkeypatch.setattr(fabric_run, "build_backend", lambda *a, **k: pytest.fail("the fabric was contacted"))
@@ -147,7 +148,7 @@ def test_fabric_device_refuses_a_bad_stack_before_anything_else(monkeypatch):
 def test_absent_of_stack_probe_slash_f_leaves_the_release_of_stack_probe_f_alone(fakes):
     """The reproduced bug: ``state: absent`` of stack ``probe/f`` uninstalled the release of stack ``probe f`` (both were
     ``aicr.io/stack=probe-f``). Now ``probe/f`` is refused before anything is read, and the release stays."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
     from release_helpers import comp, make_charts  # pylint: disable=import-error
 
     cluster = fakes.FakeCluster()

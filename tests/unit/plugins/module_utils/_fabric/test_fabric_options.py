@@ -5,7 +5,7 @@ with ``unexpected ValueError`` after the token request was sent)."""
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric import run as fabric_run
+from ansible_collections.aicr.runtime.plugins.module_utils._entry import fabric_device as fabric_run
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.options import check_options
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 from ansible_collections.aicr.runtime.plugins.modules.fabric_device import argument_spec

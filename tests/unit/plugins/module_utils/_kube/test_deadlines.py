@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import Deadline, bookkeeping, labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import resolve
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, transient
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import StackLease
 
 HANG = pytest.mark.timeout(60)
 

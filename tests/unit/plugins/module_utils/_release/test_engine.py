@@ -7,7 +7,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.readiness import READY, assess
 from release_helpers import comp, engine, make_charts, write

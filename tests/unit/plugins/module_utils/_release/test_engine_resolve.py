@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import resolve_from_options
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
 from recipe_helpers import snapshot
 
 EXAMPLE_CATALOG = str(Path(__file__).resolve().parents[5] / "examples" / "catalog")
@@ -105,7 +105,7 @@ def test_a_recipe_with_hidden_values_is_refused_before_anything_runs(fakes):
 
 
 def test_resolve_component_overrides_secrets_are_no_log_values():
-    from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import secret_params
+    from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import secret_params
     params = {"resolve": resolve_options(component_overrides={"example-jobs": {"values": {"db": {"password": "pw-123456"}}}}),
               "component_overrides": {}, "sensitive_values": None}
     assert "pw-123456" in secret_params(params)

@@ -17,7 +17,7 @@ import pytest
 
 from aicr_lab.controlplane import stages
 
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 

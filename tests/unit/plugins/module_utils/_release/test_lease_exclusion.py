@@ -11,7 +11,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import timeut
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import Guarded, StackLease, default_identity, lease_name
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import Guarded, StackLease, default_identity, lease_name
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
 from doubles import wait_for  # pylint: disable=import-error

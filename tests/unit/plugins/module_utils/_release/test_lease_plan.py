@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import validate_values
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import MESSAGE_ANNOTATION, StackLease, lease_name
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MESSAGE_ANNOTATION, StackLease, lease_name
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, request_target
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import StackLease
 
 from release_helpers import comp, engine, make_charts
 

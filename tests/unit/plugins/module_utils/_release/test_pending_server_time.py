@@ -8,7 +8,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import DeployedRelease
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import DeployedRelease
 
 
 class Cluster:

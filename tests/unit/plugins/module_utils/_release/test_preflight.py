@@ -5,7 +5,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._release import preflight
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
 from recipe_helpers import snapshot
 
 CONSTRAINTS = [{"name": "K8s.server.version", "value": ">= 1.32.4"}, {"name": "OS.release.ID", "value": "ubuntu"},

@@ -7,7 +7,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject
-from ansible_collections.aicr.runtime.plugins.module_utils._release.helm import HelmRunner
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import chart_version, render_manifests
 
 REPO = Path(__file__).resolve().parents[5]

@@ -10,7 +10,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import lease_name
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import lease_name
 
 from release_helpers import comp, engine, make_charts
 

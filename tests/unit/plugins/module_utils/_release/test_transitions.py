@@ -5,7 +5,8 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options, execute
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import run_dag
 

@@ -12,6 +12,7 @@ import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine, publish
 
 BASE_VALUES = "# -- Replicas.\nreplicaCount: 1\nimage:\n  # -- Image tag.\n  tag: v1\nlogLevel: 2\n"
@@ -24,7 +25,7 @@ def domain(kube):
     ``<plural>.<chart>.bundles.<domain>``; every CRD under it is deleted after the test (and waited for)."""
     name = "t%s.aicr.io" % uuid.uuid4().hex[:8]
     yield name
-    path = publish.BASE_PATH
+    path = kube_crd.BASE_PATH
     mine = [c["metadata"]["name"] for c in kube.rest.get(path)["items"] if c["metadata"]["name"].endswith("." + name)]
     for crd_name in mine:
         kube.rest.delete("%s/%s" % (path, crd_name))
@@ -115,7 +116,7 @@ def test_create_then_rerun_makes_no_write(kube, domain, tmp_path):
     patches = [e for e in kube.audit(since=mark, verb="patch", user=kube.user(PUBLISHER)) if "dryRun" not in (e.get("query") or "")]
     assert len(patches) == 1 and "fieldManager=aicr-runtime" in patches[0]["query"] and patches[0]["code"] in (200, 201)
     # a server-side apply (the audit log has no content type): the API server recorded an Apply by aicr-runtime
-    managed = kube.rest.get("%s/%s" % (publish.BASE_PATH, name))["metadata"]["managedFields"]
+    managed = kube.rest.get("%s/%s" % (kube_crd.BASE_PATH, name))["metadata"]["managedFields"]
     assert [(m["manager"], m["operation"]) for m in managed if m["manager"] == "aicr-runtime"] == [("aicr-runtime", "Apply")]
 
     mark = kube.audit_mark()
@@ -133,7 +134,7 @@ def test_check_mode_creates_nothing(kube, domain, cluster, tmp_path):
     assert result["changed"] is True and result["action"] == "create" and result["established"] is False
     assert result["diff"]["after"]["spec"]["names"]["plural"] == "pubchecks" and "waited" not in result
     assert writes(kube, mark) == []
-    assert publish.read_live(cluster, crd["metadata"]["name"]) is None
+    assert kube_crd.read_live(cluster, crd["metadata"]["name"]) is None
 
 
 def test_compatible_update_applies_and_diff_shows_it(kube, domain, cluster, tmp_path):
@@ -148,7 +149,7 @@ def test_compatible_update_applies_and_diff_shows_it(kube, domain, cluster, tmp_
     result = go(kube, newer)
     assert result["changed"] is True and result["action"] == "update" and result["breaking"] is False and result["established"] is True
     assert [verb for verb, _path in writes(kube, mark)] == ["patch"]
-    live = publish.read_live(cluster, crd["metadata"]["name"])
+    live = kube_crd.read_live(cluster, crd["metadata"]["name"])
     assert "extraArgs" in values_schema(live)["properties"]
     assert go(kube, newer)["changed"] is False
 
@@ -172,12 +173,12 @@ def test_breaking_change_refused_then_allowed(kube, domain, cluster, admin, tmp_
     assert {(f["rule"], f["path"]) for f in details["findings"] if f["severity"] == "error"} == {
         ("existingFieldRemoval", "^.spec.values.logLevel"), ("type", "^.spec.values.logLevel"), ("type", "^.spec.values.replicaCount")}
     assert _mutations(kube, mark) == []
-    assert "logLevel" in values_schema(publish.read_live(cluster, crd["metadata"]["name"]))["properties"]
+    assert "logLevel" in values_schema(kube_crd.read_live(cluster, crd["metadata"]["name"]))["properties"]
 
     result = go(kube, broken, allow_breaking=True)
     assert result["changed"] is True and result["action"] == "update" and result["breaking"] is True
     assert result["actions"] == ["update CRD pubbreaks.pubbreak.bundles.%s by server-side apply (3 breaking change(s) allowed)" % domain]
-    live = publish.read_live(cluster, crd["metadata"]["name"])
+    live = kube_crd.read_live(cluster, crd["metadata"]["name"])
     assert values_schema(live)["properties"]["replicaCount"]["type"] == "string"
     created = eventually(lambda: admin.request("POST", cr_path(crd, ns), body=custom_resource(crd, "new", {"replicaCount": "two", "image": {"tag": "v2"}}, ns)))
     assert created["spec"]["values"] == {"replicaCount": "two", "image": {"tag": "v2"}}
@@ -214,7 +215,7 @@ def test_names_not_accepted_fails_at_once(kube, domain, tmp_path):
 
 def test_conflicts_with_another_manager(kube, domain, tmp_path):
     crd = crd_of(tmp_path, "pubowned", BASE_VALUES, domain)
-    kube.rest.create(publish.BASE_PATH, crd)  # created by another manager (the lab's admin; an Update, not an apply)
+    kube.rest.create(kube_crd.BASE_PATH, crd)  # created by another manager (the lab's admin; an Update, not an apply)
     changed = json.loads(json.dumps(crd))
     values_schema(changed)["properties"]["logLevel"]["description"] = "Verbosity."
     with pytest.raises(AicrError) as caught:
@@ -235,7 +236,7 @@ def test_absent_deletes_and_waits(kube, domain, cluster, admin, tmp_path):
     assert check["changed"] is True and check["action"] == "delete" and writes(kube, mark) == []
     result = go(kube, crd, state="absent")
     assert result["changed"] is True and result["action"] == "delete" and "waited" in result
-    assert publish.read_live(cluster, crd["metadata"]["name"]) is None
+    assert kube_crd.read_live(cluster, crd["metadata"]["name"]) is None
     assert kube.get(cr_path(crd, ns, "one")) is None, "the API server removed the custom resources with their CRD"
     again = go(kube, crd, state="absent")
     assert again["changed"] is False and again["action"] == "absent"
@@ -251,9 +252,9 @@ def test_a_crd_being_deleted_is_waited_for_then_created_again(kube, domain, clie
     held = custom_resource(crd, "held", {"replicaCount": 2}, ns)
     held["metadata"]["finalizers"] = ["example.aicr.io/hold"]
     eventually(lambda: admin.request("POST", cr_path(crd, ns), body=held))
-    kube.rest.delete("%s/%s" % (publish.BASE_PATH, name))
+    kube.rest.delete("%s/%s" % (kube_crd.BASE_PATH, name))
     deadline = time.monotonic() + 30
-    while not (kube.get("%s/%s" % (publish.BASE_PATH, name)) or {}).get("metadata", {}).get("deletionTimestamp"):
+    while not (kube.get("%s/%s" % (kube_crd.BASE_PATH, name)) or {}).get("metadata", {}).get("deletionTimestamp"):
         assert time.monotonic() < deadline, "the CRD never started terminating"
         time.sleep(0.05)
 
@@ -289,7 +290,7 @@ def test_a_crd_being_deleted_is_waited_for_then_created_again(kube, domain, clie
     worker.join(90)
     result = outcome["result"]
     assert result["action"] == "create" and result["changed"] is True and result["established"] is True
-    live = kube.get("%s/%s" % (publish.BASE_PATH, name))
+    live = kube.get("%s/%s" % (kube_crd.BASE_PATH, name))
     assert live is not None and not live["metadata"].get("deletionTimestamp")
 
 
@@ -314,7 +315,7 @@ class NeverEstablished(object):
 
 def test_wait_timeout_names_the_crd():
     cluster = NeverEstablished()
-    crd = {"apiVersion": publish.API_VERSION, "kind": publish.KIND, "metadata": {"name": "things.x.io"},
+    crd = {"apiVersion": kube_crd.API_VERSION, "kind": kube_crd.KIND, "metadata": {"name": "things.x.io"},
            "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": []}}
     now = [0.0]
     sleeps = []
@@ -334,19 +335,19 @@ def test_wait_timeout_names_the_crd():
 
 
 def test_assess_requires_accepted_names():
-    obj = {"apiVersion": publish.API_VERSION, "kind": publish.KIND, "metadata": {"name": "things.x.io"},
+    obj = {"apiVersion": kube_crd.API_VERSION, "kind": kube_crd.KIND, "metadata": {"name": "things.x.io"},
            "spec": {"names": {"plural": "things", "kind": "Thing"}},
            "status": {"conditions": [{"type": "Established", "status": "True"}, {"type": "NamesAccepted", "status": "True"}],
                       "acceptedNames": {"plural": "things", "kind": "OldThing"}}}
-    assert publish.assess(obj) == ("Pending", "accepted names are not the applied names yet")
+    assert kube_crd.assess(obj) == ("Pending", "accepted names are not the applied names yet")
     obj["status"]["acceptedNames"]["kind"] = "Thing"
-    assert publish.assess(obj)[0] == "Ready"
+    assert kube_crd.assess(obj)[0] == "Ready"
     obj["status"]["conditions"][1]["status"] = "False"
-    assert publish.assess(obj)[0] == "Failed"
+    assert kube_crd.assess(obj)[0] == "Failed"
 
 
 def test_load_definition_forms(tmp_path):
-    crd = {"apiVersion": publish.API_VERSION, "kind": publish.KIND, "metadata": {"name": "things.x.io", "resourceVersion": "7", "uid": "u"},
+    crd = {"apiVersion": kube_crd.API_VERSION, "kind": kube_crd.KIND, "metadata": {"name": "things.x.io", "resourceVersion": "7", "uid": "u"},
            "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}}, "status": {"conditions": []}}
     loaded = publish.load_definition(definition=crd)
     assert loaded["metadata"] == {"name": "things.x.io"} and "status" not in loaded and crd["metadata"]["uid"] == "u"
@@ -417,7 +418,7 @@ class LiveCRD:
     """One live CRD with the given field managers and labels; records DELETEs (and their body) and then reads as gone."""
 
     def __init__(self, managers, labels):
-        self.live = {"apiVersion": publish.API_VERSION, "kind": publish.KIND,
+        self.live = {"apiVersion": kube_crd.API_VERSION, "kind": kube_crd.KIND,
                      "metadata": {"name": "things.x.io", "uid": "u-1", "resourceVersion": "42", "labels": labels,
                                   "managedFields": [{"manager": m, "operation": "Apply", "fieldsV1": {}} for m in managers]},
                      "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": []}}
@@ -435,7 +436,7 @@ class LiveCRD:
         raise AssertionError("unexpected %s" % method)
 
 
-THINGS = {"apiVersion": publish.API_VERSION, "kind": publish.KIND, "metadata": {"name": "things.x.io"},
+THINGS = {"apiVersion": kube_crd.API_VERSION, "kind": kube_crd.KIND, "metadata": {"name": "things.x.io"},
           "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": []}}
 OURS = {"app.kubernetes.io/managed-by": "aicr-runtime"}
 

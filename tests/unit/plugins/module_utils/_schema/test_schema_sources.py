@@ -191,7 +191,7 @@ def test_both_helm_majors_pull(local_repo, binary):
 
 def test_index_auth_takes_the_repository_entry_by_the_pull_rule(tmp_path):
     """discover_versions reads index.yaml with the entry helm's pull would use: exact or /-bounded prefix, longest wins."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
+    from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
 
     ca = tmp_path / "ca.pem"
     ca.write_text("x")

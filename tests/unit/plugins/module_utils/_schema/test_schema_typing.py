@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, engine, infer, publish, structural, wellknown
 
 from schema_helpers import node_at, schema_of
@@ -263,8 +264,8 @@ def test_recursive_alias_crd_holds_nested_values_on_the_apiserver(kube, client, 
                 time.sleep(0.05)
         assert admin.request("GET", path_cr + "/deep")["spec"]["values"] == values
     finally:
-        kube.rest.delete("%s/%s" % (publish.BASE_PATH, name))
+        kube.rest.delete("%s/%s" % (kube_crd.BASE_PATH, name))
         deadline = time.monotonic() + 120
-        while kube.get("%s/%s" % (publish.BASE_PATH, name)) is not None:
+        while kube.get("%s/%s" % (kube_crd.BASE_PATH, name)) is not None:
             assert time.monotonic() < deadline, "CRD %s never deleted" % name
             time.sleep(0.05)

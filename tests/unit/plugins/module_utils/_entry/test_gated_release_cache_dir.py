@@ -5,7 +5,7 @@ import os
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import engine
+from ansible_collections.aicr.runtime.plugins.module_utils._entry import gated_release_inputs as inputs
 
 
 def test_a_given_cache_dir_writable_by_others_is_refused_naming_it(tmp_path):
@@ -13,7 +13,7 @@ def test_a_given_cache_dir_writable_by_others_is_refused_naming_it(tmp_path):
     shared.mkdir()
     os.chmod(str(shared), 0o777)
     with pytest.raises(AicrError) as failure:
-        engine._private_cache_dir({"cache_dir": str(shared)})  # pylint: disable=protected-access
+        inputs._private_cache_dir({"cache_dir": str(shared)})  # pylint: disable=protected-access
     assert failure.value.msg.startswith("cache_dir: %s is writable by group or others (mode 0777); allowed:" % shared)
     assert failure.value.details["field"] == "cache_dir"
 
@@ -24,13 +24,13 @@ def test_a_given_symlinked_cache_dir_is_refused(tmp_path):
     link = tmp_path / "link"
     link.symlink_to(real)
     with pytest.raises(AicrError) as failure:
-        engine._private_cache_dir({"cache_dir": str(link)})  # pylint: disable=protected-access
+        inputs._private_cache_dir({"cache_dir": str(link)})  # pylint: disable=protected-access
     assert "is a symlink" in failure.value.msg
 
 
 def test_a_missing_cache_dir_is_created_private(tmp_path):
     wanted = tmp_path / "new" / "cache"
-    assert engine._private_cache_dir({"cache_dir": str(wanted)}) == str(wanted)  # pylint: disable=protected-access
+    assert inputs._private_cache_dir({"cache_dir": str(wanted)}) == str(wanted)  # pylint: disable=protected-access
     assert oct(os.stat(str(wanted)).st_mode & 0o777) == oct(0o700)
 
 
@@ -40,8 +40,8 @@ def test_the_default_cache_dir_is_skipped_when_it_is_not_private(tmp_path, monke
     os.chmod(str(default), 0o777)
     monkeypatch.delenv("AICR_RUNTIME_CACHE_DIR", raising=False)
     # the built-in default (not given by the user) is not refused, just not used
-    monkeypatch.setattr(engine.jsoncache, "default_cache_dir", lambda: str(default))
-    assert engine._private_cache_dir({"cache_dir": None}) is None  # pylint: disable=protected-access
+    monkeypatch.setattr(inputs.jsoncache, "default_cache_dir", lambda: str(default))
+    assert inputs._private_cache_dir({"cache_dir": None}) is None  # pylint: disable=protected-access
 
 
 def test_a_cache_dir_given_by_the_environment_is_refused_too(tmp_path, monkeypatch):
@@ -50,4 +50,4 @@ def test_a_cache_dir_given_by_the_environment_is_refused_too(tmp_path, monkeypat
     os.chmod(str(shared), 0o777)
     monkeypatch.setenv("AICR_RUNTIME_CACHE_DIR", str(shared))
     with pytest.raises(AicrError):
-        engine._private_cache_dir({"cache_dir": None})  # pylint: disable=protected-access
+        inputs._private_cache_dir({"cache_dir": None})  # pylint: disable=protected-access

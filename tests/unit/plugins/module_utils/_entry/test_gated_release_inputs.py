@@ -7,7 +7,8 @@ import json
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options, execute
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
+from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import StackLease, lease_name
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import StackLease, lease_name
 
 from doubles import FakeCluster, wait_for  # pylint: disable=import-error
 

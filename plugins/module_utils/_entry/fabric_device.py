@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, run_exclusive
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import build_backend
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import CREDENTIAL_KEYS, KubernetesClusterView
@@ -25,7 +24,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.orphans impor
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.service import FabricService
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.live import live_status, run_with_live_status
 
 LIVE_STATUS_INTERVAL = 0.5
@@ -59,9 +58,9 @@ def needs_kubernetes(params, check_mode=False):
 
 
 def _client(params):
-    deps.require("kubernetes", "for node, pod and visibility checks")
+    connection.require_kubernetes("for node, pod and visibility checks")
     # the module's timeout bounds each request, to the API server as to the fabric (a server that never answers included)
-    return client_for(params["kubeconfig"], params["context"], request_timeout=params["timeout"], timeout_option="timeout")
+    return connection.client_for(params["kubeconfig"], params["context"], request_timeout=params["timeout"], timeout_option="timeout")
 
 
 def run(params, check_mode=False, secret=None):

@@ -1,18 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicr.runtime contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Helm, as a CLI run with argv lists (helm 3.17+ and helm 4).
+"""Helm, as a CLI run with argv lists (helm 3.17+ and helm 4): :class:`HelmRunner`.
 
-- chart references: ``--repo <url>`` for HTTP repositories, ``oci://<registry>/<path>/<chart>``
-  for OCI ones (``component.chart_reference``, the rule recipe_resolve uses too), local chart paths;
-- ``repository_mirrors`` rewrite an upstream repository (exact or by ``/``-bounded prefix);
-- the *release digest* (``component.release_digest``: chart, upstream repository, version and values),
-  recorded as the helm release label ``aicr.io/digest`` (``helm upgrade --labels``,
-  helm >= 3.13 and helm 4; helm stores release labels as labels of the release Secret),
-  so an unchanged release is recognised from one Secret list, without running helm;
-- reading the deployed release (revision, status, values, manifest) from helm's
-  Secret storage driver (``sh.helm.release.v1.<name>.v<revision>``), and the release helm
-  installed from its own answer (``--output json``).
+- charts are given to helm as ``mirrors.chart_source`` makes them (``--repo <url>``, ``oci://...``, a local path), with
+  ``repository_mirrors`` applied;
+- the *release digest* (``component.release_digest``: chart, upstream repository, version and values) is recorded as the
+  helm release label ``aicr.io/digest`` (``helm upgrade --labels``, helm >= 3.13 and helm 4; helm stores release labels
+  as labels of the release Secret), so an unchanged release is recognised from one Secret list, without running helm
+  (``storage``); the release helm installed is read from its own answer (``--output json``).
 
 Flag differences handled here: helm 3 ``--atomic`` is helm 4 ``--rollback-on-failure``;
 neither is used by default because readiness is observed by the engine, not by helm
@@ -20,16 +16,14 @@ neither is used by default because readiness is observed by the engine, not by h
 objects are created).
 
 helm's environment is built, not inherited (:func:`helm_environment`). Chart repository credentials reach helm only
-through private files (``_release.repositories``), never argv. Every helm child is registered while it runs, so SIGTERM
-(``_common.cancel``) stops them all, also those started from the scheduler's worker threads. The file is about 500
-lines: how helm is run (argv, environment, version, children) and how its release storage is read stay together.
+through private files (``_helm.repositories``), never argv. Every helm child is registered while it runs
+(``children``), so SIGTERM (``_common.cancel``) stops them all, also those started from the scheduler's worker threads.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
 import json
 import math
 import os
@@ -39,14 +33,11 @@ import subprocess
 import tarfile
 import threading
 import time
-import zlib
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, cancel, jsoncache, timeutil
-from ansible_collections.aicr.runtime.plugins.module_utils._common.component import chart_reference, check_chart_source
-from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import COMPONENT_LABEL, DIGEST_LABEL, STACK_LABEL
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, cancel, jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helmretry
-from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import children, helmretry, storage
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
 
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
 VERSION_CACHE_FILE = "helm-versions.json"
@@ -59,169 +50,6 @@ SERVER_FIELD_VALIDATION_SINCE = (1, 27)
 def server_validates_fields(server_version):
     """Whether an API server of ``(major, minor)`` ``server_version`` (None: unknown) validates fields itself."""
     return server_version is not None and tuple(server_version) >= SERVER_FIELD_VALIDATION_SINCE
-
-
-def _norm(url):
-    return str(url).rstrip("/")
-
-
-def normalize_mirrors(mirrors):
-    """``{upstream: url | {url, plain_http, insecure_skip_tls_verify}}`` -> {upstream: dict}."""
-    result = {}
-    for upstream, target in (mirrors or {}).items():
-        if isinstance(target, str):
-            target = {"url": target}
-        if not isinstance(target, dict) or not target.get("url"):
-            raise AicrError("repository_mirrors: the mirror of %s must be a URL or a dict with 'url'; got %r" % (upstream, target), field="repository_mirrors")
-        repos.refuse_userinfo(upstream, "repository_mirrors")
-        repos.refuse_userinfo(target["url"], "repository_mirrors")
-        unknown = set(target) - set(["url", "plain_http", "insecure_skip_tls_verify"])
-        if unknown:
-            raise AicrError("repository_mirrors: unknown keys %s for %s; allowed: url, plain_http, insecure_skip_tls_verify" % (sorted(unknown), upstream),
-                            field="repository_mirrors")
-        check_chart_source(None, None, target["url"], None, where="repository_mirrors: the mirror of %s" % repos.redact_url(upstream))
-        result[_norm(upstream)] = dict(target, url=_norm(target["url"]))
-    return result
-
-
-def resolve_repository(repository, mirrors):
-    """The mirror for ``repository`` (longest exact-or-prefix match), as {url, plain_http, ...}."""
-    repo = _norm(repository or "")
-    best = None
-    for upstream, target in mirrors.items():
-        if repo == upstream or repo.startswith(upstream + "/"):
-            if best is None or len(upstream) > len(best):
-                best = upstream
-    if best is None:
-        return {"url": repo, "mirrored": False}
-    target = dict(mirrors[best])
-    target["url"] = target["url"] + repo[len(best):]
-    target["mirrored"] = True
-    return target
-
-
-def chart_source(chart, repository, mirrors):
-    """``(chart_ref, repo_url_or_None, extra_flags, effective_location)`` for helm."""
-    if not chart:
-        raise AicrError("chart: a Helm component needs a chart name", field="chart")
-    repos.refuse_userinfo(repository, "repository")
-    check_chart_source(None, chart, repository, None, where="chart %s" % chart)  # gated_release's plan checked it first, naming the component
-    target = resolve_repository(repository, mirrors)
-    url = target["url"]
-    flags = []
-    if target.get("plain_http"):
-        flags.append("--plain-http")
-    if target.get("insecure_skip_tls_verify"):
-        flags.append("--insecure-skip-tls-verify")
-    if url.startswith("oci://"):
-        return chart_reference(chart, url), None, flags, url
-    if url.startswith("file://") or url.startswith("/"):
-        base = url[len("file://"):] if url.startswith("file://") else url
-        return os.path.join(base, chart), None, [], url
-    if not url:
-        raise AicrError("repository: component chart %s has no repository and no mirror" % chart, field="repository")
-    return chart, url, flags, url
-
-
-def decode_release_secret(secret):
-    """Decode a helm ``sh.helm.release.v1`` Secret (base64 of gzip of JSON) into the release JSON (or None when it is not
-    one). Inflated and parsed within ``_common.bounded``'s limits: a gzip bomb is refused (AicrError naming the Secret)
-    as soon as it inflates past the input bytes limit, never inflated whole."""
-    meta = secret.get("metadata") or {}
-    source = "helm release Secret %s/%s" % (meta.get("namespace") or "", meta.get("name") or "")
-    lim = bounded.limits()
-    try:
-        encoded = ((secret.get("data") or {}).get("release")) or ""
-        bounded.check_bytes(encoded, source, lim)
-        data = base64.b64decode(base64.b64decode(encoded))
-        if data[:2] == b"\x1f\x8b":
-            data = bounded.gunzip(data, source, lim)
-        return bounded.load_json(data.decode("utf-8"), source, lim)
-    except (ValueError, TypeError, OSError, zlib.error):
-        return None
-
-
-class DeployedRelease(object):
-    """What is deployed for one release name/namespace (latest revision): from its helm Secret, or from helm's answer."""
-
-    def __init__(self, secret, decoded):
-        secret = secret or {}
-        labels = (secret.get("metadata") or {}).get("labels") or {}
-        decoded = decoded or {}
-        info = decoded.get("info") or {}
-        chart_meta = ((decoded.get("chart") or {}).get("metadata")) or {}
-        self.name = labels.get("name") or decoded.get("name")
-        self.namespace = (secret.get("metadata") or {}).get("namespace") or decoded.get("namespace")
-        self.revision = int(labels.get("version") or decoded.get("version") or 0)
-        self.status = labels.get("status") or info.get("status")
-        self.labels = labels
-        self.digest = labels.get(DIGEST_LABEL)
-        self.stack = labels.get(STACK_LABEL)
-        self.component = labels.get(COMPONENT_LABEL)
-        self.chart = chart_meta.get("name")
-        self.chart_version = chart_meta.get("version")
-        self.values = decoded.get("config") or {}
-        self.manifest = decoded.get("manifest") or ""
-        self.secret_name = (secret.get("metadata") or {}).get("name")
-        self.created = (secret.get("metadata") or {}).get("creationTimestamp")
-
-    @property
-    def pending(self):
-        """helm is (or was, until it was interrupted) installing, upgrading or rolling back this revision."""
-        return str(self.status or "").startswith("pending-")
-
-    def age_seconds(self, now):
-        """Seconds since this revision was recorded (``now``: epoch seconds); None when unknown."""
-        return timeutil.age_seconds(self.created, now)
-
-
-def _latest(secrets, name):
-    """The latest revision of release ``name`` among helm release Secrets, as a DeployedRelease (None: no revision)."""
-    secrets = [s for s in secrets if ((s.get("metadata") or {}).get("labels") or {}).get("name") == name]
-    if not secrets:
-        return None
-    latest = max(secrets, key=lambda s: int(((s.get("metadata") or {}).get("labels") or {}).get("version") or 0))
-    return DeployedRelease(latest, decode_release_secret(latest))
-
-
-def read_release(cluster, name, namespace):
-    """The latest revision of helm release ``name`` in ``namespace``, or None; ``uid`` is its release Secret's uid."""
-    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % name)
-    return _with_uid(_latest(secrets, name), secrets)
-
-
-def read_releases(cluster, names, namespace):
-    """``{name: latest revision or None}`` of several releases of one namespace: one Secret list (every helm release
-    of the namespace), where :func:`read_release` of each would make one request per release."""
-    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm")
-    return dict((name, _with_uid(_latest(secrets, name), secrets)) for name in names)
-
-
-def _with_uid(release, secrets):
-    """``release`` with ``uid``, the uid of the release Secret it was read from (None when unknown): what a stack's
-    inventory records, so a Secret re-created under the same name is not taken for the one the stack wrote."""
-    if release is not None:
-        release.uid = next((((s.get("metadata") or {}).get("uid")) for s in secrets
-                            if (s.get("metadata") or {}).get("name") == release.secret_name), None)
-    return release
-
-
-def stack_releases(cluster, stack, namespace):
-    """Latest revision of every helm release of ``namespace`` (None: every namespace) labelled with this stack (``stack``:
-    the label value).
-
-    Only to *report* releases that claim the stack without being in its inventory: labels are data anyone who may write
-    a Secret there can set, so they never make a release the stack's (``_release.ownership``); the survey lists every
-    namespace where it may and falls back to its own namespaces where it may not, so the release identity needs no
-    cluster-wide list of Secrets."""
-    secrets = cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,%s=%s" % (STACK_LABEL, stack))
-    latest = {}
-    for secret in secrets:
-        labels = (secret.get("metadata") or {}).get("labels") or {}
-        key = ((secret.get("metadata") or {}).get("namespace"), labels.get("name"))
-        if key not in latest or int(labels.get("version") or 0) > int(((latest[key].get("metadata") or {}).get("labels") or {}).get("version") or 0):
-            latest[key] = secret
-    return [_with_uid(DeployedRelease(s, None), [s]) for s in latest.values()]
 
 
 def chart_schema_and_defaults(path):
@@ -266,7 +94,7 @@ HELM_DRIVER = "secret"
 
 def helm_environment(environ, home=None, kubeconfig_path=None, files=None):
     """The environment helm runs with: ``environ`` without any ``HELM_*`` variable nor ``KUBECONFIG``, then what the
-    collection decides: the secret storage driver (the one release store :func:`read_release` reads), helm's private
+    collection decides: the secret storage driver (the one release store ``storage.read_release`` reads), helm's private
     homes under ``home``, and ``KUBECONFIG`` only when the Python client read a list of kubeconfig files
     (``kubeconfig_path`` with ``os.pathsep``; a single file is given as ``--kubeconfig``). ``files``: the private
     repository and registry configuration of ``repository_credentials`` (``HELM_REPOSITORY_CONFIG``...).
@@ -299,83 +127,6 @@ class Revision(int):
         revision = int.__new__(cls, value)
         revision.release = release
         return revision
-
-
-_children = {}  # live helm processes (Popen -> what it does), from every thread
-# Held from before a child is forked until it is registered, so SIGTERM's stop_children (which takes it) never misses a
-# child that already runs; reentrant, as the handler runs in the main thread, which may hold it while starting helm itself.
-_children_lock = threading.RLock()
-STOP_GRACE = 5.0  # seconds a helm child has to exit after SIGTERM before it is killed
-
-
-def _alive(proc):
-    """Whether ``proc`` still runs (a zombie nobody reaped yet does not: another thread may be waiting on it)."""
-    if proc.returncode is not None:
-        return False
-    try:
-        with open("/proc/%d/stat" % proc.pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except IndexError:
-        return False
-    except OSError:  # gone, or no /proc (not Linux): ask the process object
-        return os.path.exists("/proc/self") is False and proc.poll() is None
-
-
-def stop_children(grace=STOP_GRACE):
-    """SIGTERM every live helm child, SIGKILL those still running after ``grace``; returns what each was doing.
-
-    A child that already exited but whose worker has not collected it yet is not listed: it was not stopped (its worker
-    reports it done, or failed, as it ends).
-    """
-    with _children_lock:
-        live = [(proc, what) for proc, what in _children.items() if _alive(proc)]
-    for proc, _what in live:
-        try:
-            proc.terminate()
-        except OSError:
-            pass
-    deadline = time.monotonic() + grace
-    while any(_alive(proc) for proc, _what in live) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for proc, _what in live:
-        if _alive(proc):
-            try:
-                proc.kill()
-            except OSError:
-                pass
-    return [what for _proc, what in live]
-
-
-def _start_child(full, env, what):
-    """Start one helm child, registered while it lives (so SIGTERM of this process stops it)."""
-    cancel.on_cancel(stop_children)
-    with _children_lock:  # checked, started and registered in one step: the SIGTERM handler's stop_children waits for it
-        cancel.check(what)
-        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
-        _children[proc] = what
-    if cancel.requested():  # SIGTERM came meanwhile: stopped whether or not the handler's stop_children saw it
-        stop_children()
-    return proc
-
-
-def _collect_child(proc, timeout):
-    """Wait for a child of :func:`_start_child`; (returncode, stdout, stderr)."""
-    try:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
-        return proc.returncode, stdout, stderr
-    finally:
-        with _children_lock:
-            _children.pop(proc, None)
-
-
-def _run_child(full, env, timeout, what):
-    """Run one helm child to its end; (returncode, stdout, stderr)."""
-    return _collect_child(_start_child(full, env, what), timeout)
 
 
 def _revision(out):
@@ -449,7 +200,7 @@ class HelmRunner(object):
     def _retrying(self, attempt, deadline, what, release=None, namespace=None, labels=None, gone_ok=False):
         """``attempt(remaining)`` run again while the API server does not answer, until ``deadline`` (``helmretry.retrying``)."""
         return helmretry.retrying(self, attempt, deadline, what, release=release, namespace=namespace, labels=labels, gone_ok=gone_ok,
-                                  reader=read_release)
+                                  reader=storage.read_release)
 
     def _env(self):
         """helm's environment, built rather than inherited (see :func:`helm_environment`)."""
@@ -468,7 +219,7 @@ class HelmRunner(object):
         self.calls.append(list(argv))
         try:
             if self._run is None:
-                proc = _Completed(*_run_child(full, self._env(), timeout, what))
+                proc = _Completed(*children.run_child(full, self._env(), timeout, what))
             else:
                 proc = self._run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env(), timeout=timeout, check=False)
         except OSError as exc:
@@ -517,7 +268,7 @@ class HelmRunner(object):
         def plain(remaining):
             return self.upgrade_argv(release, namespace, chart_path, None, None, values_file, labels, extra_flags, atomic, remaining)
         try:
-            proc = _start_child([self.binary] + argv, gates.helm_env(self._env()), what)
+            proc = children.start_child([self.binary] + argv, gates.helm_env(self._env()), what)
         except OSError as exc:
             raise self._cannot_run(exc)
         return EarlyUpgrade(release, proc, gates, gate, what, plain=plain, labels=labels, namespace=namespace)
@@ -534,7 +285,7 @@ class HelmRunner(object):
         def attempt(remaining):
             if state.pop("first", False):
                 try:
-                    proc = _Completed(*_collect_child(early.proc, timeout))
+                    proc = _Completed(*children.collect_child(early.proc, timeout))
                 except subprocess.TimeoutExpired:
                     raise AicrError("%s: helm did not finish within %ss" % (early.what, int(timeout or 0)))
                 return self._outcome(proc, early.what)
@@ -550,7 +301,7 @@ class HelmRunner(object):
         """Stop a :meth:`start_upgrade` helm whose gate will not open: its post-renderer fails, helm writes nothing."""
         early.gates.stop(early.gate, reason)
         try:
-            _collect_child(early.proc, STOP_GRACE)
+            children.collect_child(early.proc, children.STOP_GRACE)
         except subprocess.TimeoutExpired:
             pass
 

@@ -12,10 +12,32 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
 import traceback
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError, first_line
+from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection
+
+# Where each third-party package is guarded (its ``HAS_X``/``X_IMPORT_ERROR``, see ``_common.deps``). PyYAML's and
+# kubernetes' guards import nothing; the others' guarding modules are loaded by name only when a module requires the
+# package (importing requests or jsonschema costs a module start about 0.1 s), from this layer, above all of them.
+_GUARDED_IN = {
+    "jsonschema": ("_common.validation", "JSONSCHEMA"),
+    "requests": ("_fabric.transport", "REQUESTS"),
+    "jmespath": ("_common.assertions", "JMESPATH"),
+}
+
+
+def guard(package):
+    """``(HAS_X, X_IMPORT_ERROR)`` of ``package`` (PyYAML, kubernetes, jsonschema, requests, jmespath), from the module that guards it."""
+    if package == "PyYAML":
+        return deps.HAS_YAML, deps.YAML_IMPORT_ERROR
+    if package == "kubernetes":
+        return connection.HAS_KUBERNETES, connection.KUBERNETES_IMPORT_ERROR
+    where, prefix = _GUARDED_IN[package]
+    guarded = importlib.import_module("ansible_collections.aicr.runtime.plugins.module_utils." + where)
+    return getattr(guarded, "HAS_" + prefix), getattr(guarded, prefix + "_IMPORT_ERROR")
 
 
 def hide_kubeconfig_secrets(module):
@@ -23,8 +45,7 @@ def hide_kubeconfig_secrets(module):
     ``_kube.connection.kubeconfig_secrets``) become no_log values; the rest of it stays readable."""
     kubeconfig = (getattr(module, "params", None) or {}).get("kubeconfig")
     if isinstance(kubeconfig, dict):
-        from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import kubeconfig_secrets  # pylint: disable=import-outside-toplevel
-        hide(module, kubeconfig_secrets(kubeconfig))
+        hide(module, connection.kubeconfig_secrets(kubeconfig))
 
 
 def require_libraries(module, packages):
@@ -36,7 +57,7 @@ def require_libraries(module, packages):
     hide_kubeconfig_secrets(module)
     from ansible.module_utils.basic import missing_required_lib  # pylint: disable=import-outside-toplevel
     for package in packages:
-        present, error = deps.guard(package)
+        present, error = guard(package)
         if not present:
             module.fail_json(msg=missing_required_lib(package), exception=error)
 

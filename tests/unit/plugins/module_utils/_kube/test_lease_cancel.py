@@ -4,7 +4,7 @@ watches are cut into short slices so that a waiting worker sees the cancellation
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
-from ansible_collections.aicr.runtime.plugins.module_utils._release.lease import CANCEL_WATCH_SECONDS, Guarded
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import CANCEL_WATCH_SECONDS, Guarded
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import DIGEST_LABEL
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 
 from doubles import FakeCluster, encode_release  # pylint: disable=import-error
 

@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
-from ansible_collections.aicr.runtime.plugins.module_utils._release import repositories as repos
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import secret_params
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source, normalize_mirrors
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import secret_params
 
 PASSWORD = "pa$$-w0rd\"quoted'"
 
@@ -115,8 +116,8 @@ def test_helm_gets_a_repository_name_and_files_never_a_password_on_argv(tmp_path
     runner = helm.HelmRunner("helmX", home=str(tmp_path / "home"), runner=run, credentials_dir=str(tmp_path / "auth"),
                              repository_credentials=[entry("http://mirror/nvidia", pem, plain_http=True), entry("oci://r:5000", pem, plain_http=False)])
     # the credentials apply to the URL after mirror rewriting: the mirror is what asks for them
-    mirrors = helm.normalize_mirrors({"https://helm.ngc.nvidia.com/nvidia": "http://mirror/nvidia"})
-    chart_ref, repo, flags, _where = helm.chart_source("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", mirrors)
+    mirrors = normalize_mirrors({"https://helm.ngc.nvidia.com/nvidia": "http://mirror/nvidia"})
+    chart_ref, repo, flags, _where = chart_source("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", mirrors)
     runner.pull(chart_ref, repo, "v1", str(tmp_path / "dest"), extra_flags=flags)
     runner.upgrade("gpu", "ns", chart_ref, repo, "v1", {}, {}, extra_flags=flags, workdir=str(tmp_path))
     runner.upgrade("sentinel", "ns", "oci://r:5000/nvidia/nvsentinel", None, "v2", {}, {}, workdir=str(tmp_path))
@@ -184,11 +185,11 @@ def test_a_password_helm_echoes_is_redacted(tmp_path):
 def test_userinfo_in_urls_is_refused_redacted_and_hidden():
     with pytest.raises(AicrError, match=r"^repository: https://\*\*\*@h/charts carries a user name or password in the URL; give them in "
                                         r"repository_credentials \(username, password\) instead$") as error:
-        helm.chart_source("c", "https://u:hunter2@h/charts", {})
+        chart_source("c", "https://u:hunter2@h/charts", {})
     assert "hunter2" not in error.value.msg
     for mirrors in ({"https://u:hunter2@up": "https://m"}, {"https://up": "https://u:hunter2@m"}, {"https://up": {"url": "oci://u:hunter2@m"}}):
         with pytest.raises(AicrError, match=r"repository_mirrors: \w+://\*\*\*@"):
-            helm.normalize_mirrors(mirrors)
+            normalize_mirrors(mirrors)
     # and the module masks them in everything it returns (the invocation shown with -v included)
     hidden = secret_params({"recipe": {"components": [{"name": "a", "repository": "https://u:hunter2@h/charts"}]},
                             "component_overrides": {"b": {"repository": "oci://robot:tok3n@r/x"}},
@@ -207,10 +208,10 @@ def test_userinfo_in_urls_is_refused_redacted_and_hidden():
 def test_a_mirror_cannot_weaken_the_transport_of_a_credentialed_repository(tmp_path, cred, mirror, weaker):
     # a ClusterStack spec's repositoryMirrors entry pointing at the operator's credentialed repository with TLS off would
     # have sent the password over unverified TLS or in clear text: refused before anything is contacted, and at use
-    mirrors = helm.normalize_mirrors({"https://up": mirror})
+    mirrors = normalize_mirrors({"https://up": mirror})
     run = Recorder()
     runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=[cred])
-    chart_ref, repo, flags, _where = helm.chart_source("c", "https://up/nvidia" if cred["url"].endswith("/nvidia") else "https://up", mirrors)
+    chart_ref, repo, flags, _where = chart_source("c", "https://up/nvidia" if cred["url"].endswith("/nvidia") else "https://up", mirrors)
     with pytest.raises(AicrError, match=r"^repository_credentials: the password would be sent to %s with " % cred["url"]):
         runner.pull(chart_ref, repo, "1", str(tmp_path / "dest"), extra_flags=flags)
     assert [argv for argv in run.argv if argv[1] != "version"] == []  # nothing reached the repository
@@ -227,12 +228,12 @@ def test_a_mirror_cannot_weaken_the_transport_of_a_credentialed_repository(tmp_p
 def test_a_mirror_may_set_what_the_credential_owner_set_and_anything_for_other_repositories(tmp_path):
     creds = [{"url": "https://m/charts", "username": "u", "password": PASSWORD, "insecure_skip_tls_verify": True},
              {"url": "oci://r:5000", "username": "u", "password": PASSWORD}]
-    mirrors = helm.normalize_mirrors({"https://up": {"url": "https://m/charts", "insecure_skip_tls_verify": True},
-                                      "https://other": {"url": "oci://lab:5000/x", "plain_http": True}})
+    mirrors = normalize_mirrors({"https://up": {"url": "https://m/charts", "insecure_skip_tls_verify": True},
+                                 "https://other": {"url": "oci://lab:5000/x", "plain_http": True}})
     repos.check_mirrors(repos.normalize_credentials(creds), mirrors)
     run = Recorder()
     runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"), repository_credentials=creds)
-    chart_ref, repo, flags, _where = helm.chart_source("c", "https://up", mirrors)
+    chart_ref, repo, flags, _where = chart_source("c", "https://up", mirrors)
     runner.pull(chart_ref, repo, "1", str(tmp_path / "dest"), extra_flags=flags)
     with open(str(tmp_path / "auth" / "repositories.yaml")) as handle:
         assert yaml.safe_load(handle)["repositories"][0]["insecure_skip_tls_verify"] is True
@@ -242,7 +243,7 @@ def test_a_mirror_may_set_what_the_credential_owner_set_and_anything_for_other_r
     runner.upgrade("s", "ns", "oci://r:5000/nvidia/c", None, "1", {}, {}, extra_flags=[], workdir=str(tmp_path))
     assert "--plain-http" not in run.argv[-1] and "--insecure-skip-tls-verify" not in run.argv[-1]
     # a mirror without credentials is the spec writer's own business (plain http to a lab registry)
-    chart_ref, repo, flags, _where = helm.chart_source("c", "https://other", mirrors)
+    chart_ref, repo, flags, _where = chart_source("c", "https://other", mirrors)
     assert flags == ["--plain-http"]
 
 
@@ -265,9 +266,9 @@ def test_credentials_over_http_need_the_entry_s_own_plain_http(tmp_path):
 def test_http_repositories_and_plain_http_registries_are_warned_once_each(tmp_path):
     run = Recorder()
     runner = helm.HelmRunner("helmX", runner=run, credentials_dir=str(tmp_path / "auth"))
-    mirrors = helm.normalize_mirrors({"https://up": "http://mirror/charts", "oci://ghcr.io/x": {"url": "oci://lab:5000/x", "plain_http": True}})
+    mirrors = normalize_mirrors({"https://up": "http://mirror/charts", "oci://ghcr.io/x": {"url": "oci://lab:5000/x", "plain_http": True}})
     for chart, repository in (("a", "https://up"), ("b", "https://up/sub"), ("a", "https://up"), ("c", "oci://ghcr.io/x"), ("d", "oci://ghcr.io/x")):
-        chart_ref, repo, flags, _where = helm.chart_source(chart, repository, mirrors)
+        chart_ref, repo, flags, _where = chart_source(chart, repository, mirrors)
         runner.pull(chart_ref, repo, "1", str(tmp_path / "dest"), extra_flags=flags)
     assert runner.warnings == [
         "repository http://mirror/charts: no TLS (http://): charts travel in clear text, readable and changeable on the way; prefer https:// or a "

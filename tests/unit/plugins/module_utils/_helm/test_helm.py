@@ -11,7 +11,9 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source, normalize_mirrors
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import read_release
 
 REPO = Path(__file__).resolve().parents[5]
 
@@ -26,29 +28,29 @@ def test_digest_is_stable_and_sensitive():
 
 
 def test_mirrors_exact_prefix_and_longest_match():
-    mirrors = helm.normalize_mirrors({
+    mirrors = normalize_mirrors({
         "https://helm.ngc.nvidia.com/nvidia": "http://127.0.0.1:8879/helm.ngc.nvidia.com_nvidia/",
         "oci://ghcr.io": {"url": "oci://127.0.0.1:5000/ghcr.io", "plain_http": True},
         "oci://ghcr.io/nvidia/special": "oci://other:5000/special",
     })
-    assert helm.chart_source("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", mirrors) == (
+    assert chart_source("gpu-operator", "https://helm.ngc.nvidia.com/nvidia", mirrors) == (
         "gpu-operator", "http://127.0.0.1:8879/helm.ngc.nvidia.com_nvidia", [], "http://127.0.0.1:8879/helm.ngc.nvidia.com_nvidia")
-    ref, repo, flags, _where = helm.chart_source("nvsentinel", "oci://ghcr.io/nvidia", mirrors)
+    ref, repo, flags, _where = chart_source("nvsentinel", "oci://ghcr.io/nvidia", mirrors)
     assert (ref, repo, flags) == ("oci://127.0.0.1:5000/ghcr.io/nvidia/nvsentinel", None, ["--plain-http"])
-    assert helm.chart_source("x", "oci://ghcr.io/nvidia/special/sub", mirrors)[0] == "oci://other:5000/special/sub/x"
+    assert chart_source("x", "oci://ghcr.io/nvidia/special/sub", mirrors)[0] == "oci://other:5000/special/sub/x"
     # a prefix must end at a path boundary
-    assert helm.chart_source("x", "https://helm.ngc.nvidia.com/nvidia-other", mirrors)[1] == "https://helm.ngc.nvidia.com/nvidia-other"
-    assert helm.chart_source("x", "oci://quay.io/a", mirrors)[0] == "oci://quay.io/a/x"
-    assert helm.chart_source("demo", "https://c", helm.normalize_mirrors({"https://c": "/srv/charts"}))[0] == "/srv/charts/demo"
+    assert chart_source("x", "https://helm.ngc.nvidia.com/nvidia-other", mirrors)[1] == "https://helm.ngc.nvidia.com/nvidia-other"
+    assert chart_source("x", "oci://quay.io/a", mirrors)[0] == "oci://quay.io/a/x"
+    assert chart_source("demo", "https://c", normalize_mirrors({"https://c": "/srv/charts"}))[0] == "/srv/charts/demo"
 
 
 def test_bad_mirrors():
     with pytest.raises(AicrError, match="must be a URL or a dict with 'url'"):
-        helm.normalize_mirrors({"https://a": 3})
+        normalize_mirrors({"https://a": 3})
     with pytest.raises(AicrError, match="unknown keys"):
-        helm.normalize_mirrors({"https://a": {"url": "x", "tls": 1}})
+        normalize_mirrors({"https://a": {"url": "x", "tls": 1}})
     with pytest.raises(AicrError, match="no repository and no mirror"):
-        helm.chart_source("c", "", {})
+        chart_source("c", "", {})
 
 
 class Recorder:
@@ -142,10 +144,10 @@ def test_read_release_takes_the_latest_revision():
                "config": {"x": 1}, "manifest": "---\nkind: ConfigMap\n"}
     cluster = ListOnly([_secret("a", 2, "superseded"), _secret("a", 10, "deployed", {"aicr.io/digest": "abc", "aicr.io/stack": "s"}, release),
                         _secret("a", 9, "superseded")])
-    rel = helm.read_release(cluster, "a", "ns")
+    rel = read_release(cluster, "a", "ns")
     assert (rel.revision, rel.status, rel.digest, rel.stack) == (10, "deployed", "abc", "s")
     assert (rel.chart, rel.chart_version, rel.values, rel.manifest) == ("a", "1.2.0", {"x": 1}, "---\nkind: ConfigMap\n")
-    assert helm.read_release(ListOnly([]), "a", "ns") is None
+    assert read_release(ListOnly([]), "a", "ns") is None
 
 
 needs_helm = pytest.mark.skipif(not (REPO / ".venv" / "bin" / "helm4").exists() and not shutil.which("helm"), reason="helm not installed (make helm)")
