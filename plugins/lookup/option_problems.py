@@ -76,20 +76,20 @@ from ansible.plugins.lookup import LookupBase
 from ansible_collections.aicr.runtime.plugins.module_utils._common import rolevars
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, check_lookup_keywords, unknown_name_message
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import check_options
+from ansible_collections.aicr.runtime.plugins.module_utils._schema.publish import checked_params
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import check_info
 
 
 def _crd_publish(options, problems):
-    from ansible_collections.aicr.runtime.plugins.module_utils._schema.publish import checked_params  # pylint: disable=import-outside-toplevel
     checked_params(options, problems)
 
 
 def _gated_release(options, problems):
-    from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import check_options  # pylint: disable=import-outside-toplevel
     check_options(options, problems)
 
 
 def _stack_info(options, problems):
-    from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import check_info  # pylint: disable=import-outside-toplevel
     check_info(options)
 
 
