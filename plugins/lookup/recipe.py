@@ -101,8 +101,9 @@ from ansible.utils.display import Display
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import check_lookup_keywords
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.criteria import DIMENSIONS
 
-_DIMENSIONS = ("service", "accelerator", "intent", "os", "platform", "nodes")
+_DIMENSIONS = DIMENSIONS + ("nodes",)  # the criteria dimensions and the node count
 display = Display()
 
 

@@ -581,13 +581,14 @@ zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._entry import fabric_device as fabric
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.factory import PROVIDERS
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
 
 
 def argument_spec():
     spec = dict(
-        provider=dict(type="str", required=True, choices=["fti_fm", "fti_cm", "redfish"]),
+        provider=dict(type="str", required=True, choices=list(PROVIDERS)),
         endpoint=dict(type="str", required=True),
         tenant_id=dict(type="str"),
         cluster_id=dict(type="str"),

@@ -23,6 +23,7 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, unknown_name_message
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as KEYS
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import override_problems
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe.criteria import DIMENSIONS
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.merge import profile_problem
 
 RESOLVE_SPEC = dict(
@@ -40,7 +41,6 @@ RESOLVE_SPEC = dict(
 SNAPSHOT_SPEC = dict(snapshot=dict(type="raw"))
 
 
-DIMENSIONS = ("service", "accelerator", "intent", "os", "platform")  # as _recipe.criteria.DIMENSIONS, without importing it
 MAX_NODES = 100000
 
 
