@@ -92,7 +92,8 @@ def _at(values, path):
 
 
 def current_of(entry, index=0, catalog=None, field=None):
-    """The ``current`` mapping of one cluster: ``entry`` itself, or read from a ClusterStack object (``spec``/``status``).
+    """The ``current`` mapping of one cluster: ``entry`` itself, or read from a ClusterStack object (``spec``/``status``; a
+    stack_info ``stacks[]`` entry too, named by its ``name``).
 
     A ClusterStack's catalog is the release it resolved (``status.recipe.catalogVersion`` of ``spec.catalog.source``);
     ``catalog`` (the module's ``current_catalog``) wins over either; ``field`` names it in errors (``clusters[index]``)."""
@@ -102,7 +103,7 @@ def current_of(entry, index=0, catalog=None, field=None):
     if "spec" in entry or "status" in entry or entry.get("kind") == "ClusterStack":
         spec, status = entry.get("spec") or {}, entry.get("status") or {}
         recipe = status.get("recipe") or {}
-        current = {"name": (entry.get("metadata") or {}).get("name") or "cluster-%d" % (index + 1), "criteria": spec.get("criteria") or {},
+        current = {"name": (entry.get("metadata") or {}).get("name") or entry.get("name") or "cluster-%d" % (index + 1), "criteria": spec.get("criteria") or {},
                    "profile": spec.get("profile"), "skip_components": spec.get("skipComponents") or [],
                    "component_overrides": spec.get("componentOverrides") or {}, "catalog_digest": recipe.get("catalogDigest") or "",
                    "components": [dict((k, c.get(k)) for k in ("name", "version", "revision")) for c in status.get("components") or []
