@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 name: upgrade_plan
 short_description: Plan moving clusters to a new catalog, on the controller
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - aicr.runtime maintainers (@aicr-runtime)
 description:

@@ -12,7 +12,7 @@ DOCUMENTATION = r"""
 ---
 module: upgrade_plan
 short_description: Plan moving clusters to a new catalog, with a safe / review / blocked verdict per component
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Resolves each cluster's criteria on the catalog it runs and on O(catalog) (as M(aicr.runtime.recipe_resolve) does,
     without the cluster's own values) and compares every component - chart version change and its semver class

@@ -27,14 +27,15 @@ CURRENT = {"name": "lab-1", "criteria": {"service": "kind"},
                                    "example-config": {"values": {"settings": {"logLevel": "debug"}}}}}
 
 
-def catalog_version(directory, version):
-    """A copy of the example catalog in ``directory/<version>`` with the change ``version`` names (``v1``: none)."""
+def catalog_version(directory, version, changes=None):
+    """A copy of the example catalog in ``directory/<version>`` with the changes ``changes`` names (default: the one
+    ``version`` names; ``v1``: none)."""
     target = Path(str(directory)) / version
     if target.exists():
         shutil.rmtree(str(target))
     shutil.copytree(str(EXAMPLE_CATALOG), str(target))
-    if version != "v1":
-        relpath, old, new = CHANGES[version]
+    for change in changes if changes is not None else ([] if version == "v1" else [version]):
+        relpath, old, new = CHANGES[change]
         path = target / relpath
         text = path.read_text()
         assert old in text, "%s no longer holds %r: update upgrade_helpers.CHANGES" % (relpath, old)
