@@ -305,3 +305,23 @@ def plan_many(clusters, catalog, current_catalog=None, cache_dir=None, persist_c
     resolutions = Resolutions(cache_dir, persist_cache)
     plans = [plan(current, catalog, resolutions, fields[i]) for i, current in enumerate(currents)]
     return {"changed": False, "verdict": worst([p["verdict"] for p in plans]), "plans": plans, "fleet": fleet(plans)}
+
+
+def hold_back(stack, selected, cache_dir=None):
+    """autoUpdate applies only a ``safe`` plan: ``selected`` (``releases.select`` with autoUpdate on) when it moves the stack
+    nowhere or its plan is safe (with ``plan``), else the release the stack resolved, with ``held_back`` ({version,
+    verdict, reasons}) and a ``message`` saying why. A plan that cannot be made holds back too (its error the reason)."""
+    if not selected or not selected.get("upgrade"):
+        return selected
+    kept = releases.select((stack.get("spec") or {}).get("catalog"), selected.get("resolved_version"), False)
+    try:
+        result = plan_many([stack], selected["path"], current_catalog=kept["path"], cache_dir=cache_dir, field="cluster_stack")
+        verdict, reasons = result["verdict"], result["plans"][0]["reasons"]
+    except AicrError as exc:
+        verdict, reasons = BLOCKED, ["no plan: %s" % exc.msg]
+    if verdict == SAFE:
+        return dict(selected, plan={"verdict": SAFE, "reasons": []})
+    shown = "; ".join(reasons[:3]) + ("; and %d more" % (len(reasons) - 3) if len(reasons) > 3 else "")
+    kept["held_back"] = {"version": selected["version"], "verdict": verdict, "reasons": reasons}
+    kept["message"] = "autoUpdate held back catalog %s (upgrade plan: %s: %s); using %s" % (selected["version"], verdict, shown, kept["version"])
+    return kept

@@ -1,10 +1,13 @@
 """Upgrade plans between two versions of the example catalog: safe, blocked and review with their reasons."""
 
 import copy
+import datetime
+import json
 
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import engine as stack_engine
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import upgrade
 
 from upgrade_helpers import CURRENT, catalog_version  # pylint: disable=import-error
@@ -116,3 +119,28 @@ def test_no_catalog_for_the_cluster():
                                          ("1.0.0", "1.0.0", "none")])
 def test_version_class(old, new, cls):
     assert upgrade.version_class(old, new) == cls
+
+
+def _release_dir(tmp_path, versions, newer):
+    """A release directory: 1.0.0 is the example catalog, 1.1.0 the ``newer`` version (index.json)."""
+    root = tmp_path / "releases"
+    root.mkdir()
+    (root / "index.json").write_text(json.dumps({"releases": [{"version": "1.0.0", "path": versions["v1"]},
+                                                              {"version": "1.1.0", "path": versions[newer]}]}))
+    return str(root)
+
+
+@pytest.mark.parametrize("newer,applied,verdict", [("minor", True, "safe"), ("removed-key", False, "blocked"), ("health", False, "review")])
+def test_auto_update_applies_only_a_safe_plan(tmp_path, versions, newer, applied, verdict):
+    stack = {"metadata": {"name": "gpu", "generation": 1},
+             "spec": {"catalog": {"source": _release_dir(tmp_path, versions, newer)}, "criteria": {"service": "kind"}, "autoUpdate": True,
+                      "componentOverrides": copy.deepcopy(CURRENT["component_overrides"])},
+             "status": {"observedGeneration": 1, "phase": "Ready", "recipe": {"catalogVersion": "1.0.0"},
+                        "reconcile": {"lastReconcileTime": "2999-01-01T00:00:00Z"}}}
+    out = stack_engine.describe(stack, 300, False, datetime.datetime(2030, 1, 1))
+    assert out["catalog"]["version"] == ("1.1.0" if applied else "1.0.0") and out["needs_converge"] is applied
+    if applied:
+        assert out["catalog"]["plan"]["verdict"] == "safe" and "held_back" not in out["catalog"]
+    else:
+        assert out["catalog"]["held_back"]["verdict"] == verdict and out["catalog"]["held_back"]["version"] == "1.1.0"
+        assert out["catalog"]["message"].startswith("autoUpdate held back catalog 1.1.0 (upgrade plan: %s: example-operator" % verdict)
