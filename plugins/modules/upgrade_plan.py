@@ -127,7 +127,7 @@ plans:
   elements: dict
   contains:
     cluster: {description: The cluster's name., type: str}
-    verdict: {description: C(safe), C(review) or C(blocked)., type: str}
+    verdict: {description: "C(safe), C(review) or C(blocked).", type: str}
     reasons: {description: "Why it is not C(safe): one line per finding worse than C(safe).", type: list, elements: str}
     findings: {description: "Findings about the whole cluster (C(catalog_digest_mismatch)): C({code, verdict, message}).", type: list, elements: dict}
     from: {description: C(catalog) and C(digest) of the catalog the cluster runs., type: dict}

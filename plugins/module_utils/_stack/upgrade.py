@@ -75,8 +75,7 @@ def leaf_paths(values, prefix=()):
     for key, value in (values or {}).items():
         path = prefix + (str(key),)
         if isinstance(value, dict) and value:
-            for sub in leaf_paths(value, path):
-                yield sub
+            yield from leaf_paths(value, path)
         else:
             yield path
 
@@ -278,8 +277,9 @@ def fleet(plans):
             rows[key]["clusters"].append(one["cluster"])
     for verdict, table in out.items():
         lines = ["| component | change | from | to | reasons | clusters |", "|---|---|---|---|---|---|"]
-        lines += ["| %s | %s | %s | %s | %s | %s |" % (r["component"], r["change"], r["from"] or "-", r["to"] or "-",
-                                                    "; ".join(r["reasons"]) or "-", ", ".join(r["clusters"])) for r in table["rows"]]
+        for r in table["rows"]:
+            cells = (r["component"], r["change"], r["from"] or "-", r["to"] or "-", "; ".join(r["reasons"]) or "-", ", ".join(r["clusters"]))
+            lines.append("| %s |" % " | ".join(cells))
         table["table"] = "\n".join(lines)
         table["verdict"] = verdict
     return out
