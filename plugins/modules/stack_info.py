@@ -22,6 +22,9 @@ description:
     (O(resync_interval), or the stack's C(spec.resyncInterval)) elapsed since C(status.reconcile.lastReconcileTime)."
   - Also selects the catalog release to resolve from (see the ClusterStack documentation for release directories) and
     whether C(autoUpdate) came from the stack or from O(auto_update).
+  - autoUpdate moves a stack to a newer release only when the M(aicr.runtime.upgrade_plan) of the move is C(safe) (its
+    criteria resolved on both releases, on the controller); otherwise the stack keeps its release and RV(stacks[].catalog)
+    says why (C(held_back)).
   - With O(backend=configmap) a stack is only the ConfigMap C(aicr-stack-<name>) labelled C(runtime.aicr.io/stack=<name>)
     that the collection wrote (field manager C(aicr-runtime)); every other labelled ConfigMap of O(namespace) is a foreign
     claim - never listed as a stack, reported in RV(foreign_claims) and as a warning starting C(foreign claim:). Two
@@ -112,7 +115,9 @@ stacks:
       type: dict
     catalog:
       description: C(path) and C(version) to resolve from, C(latest), C(versioned), C(current), C(upgrade), C(message),
-        C(auto_update) and C(auto_update_source) (C(spec) or C(default)).
+        C(auto_update) and C(auto_update_source) (C(spec) or C(default)); with autoUpdate and a newer release, C(plan) when
+        its M(aicr.runtime.upgrade_plan) verdict is C(safe), else C(held_back) (C(version), C(verdict), C(reasons)) and
+        the stack keeps its release.
       type: dict
   sample:
     - name: gpu-training

@@ -25,7 +25,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._schema import publis
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import crd as stack_crd
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import decide as stack_decide
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import model as stack_model
-from ansible_collections.aicr.runtime.plugins.module_utils._stack import releases, store
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import releases, store, upgrade
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.status import StatusWriter
 
@@ -85,6 +85,8 @@ def describe(stack, default_resync_seconds, default_auto_update, now, show_value
     catalog_error = None
     try:
         catalog = releases.select(spec.get("catalog"), (status.get("recipe") or {}).get("catalogVersion"), auto_update)
+        if auto_update:  # only a safe upgrade plan moves the stack by itself
+            catalog = upgrade.hold_back(stack, catalog)
         catalog.update(auto_update=auto_update, auto_update_source=source)
     except AicrError as exc:
         catalog_error = exc.msg

@@ -58,7 +58,11 @@ def test_decisions_and_catalog_selection(capsys, kube, stacks, tmp_path):
     stacks.edit_spec(done, {"catalog": {"source": str(releases)}, "autoUpdate": True})  # its owner turns auto-update on
     code, out = run(capsys, {"kubeconfig": kubeconfig, "names": [done]})
     assert out["stacks"][0]["reason"] == "generation 2 != observedGeneration 1"
-    assert out["stacks"][0]["catalog"]["upgrade"] is True and out["stacks"][0]["catalog"]["version"] == "1.1.0"
+    # autoUpdate applies only a safe upgrade plan (issue 40); these releases are no catalogs, so there is no plan: held back
+    held = out["stacks"][0]["catalog"]
+    assert held["upgrade"] is False and held["version"] == "1.0.0" and held["held_back"]["version"] == "1.1.0"
+    assert held["held_back"]["verdict"] == "blocked" and held["held_back"]["reasons"][0].startswith("no plan: ")
+    assert held["message"].startswith("autoUpdate held back catalog 1.1.0 (upgrade plan: blocked: no plan: ")
 
 
 def test_bad_operator_resync_is_an_error(capsys, kube):

@@ -1,0 +1,207 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicr.runtime contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: upgrade_plan
+short_description: Plan moving clusters to a new catalog, with a safe / review / blocked verdict per component
+version_added: 0.1.0
+description:
+  - Resolves each cluster's criteria on the catalog it runs and on O(catalog) (as M(aicr.runtime.recipe_resolve) does,
+    without the cluster's own values) and compares every component - chart version change and its semver class
+    (C(patch), C(minor), C(major), C(downgrade), C(changed) when not C(MAJOR.MINOR.PATCH)), chart or repository change,
+    added and removed components, dependency and order changes, the values paths the cluster overrides that the catalog
+    removed or whose default it changed, and health-check changes.
+  - "Verdicts, worst wins: C(blocked) - a values key the cluster overrides was removed upstream; C(review) - a major bump,
+    a downgrade, a chart or repository change, an added or removed component, changed dependencies, a changed default of
+    an overridden key, a changed health check, or a cluster whose recorded catalog digest is not the catalog compared;
+    C(safe) - patch and minor bumps with nothing else."
+  - The plan names values paths, never values (an overridden value may be a secret).
+  - The charts' CRDs are not compared yet (the charts are not pulled); each plan says so in RV(plans[].not_judged).
+  - Changes nothing, on the cluster or elsewhere; no cluster is contacted.
+author:
+  - aicr.runtime contributors (@aicr)
+extends_documentation_fragment:
+  - aicr.runtime.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: Never changes anything.
+requirements:
+  - PyYAML
+options:
+  catalog:
+    description:
+      - The new catalog - a C(recipes/) directory or a C(.tar.gz)/C(.tgz) of one, as for M(aicr.runtime.recipe_resolve).
+    type: path
+    required: true
+  current:
+    description:
+      - One cluster's current state, a mapping of C(name) (default C(cluster-1)), C(catalog) (the catalog directory or
+        archive it runs; O(current_catalog) wins), C(criteria), C(profile), C(skip_components), C(component_overrides)
+        (as M(aicr.runtime.recipe_resolve) takes them; C(enabled=false) skips, C(version) pins), C(components) (what is
+        deployed, C([{name, version, revision}]); a deployed version is the one compared) and C(catalog_digest) (the
+        digest the cluster records; another digest than the compared catalog's is C(review)).
+      - Exactly one of O(current), O(cluster_stack) and O(clusters).
+    type: dict
+  cluster_stack:
+    description:
+      - One C(ClusterStack) object (C({metadata, spec, status}), as M(aicr.runtime.stack_info) returns it in
+        RV(aicr.runtime.stack_info#module:stacks)); its catalog is the release its status records
+        (C(status.recipe.catalogVersion) of C(spec.catalog.source)) unless O(current_catalog) is given.
+    type: dict
+  clusters:
+    description:
+      - Many clusters, each a O(current) mapping or a O(cluster_stack) object; names must differ. Clusters with the same
+        criteria are resolved once per catalog.
+    type: list
+    elements: dict
+  current_catalog:
+    description:
+      - The catalog the clusters run, when their state does not name it (or to override what it names).
+    type: path
+  cache_dir:
+    description:
+      - Directory for the parsed-catalog cache and unpacked catalog archives (as M(aicr.runtime.recipe_resolve)).
+    type: path
+seealso:
+  - module: aicr.runtime.recipe_resolve
+  - module: aicr.runtime.stack_info
+  - plugin: aicr.runtime.upgrade_plan
+    plugin_type: lookup
+"""
+
+EXAMPLES = r"""
+- name: Is moving this cluster to catalog 1.3.0 safe?
+  aicr.runtime.upgrade_plan:
+    catalog: /opt/aicr/releases/aicr-catalog-1.3.0.tar.gz
+    current:
+      name: "{{ inventory_hostname }}"
+      catalog: /opt/aicr/releases/aicr-catalog-1.2.0.tar.gz
+      criteria: "{{ aicr_criteria }}"
+      component_overrides: "{{ aicr_component_overrides | default({}) }}"
+  register: upgrade
+
+- name: Stop unless it is
+  ansible.builtin.assert:
+    that: upgrade.verdict == 'safe'
+    fail_msg: "{{ upgrade.plans[0].reasons }}"
+
+- name: Plan every ClusterStack of a cluster
+  aicr.runtime.stack_info:
+  register: stacks
+
+- name: One table per verdict across them
+  aicr.runtime.upgrade_plan:
+    catalog: /opt/aicr/releases/aicr-catalog-1.3.0.tar.gz
+    clusters: "{{ stacks.stacks }}"
+  register: fleet_plan
+
+- name: Show the blocked ones
+  ansible.builtin.debug:
+    msg: "{{ fleet_plan.fleet.blocked.table.splitlines() }}"
+"""
+
+RETURN = r"""
+verdict:
+  description: The worst verdict of every plan - C(safe), C(review) or C(blocked).
+  returned: always
+  type: str
+  sample: blocked
+plans:
+  description: One plan per cluster, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    cluster: {description: The cluster's name., type: str}
+    verdict: {description: "C(safe), C(review) or C(blocked).", type: str}
+    reasons: {description: "Why it is not C(safe): one line per finding worse than C(safe).", type: list, elements: str}
+    findings: {description: "Findings about the whole cluster (C(catalog_digest_mismatch)): C({code, verdict, message}).", type: list, elements: dict}
+    from: {description: C(catalog) and C(digest) of the catalog the cluster runs., type: dict}
+    to: {description: C(catalog) and C(digest) of the new catalog., type: dict}
+    added: {description: Components only the new catalog has., type: list, elements: str}
+    removed: {description: Components only the current catalog has., type: list, elements: str}
+    order: {description: "The deployment order C(from) and C(to), and whether it C(changed).", type: dict}
+    components:
+      description:
+        - Every component of either side, the new order first. C(change) is C(added), C(removed), C(changed) or
+          C(unchanged); C(version) is C({from, to, class, pinned?}); C(order) C({from, to}); C(values) the overridden
+          paths the catalog C(removed) or C(changed) (C({path, change})); C(health_check) C(unchanged), C(none),
+          C(added), C(removed) or C(changed); C(findings) C([{code, verdict, message}]); C(verdict); C(crds) C({judged}).
+      type: list
+      elements: dict
+    not_judged: {description: What the plan did not look at., type: list, elements: str}
+  sample:
+    - cluster: lab-1
+      verdict: blocked
+      reasons: ["example-operator values widget.color: the cluster overrides it and the catalog removed it"]
+fleet:
+  description:
+    - One table per verdict (keys C(safe), C(review), C(blocked)) - C(clusters) whose plan has that verdict, C(rows)
+      (each component change of that verdict, C({component, change, from, to, class, reasons, clusters})) and C(table)
+      (the rows as Markdown).
+  returned: always
+  type: dict
+changed:
+  description: Always C(false).
+  returned: always
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimports
+
+zipimports.install()
+
+from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.upgrade import plan_many
+
+
+def argument_spec():
+    return dict(catalog=dict(type="path", required=True), current=dict(type="dict"), cluster_stack=dict(type="dict"),
+                clusters=dict(type="list", elements="dict"), current_catalog=dict(type="path"), cache_dir=dict(type="path"))
+
+
+def run(params):
+    for field in ("current", "cluster_stack"):
+        if params.get(field) is not None:
+            return plan_many([params[field]], params["catalog"], params.get("current_catalog"), params.get("cache_dir"), field=field)
+    return plan_many(params.get("clusters"), params["catalog"], params.get("current_catalog"), params.get("cache_dir"))
+
+
+def _secrets(params):
+    """The values the clusters override that look secret: kept out of the invocation Ansible logs."""
+    sensitive = Sensitive()
+    found = []
+    for entry in [params.get("current"), params.get("cluster_stack")] + list(params.get("clusters") or []):
+        if isinstance(entry, dict):
+            overrides = entry.get("component_overrides") if "component_overrides" in entry else (entry.get("spec") or {}).get("componentOverrides")
+            found.extend(override_secrets(sensitive, overrides if isinstance(overrides, dict) else {}))
+    return found
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
+                           mutually_exclusive=[("current", "cluster_stack", "clusters")],
+                           required_one_of=[("current", "cluster_stack", "clusters")])
+    result = call_engine(module, "upgrade_plan", lambda: run(module.params), requires=["PyYAML"], secrets=_secrets(module.params))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
