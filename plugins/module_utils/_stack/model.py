@@ -25,7 +25,7 @@ CONDITION_TYPES = ("Ready", "RecipeResolved", "DevicesReady", "PreflightPassed",
 CONDITION_STATUSES = ("True", "False", "Unknown")
 HISTORY_LIMIT = 50
 COMPONENT_FIELDS = ("name", "kind", "namespace", "chart", "version", "revision", "ready", "phase", "blockedBy", "message",
-                    "healthCheck", "lastTransitionTime")
+                    "healthCheck", "lastTransitionTime", "timing")
 HEALTH_FIELDS = ("status", "message", "check", "step", "resource", "expression", "expected", "actual")
 DEVICE_FIELDS = ("node", "type", "model", "resUUID", "serial", "state")
 
@@ -105,10 +105,32 @@ def component_entry(component, previous=None, now=None):
         health = copy.deepcopy(previous["healthCheck"])  # a component being verified keeps its last check until it is run again
     if health is not None:
         entry["healthCheck"] = health
+    timing = timing_entry(component)
+    if timing is None and previous and previous.get("timing"):
+        timing = copy.deepcopy(previous["timing"])  # the last finished rollout's timing stays until this one finishes
+    if timing is not None:
+        entry["timing"] = timing
     if previous and previous.get("phase") == phase and previous.get("lastTransitionTime"):
         entry["lastTransitionTime"] = previous["lastTransitionTime"]
     else:
         entry["lastTransitionTime"] = component.get("lastTransitionTime") or now
+    return entry
+
+
+def timing_entry(component):
+    """A status ``timing`` ({start, seconds, checkSeconds, after}: the rollout's timing of one component, what
+    ``_common.timeline.from_status`` draws) from a finished gated_release component result, or an entry already in
+    status shape; None while it has not finished (or never ran)."""
+    timing = component.get("timing")
+    if isinstance(timing, dict):
+        return copy.deepcopy(timing) if timing.get("start") else None
+    if not component.get("started") or component.get("duration") is None:
+        return None
+    entry = {"start": str(component["started"]), "seconds": round(float(component["duration"]), 3),
+             "after": [str(d) for d in component.get("dependencies") or []]}
+    check = (component.get("health") or {}).get("duration")
+    if check:
+        entry["checkSeconds"] = round(float(check), 3)
     return entry
 
 
