@@ -124,14 +124,21 @@ def timing_entry(component):
     timing = component.get("timing")
     if isinstance(timing, dict):
         return copy.deepcopy(timing) if timing.get("start") else None
-    if not component.get("started") or component.get("duration") is None:
+    seconds, check = _seconds(component.get("duration")), _seconds((component.get("health") or {}).get("duration"))
+    if not component.get("started") or seconds is None:
         return None
-    entry = {"start": str(component["started"]), "seconds": round(float(component["duration"]), 3),
-             "after": [str(d) for d in component.get("dependencies") or []]}
-    check = (component.get("health") or {}).get("duration")
+    entry = {"start": str(component["started"]), "seconds": seconds, "after": [str(d) for d in component.get("dependencies") or []]}
     if check:
-        entry["checkSeconds"] = round(float(check), 3)
+        entry["checkSeconds"] = check
     return entry
+
+
+def _seconds(value):
+    """``value`` as seconds rounded to milliseconds; None when it is not a number."""
+    try:
+        return round(float(value), 3)
+    except (TypeError, ValueError):
+        return None
 
 
 def health_entry(health):
