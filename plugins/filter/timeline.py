@@ -29,15 +29,15 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Read the stack
+- name: Read the stacks
   aicr.runtime.stack_info:
-    name: gpu
-  register: gpu
+    names: [gpu-training]
+  register: found
 
-- name: Write its last rollout as a chart
+- name: Write the stack's last rollout as a chart
   ansible.builtin.copy:
-    dest: /tmp/gpu-timeline.mmd
-    content: "{{ gpu.stacks[0] | aicr.runtime.timeline }}"
+    dest: /tmp/gpu-training-timeline.mmd
+    content: "{{ found.stacks[0] | aicr.runtime.timeline }}"
     mode: "0644"
 """
 

@@ -42,7 +42,7 @@ def wave_size(entry, total, field="fleet_waves"):
 def plan_waves(hosts, sizes, field="fleet_waves"):
     """``hosts`` (in order: the first is the canary) cut into waves of ``sizes`` (see the module's doc)."""
     if not isinstance(sizes, (list, tuple)) or not sizes:
-        raise AicrError("%s: %r is not allowed; allowed: a non-empty list of wave sizes, e.g. [1, \"10%%\", \"100%%\"]" % (field, sizes),
+        raise AicrError("%s: %r is not allowed; allowed: a non-empty list of wave sizes (counts or percentages of the fleet)" % (field, sizes),
                         field=field, value=sizes)
     hosts = list(hosts or [])
     counts = [wave_size(entry, len(hosts), "%s[%d]" % (field, index)) for index, entry in enumerate(sizes)]
