@@ -7,7 +7,7 @@ Pure functions over data the collection already records, so the same chart comes
 (:func:`from_results`) or from a ClusterStack status alone (:func:`from_status`, its ``components[].timing``).
 It lives in ``_common`` because both ``_release`` (the result) and ``_stack`` (the status) draw it.
 
-A *bar* is ``{name, start, seconds, check, after, phase, blocked_by}``: ``start`` in epoch seconds (None: not
+A *bar* (a row of the chart) is ``{name, start, seconds, check, after, phase, blocked_by}``: ``start`` in epoch seconds (None: not
 run), ``seconds`` the component's whole step (install or upgrade, wait until Ready, health check), ``check`` the
 health check's part of it, ``after`` its dependencies. Components without a start are laid out as soon as their
 dependencies end (from 0) when no component of the rollout has one (a plan drawn from durations only).
@@ -82,11 +82,11 @@ def schedule(bars):
             return ends[name]
         if name in seen:  # a cycle: never here for a validated DAG; laid out from 0
             return 0.0
-        bar = by_name[name]
-        start = max([end(d, seen | {name}) for d in bar["after"] if d in by_name] or [0.0])
-        bar_start = dict(bar, start=start)
+        row = by_name[name]
+        start = max([end(d, seen | {name}) for d in row["after"] if d in by_name] or [0.0])
+        bar_start = dict(row, start=start)
         by_name[name] = bar_start
-        ends[name] = start + bar["seconds"]
+        ends[name] = start + row["seconds"]
         return ends[name]
 
     for name in list(by_name):
@@ -100,8 +100,8 @@ def critical_path(timed):
     if not by_name:
         return []
 
-    def end_of(bar):
-        return bar["start"] + bar["seconds"]
+    def end_of(row):
+        return row["start"] + row["seconds"]
 
     last = max(timed, key=lambda b: (end_of(b), b["name"]))
     path = [last["name"]]
@@ -129,21 +129,21 @@ def gantt(bars, title="rollout"):
     origin = min(b["start"] for b in timed)
     ends = dict((b["name"], b["start"] + b["seconds"]) for b in timed)
     lines.append("    %%%% critical path: %s (%.1fs)" % (" -> ".join(label(n) for n in path), max(ends.values()) - origin))
-    for index, bar in enumerate(timed):
-        crit = "crit, " if bar["name"] in on_path else ""
-        start, end = bar["start"], bar["start"] + bar["seconds"]
-        check = min(bar["check"] or 0.0, bar["seconds"])
-        lines.append("    section %s" % label(bar["name"]))
+    for index, row in enumerate(timed):
+        crit = "crit, " if row["name"] in on_path else ""
+        start, end = row["start"], row["start"] + row["seconds"]
+        check = min(row["check"] or 0.0, row["seconds"])
+        lines.append("    section %s" % label(row["name"]))
         if start - origin >= 0.001:
-            waited = [d for d in bar["after"] if d in ends]
+            waited = [d for d in row["after"] if d in ends]
             lines.append("    %s :done, c%d_wait, %d, %d" % (label("wait for " + ", ".join(waited)) if waited else "wait", index, _ms(origin), _ms(start)))
-        failed = " (failed)" if bar["phase"] == "Failed" else ""
+        failed = " (failed)" if row["phase"] == "Failed" else ""
         lines.append("    %s :%sc%d_run, %d, %d" % (label("install" + (failed if not check else "")), crit, index, _ms(start), _ms(end - check)))
         if check:
             lines.append("    %s :%sactive, c%d_check, %d, %d" % (label("health check" + failed), crit, index, _ms(end - check), _ms(end)))
     blocked = [b for b in bars if b["name"] not in ends and b["blocked_by"]]
-    for index, bar in enumerate(blocked):
-        at = max([ends[d] for d in bar["blocked_by"] if d in ends] or [origin])
-        lines.append("    section %s" % label(bar["name"]))
-        lines.append("    %s :milestone, b%d_blocked, %d, %d" % (label("blocked by " + ", ".join(bar["blocked_by"])), index, _ms(at), _ms(at)))
+    for index, row in enumerate(blocked):
+        at = max([ends[d] for d in row["blocked_by"] if d in ends] or [origin])
+        lines.append("    section %s" % label(row["name"]))
+        lines.append("    %s :milestone, b%d_blocked, %d, %d" % (label("blocked by " + ", ".join(row["blocked_by"])), index, _ms(at), _ms(at)))
     return "\n".join(lines) + "\n"
