@@ -41,7 +41,8 @@ def test_a_failing_canary_stops_the_fleet_before_any_other_cluster_is_touched(ru
             check.write_text(check.read_text().replace("(readyReplicas > `0`)", "(readyReplicas > `5`)").replace("assert: 2m", "assert: 3s"))
         hosts["cluster-%d" % (index + 1)] = {
             "ansible_connection": "local", "cluster_runtime_catalog": str(catalog), "cluster_runtime_stack": namespace,
-            "cluster_runtime_lease_namespace": namespace, "cluster_runtime_kubeconfig": kube.kubeconfig_for(IDENTITY)}
+            "cluster_runtime_lease_namespace": namespace, "cluster_runtime_kubeconfig": kube.kubeconfig_for(IDENTITY),
+            "cluster_runtime_timeline_file": str(tmp_path / ("cluster-%d.md" % (index + 1)))}
     inventory = {"all": {"children": {"clusters": {"hosts": hosts}}}}
     extravars = {"fleet_waves": [1, 2, 3], "cluster_runtime_criteria": H100_KIND_TRAINING, "cluster_runtime_helm_binary": str(BIN / "helm4"),
                  "cluster_runtime_repository_mirrors": {EXAMPLE_REPO: example_repo.url}, "cluster_runtime_poll_interval": 0.2,
@@ -64,6 +65,12 @@ def test_a_failing_canary_stops_the_fleet_before_any_other_cluster_is_touched(ru
                                                "failed": {"cluster-1": stats["fleet_waves"]["wave 1"]["failed"]["cluster-1"]}}}
     assert "did not converge" in stats["fleet_waves"]["wave 1"]["failed"]["cluster-1"] or "health check" in \
         stats["fleet_waves"]["wave 1"]["failed"]["cluster-1"]
+
+    # the canary's timeline, written by the role: its operator's health check failed, the critical path ends there
+    timeline = (tmp_path / "cluster-1.md").read_text()
+    assert timeline.startswith("```mermaid\ngantt\n") and timeline.endswith("```\n")
+    assert "health check (failed) :crit, active," in timeline and "-> example-operator (" in timeline
+    assert not any((tmp_path / ("cluster-%d.md" % n)).exists() for n in range(2, 7))
 
     # the audit log: the canary's namespace was written to; no request at all reached any other cluster's namespace
     assert lab_kube.audit(since=mark, mutating=True, namespace=fleet_namespaces[0])
