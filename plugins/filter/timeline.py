@@ -12,8 +12,8 @@ name: timeline
 short_description: Draw a ClusterStack's last rollout as a Mermaid gantt chart, from the cluster alone
 version_added: 0.1.0
 description:
-  - Reads C(status.components[].timing) of a ClusterStack (what the last finished rollout recorded per component - its
-    start, its whole step, its health check's part and its dependencies) and returns the same Mermaid C(gantt) text as
+  - Reads C(status.components[].timing) of a ClusterStack (per component, what the last rollout that changed or failed it
+    recorded - its start, its whole step, its health check's part and its dependencies) and returns the same Mermaid C(gantt) text as
     gated_release's C(timeline) result - wait, install and health-check phases per component, the critical path tagged
     C(crit).
   - Components never timed (status written before this field existed, or never run) are left out.

@@ -118,15 +118,17 @@ def component_entry(component, previous=None, now=None):
 
 
 def timing_entry(component):
-    """A status ``timing`` ({start, seconds, checkSeconds, after}: the rollout's timing of one component, what
-    ``_common.timeline.from_status`` draws) from a finished gated_release component result, or an entry already in
-    status shape; None while it has not finished (or never ran)."""
+    """A status ``timing`` ({start, seconds, checkSeconds, after}: the timing of the last rollout that changed (or
+    failed) one component, what ``_common.timeline.from_status`` draws) from a finished gated_release component result,
+    or an entry already in status shape; None while it has not finished, never ran or was left unchanged."""
     timing = component.get("timing")
     if isinstance(timing, dict):
         return copy.deepcopy(timing) if timing.get("start") else None
     seconds, check = _seconds(component.get("duration")), _seconds((component.get("health") or {}).get("duration"))
     if not component.get("started") or seconds is None:
         return None
+    if not component.get("changed") and component.get("phase") != FAILED:
+        return None  # a run that left it unchanged keeps the timing of the rollout that changed it: a no-op run writes no status
     entry = {"start": str(component["started"]), "seconds": seconds, "after": [str(d) for d in component.get("dependencies") or []]}
     if check:
         entry["checkSeconds"] = check

@@ -97,9 +97,9 @@ def test_nothing_ran_in_check_mode():
 
 
 def test_the_status_keeps_the_last_rollouts_timing_and_the_filter_draws_it():
-    results = [{"name": "crds", "phase": "Ready", "started": "2026-12-05T12:00:00.000Z", "duration": 2.0, "dependencies": []},
+    results = [{"name": "crds", "phase": "Ready", "started": "2026-12-05T12:00:00.000Z", "duration": 2.0, "dependencies": [], "changed": True},
                {"name": "operator", "phase": "Ready", "started": "2026-12-05T12:00:02.000Z", "duration": 5.0, "dependencies": ["crds"],
-                "health": {"status": "Passed", "duration": 1.5}}]
+                "health": {"status": "Passed", "duration": 1.5}, "changed": True}]
     status_components, _events = model.merge_components([], results)
     assert status_components[1]["timing"] == {"start": "2026-12-05T12:00:02.000Z", "seconds": 5.0, "checkSeconds": 1.5, "after": ["crds"]}
     # a new rollout in flight (Deploying, no duration yet) keeps the last finished timing
@@ -117,3 +117,13 @@ def test_with_two_dependencies_the_path_goes_through_the_one_that_ended_last():
                             "blocked_by": []}]
     # agent ends at 8 s, config at 3 s (both 1 s long): final starts at 8 s, after agent
     assert timeline.critical_path(timeline.schedule(bars)) == ["crds", "operator", "agent", "final"]
+
+
+def test_a_run_that_changes_nothing_keeps_the_timing_so_the_status_is_the_same():
+    first = [{"name": "crds", "phase": "Ready", "started": "2026-12-05T12:00:00.000Z", "duration": 2.0, "dependencies": [], "changed": True}]
+    status, _events = model.merge_components([], first, now="2026-12-05T12:00:02Z")
+    again = [{"name": "crds", "phase": "Unchanged", "started": "2026-12-05T13:00:00.000Z", "duration": 0.2, "dependencies": [], "changed": False}]
+    after, _events = model.merge_components(status, again, now="2026-12-05T13:00:01Z")
+    assert after == status, "a no-op converge must not rewrite the status (stack_status stays unchanged, idempotence holds)"
+    failed = [dict(again[0], phase="Failed", started="2026-12-05T14:00:00.000Z", duration=3.0)]
+    assert model.merge_components(status, failed)[0][0]["timing"]["start"] == "2026-12-05T14:00:00.000Z", "a failure is timed"
