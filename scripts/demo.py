@@ -8,7 +8,8 @@ the composable fabric simulator — then runs playbooks/site.yml against
 examples/inventory exactly as a user would, as the least-privilege identity `site`
 (the shipped ClusterRoles, meta/rbac): hardware first, then the example recipe,
 gated on readiness. It runs the playbook a second time to show that a
-converged cluster reports no change, prints what the cluster now holds, and
+converged cluster reports no change, writes the first run's rollout timeline (a Mermaid
+gantt) to .build/demo/timeline.md, prints what the cluster now holds, and
 stops everything it started.
 """
 
@@ -69,9 +70,11 @@ def main():
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build" / "collections"), PATH="%s:%s" % (BIN, os.environ.get("PATH", "")))
         playbook = [str(BIN / "ansible-playbook"), "-i", str(REPO / "examples" / "inventory" / "hosts.yml"), str(REPO / "playbooks" / "site.yml"),
                     "-e", "@%s" % vars_file]
-        first = run(playbook, env=env)
+        timeline = workdir / "timeline.md"
+        first = run(playbook + ["-e", "cluster_runtime_timeline_file=%s" % timeline], env=env)
         if first.returncode != 0:
             return first.returncode
+        print("\nThe rollout's timeline (a Mermaid gantt, critical path marked crit): %s" % timeline, flush=True)
         print("\nSecond run: a converged cluster reports no change.", flush=True)
         second = run(playbook, env=env, capture_output=True, text=True)
         print(second.stdout[second.stdout.find("PLAY RECAP"):])

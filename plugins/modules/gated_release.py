@@ -651,6 +651,28 @@ live_status:
   returned: when O(status_stack) is set, not in check mode, and the stack could be read
   type: dict
   sample: {stack: gpu, backend: crd, transitions: 12, writes: 7, conflicts: 0}
+timeline:
+  description:
+    - The rollout as a Mermaid C(gantt) chart - per component a section with its wait for its dependencies (C(done)), its
+      install or upgrade until Ready, and its health check (C(active)); the critical path (from the component that ended
+      last back through the dependency that ended last) is tagged C(crit) and named in a C(%% critical path) comment.
+      Components blocked by a failure are milestones at the failure. Render it in any Markdown viewer that knows Mermaid.
+    - In check mode nothing runs, so the chart says so (C(%% nothing ran)).
+  returned: always
+  type: str
+  sample: |
+    gantt
+        title rollout of stack gpu
+        dateFormat x
+        axisFormat %H:%M:%S
+        todayMarker off
+        %% critical path: example-crds -> example-operator (4.4s)
+        section example-crds
+        install :crit, c0_run, 1796047200000, 1796047201200
+        section example-operator
+        wait for example-crds :done, c1_wait, 1796047200000, 1796047201200
+        install :crit, c1_run, 1796047201200, 1796047203400
+        health check :crit, active, c1_check, 1796047203400, 1796047204400
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -104,6 +104,16 @@ def test_a_passing_health_check_gates_its_dependent_and_a_failing_one_blocks_it(
     entries = dict((c["name"], c) for c in status["components"])
     assert entries["example-operator"]["healthCheck"] == {"status": "Passed", "check": "example-operator-health-check",
                                                           "message": "2 operation(s) passed"}
+    # the timeline: the agent waited for the operator, whose health check is a phase of its own; the critical path ends with
+    # the component that ended last and goes back through dependencies; the
+    # status keeps each component's timing, so the same chart is drawn from the cluster alone
+    timing = entries["example-operator"]["timing"]
+    assert timing["start"] == op["started"] and timing["seconds"] == op["duration"] and timing["checkSeconds"] == op["health"]["duration"]
+    path = res["timeline"].split("%% critical path: ", 1)[1].splitlines()[0].rsplit(" (", 1)[0].split(" -> ")
+    ends = dict((c["name"], _parse(c["started"]) + datetime.timedelta(seconds=c["duration"])) for c in res["components"])
+    assert path[-1] == max(ends, key=ends.get) and all(path[i] in comps[path[i + 1]]["dependencies"] for i in range(len(path) - 1)), path
+    assert any(line.strip().startswith("health check :") and "active" in line for line in res["timeline"].splitlines())
+    assert any(line.strip().startswith("wait for example-operator :done,") for line in res["timeline"].splitlines())
 
     # 2. the check asks for more ready replicas than the operator has: it fails after its timeout (3 s), the agent is
     #    blocked and not installed (uninstalled first, so that the re-run has to install it)

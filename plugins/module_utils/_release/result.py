@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeline
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 
@@ -112,6 +112,8 @@ class Result(object):
             "waves": self._waves(),
             "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components),
             "summary": self._summary(components, failed, blocked),
+            "timeline": timeline.gantt(timeline.from_results(components), title="%s of stack %s" % (
+                "removal" if self.opts.state == "absent" else "rollout", self.opts.stack)),
         }
         if self.opts.state == "present":
             result["summary"]["health_checks"] = dict((s, sum(1 for c in components if (c.get("health") or {}).get("status") == s))

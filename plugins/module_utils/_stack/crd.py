@@ -92,6 +92,12 @@ def status_schema():
                                     ("step", "The failing step."), ("resource", "The failing resource."), ("expression", "The failing expression."),
                                     ("expected", "What the expression expected."), ("actual", "What the cluster had.")))),
         "lastTransitionTime": _s("When the phase last changed.", format="date-time"),
+        "timing": _obj("The timing of the last rollout that changed (or failed) this component (what the timeline is drawn from).", {
+            "start": _s("When its step started (RFC 3339, milliseconds)."),
+            "seconds": {"type": "number", "description": "Its whole step: install or upgrade, wait until Ready, health check."},
+            "checkSeconds": {"type": "number", "description": "The health check's part of it."},
+            "after": _list("Its dependencies.", {"type": "string"}),
+        }),
     }, required=["name"])
     device = _obj("A device attached to a node.", {
         "node": _s("Node name."), "type": _s("Device type."), "model": _s("Model."),

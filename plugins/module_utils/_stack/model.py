@@ -25,7 +25,7 @@ CONDITION_TYPES = ("Ready", "RecipeResolved", "DevicesReady", "PreflightPassed",
 CONDITION_STATUSES = ("True", "False", "Unknown")
 HISTORY_LIMIT = 50
 COMPONENT_FIELDS = ("name", "kind", "namespace", "chart", "version", "revision", "ready", "phase", "blockedBy", "message",
-                    "healthCheck", "lastTransitionTime")
+                    "healthCheck", "lastTransitionTime", "timing")
 HEALTH_FIELDS = ("status", "message", "check", "step", "resource", "expression", "expected", "actual")
 DEVICE_FIELDS = ("node", "type", "model", "resUUID", "serial", "state")
 
@@ -105,11 +105,42 @@ def component_entry(component, previous=None, now=None):
         health = copy.deepcopy(previous["healthCheck"])  # a component being verified keeps its last check until it is run again
     if health is not None:
         entry["healthCheck"] = health
+    timing = timing_entry(component)
+    if timing is None and previous and previous.get("timing"):
+        timing = copy.deepcopy(previous["timing"])  # the last finished rollout's timing stays until this one finishes
+    if timing is not None:
+        entry["timing"] = timing
     if previous and previous.get("phase") == phase and previous.get("lastTransitionTime"):
         entry["lastTransitionTime"] = previous["lastTransitionTime"]
     else:
         entry["lastTransitionTime"] = component.get("lastTransitionTime") or now
     return entry
+
+
+def timing_entry(component):
+    """A status ``timing`` ({start, seconds, checkSeconds, after}: the timing of the last rollout that changed (or
+    failed) one component, what ``_common.timeline.from_status`` draws) from a finished gated_release component result,
+    or an entry already in status shape; None while it has not finished, never ran or was left unchanged."""
+    timing = component.get("timing")
+    if isinstance(timing, dict):
+        return copy.deepcopy(timing) if timing.get("start") else None
+    seconds, check = _seconds(component.get("duration")), _seconds((component.get("health") or {}).get("duration"))
+    if not component.get("started") or seconds is None:
+        return None
+    if not component.get("changed") and component.get("phase") != FAILED:
+        return None  # a run that left it unchanged keeps the timing of the rollout that changed it: a no-op run writes no status
+    entry = {"start": str(component["started"]), "seconds": seconds, "after": [str(d) for d in component.get("dependencies") or []]}
+    if check:
+        entry["checkSeconds"] = check
+    return entry
+
+
+def _seconds(value):
+    """``value`` as seconds rounded to milliseconds; None when it is not a number."""
+    try:
+        return round(float(value), 3)
+    except (TypeError, ValueError):
+        return None
 
 
 def health_entry(health):
