@@ -15,6 +15,7 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import last_known_good
 
 
 class ComponentState(object):
@@ -44,6 +45,8 @@ class ComponentState(object):
         self.release_record = None  # the release this run installed ({uid, revision, digest}), once helm succeeded
         self.release_foreign = False  # the deployed release is not this stack's: the inventory does not record it
         self.left_alone = None  # removal: why the release was not uninstalled
+        self.rolled_back = None  # on_failure: rollback: what was decided for it (``_release.rollback``)
+        self.last_known_good = None  # the revision of it that last passed its gate (the inventory's lastKnownGood)
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -71,7 +74,9 @@ class ComponentState(object):
             "objects": objs, "started": self.started, "duration": self.duration, "message": self.message,
             "action": self.action, "reason": self.reason, "dependencies": list(comp.gate), "changed": self.changed,
             **({"health": dict(self.health)} if self.health is not None else {}),
-            **({"early_start": True} if self.early_start else {})
+            **({"early_start": True} if self.early_start else {}),
+            **({"rollback": dict(self.rolled_back)} if self.rolled_back is not None else {}),
+            **({"last_known_good": self.last_known_good} if self.last_known_good is not None else {})
         }
 
 
@@ -100,6 +105,10 @@ class Result(object):
             for name in plan.order:
                 if self.states[name].health is None:
                     self.states[name].health = health.planned(self.checks.get(name), name, self.opts.health)
+        for name in names:
+            good = last_known_good(self.inventory.entry(name)) if name in self.states else None
+            if good is not None:
+                self.states[name].last_known_good = int(good["revision"])
         components = [self.states[n].as_result() for n in names if n in self.states]
         changed = any(c["changed"] for c in components)
         if self.opts.check_mode:
@@ -110,7 +119,7 @@ class Result(object):
             "changed": changed,
             "components": components,
             "waves": self._waves(),
-            "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components),
+            "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components) + self._planned_rollbacks(),
             "summary": self._summary(components, failed, blocked),
         }
         if self.opts.state == "present":
@@ -121,6 +130,8 @@ class Result(object):
         if self.opts.diff:
             result["diff"] = self._diff()
         result["foreign_claims"] = list(self.foreign_claims)
+        if self.opts.on_failure == "rollback":
+            result["rollbacks"] = [dict(entry) for entry in self.rollbacks]
         if self.warnings:
             result["warnings"] = list(self.warnings)
         if failed or blocked:
