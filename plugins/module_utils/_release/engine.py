@@ -187,11 +187,11 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Rollback, Re
             return
         with self._transition_lock:
             name = st.comp.name
-            signature = (st.phase, tuple(st.blocked_by))
+            signature = (st.phase, tuple(st.blocked_by), (st.rolled_back or {}).get("status"))
             if self._notified.get(name) == signature:
                 return
             self._notified[name] = signature
-            result = st.as_result()
+            result = st.as_result(self.inventory.loaded_entry(name))
             try:
                 self.on_transition(result)
             except Exception as exc:  # pylint: disable=broad-except

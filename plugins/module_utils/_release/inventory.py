@@ -214,6 +214,15 @@ def last_known_good(entry):
     return dict(good) if isinstance(good, dict) and good.get("revision") else None
 
 
+def good_after(st, prev):
+    """The ``lastKnownGood`` of a component after the run (``prev``: its inventory entry before): the release revision
+    this run installed when it then passed its gate (Ready, health check passed) and was not rolled back, else the one
+    recorded before (None: none)."""
+    if st.phase == READY and st.release_record is not None and (st.rolled_back or {}).get("status") != "rolled_back":
+        return {"revision": st.release_record.get("revision"), "digest": st.release_record.get("digest")}
+    return last_known_good(prev)
+
+
 def entry_of(st, prev, prune):
     """A component's inventory entry after the run: what it applied now (with uid and digest), what it rendered and the
     inventory knew already (as it was), what it no longer renders unless pruned (and everything known when it failed);
@@ -235,9 +244,7 @@ def entry_of(st, prev, prune):
     if not comp.manifest_only:
         if st.release_record is not None:
             record = dict(st.release_record)
-            good = last_known_good(prev)
-            if st.phase == READY and (st.rolled_back or {}).get("status") != "rolled_back":  # it passed its gate: the revision to go back to from now on
-                good = {"revision": record.get("revision"), "digest": record.get("digest")}
+            good = good_after(st, prev)
             if good is not None:
                 record[LAST_KNOWN_GOOD] = good
             entry["release"], entry["release_record"] = comp.name, record

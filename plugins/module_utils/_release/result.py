@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
-from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import last_known_good
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import good_after
 
 
 class ComponentState(object):
@@ -46,7 +46,6 @@ class ComponentState(object):
         self.release_foreign = False  # the deployed release is not this stack's: the inventory does not record it
         self.left_alone = None  # removal: why the release was not uninstalled
         self.rolled_back = None  # on_failure: rollback: what was decided for it (``_release.rollback``)
-        self.last_known_good = None  # the revision of it that last passed its gate (the inventory's lastKnownGood)
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -58,8 +57,10 @@ class ComponentState(object):
     def needs_change(self, prune):
         return self.action != "unchanged" or any(a != "unchanged" for a in self.object_actions()) or bool(prune and self.stale_objects)
 
-    def as_result(self):
+    def as_result(self, prev=None):
+        """The component result; ``prev``: its inventory entry as read (for ``last_known_good``)."""
         comp = self.comp
+        good = good_after(self, prev or {})
         objs = []
         for wave in ("pre", "post"):
             for mobj, action, reason in self.objects[wave]:
@@ -76,7 +77,7 @@ class ComponentState(object):
             **({"health": dict(self.health)} if self.health is not None else {}),
             **({"early_start": True} if self.early_start else {}),
             **({"rollback": dict(self.rolled_back)} if self.rolled_back is not None else {}),
-            **({"last_known_good": self.last_known_good} if self.last_known_good is not None else {})
+            **({"last_known_good": int(good["revision"])} if good is not None else {})
         }
 
 
@@ -105,11 +106,7 @@ class Result(object):
             for name in plan.order:
                 if self.states[name].health is None:
                     self.states[name].health = health.planned(self.checks.get(name), name, self.opts.health)
-        for name in names:
-            good = last_known_good(self.inventory.entry(name)) if name in self.states else None
-            if good is not None:
-                self.states[name].last_known_good = int(good["revision"])
-        components = [self.states[n].as_result() for n in names if n in self.states]
+        components = [self.states[n].as_result(self.inventory.loaded_entry(n)) for n in names if n in self.states]
         changed = any(c["changed"] for c in components)
         if self.opts.check_mode:
             changed = any(c["action"] != "unchanged" or any(o["action"] != "unchanged" for o in c["objects"]) for c in components)
