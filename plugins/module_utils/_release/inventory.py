@@ -14,7 +14,8 @@ One ConfigMap ``aicr-runtime-<stack>-inventory`` in the lease namespace; ``data.
 
 ``release_record`` is the helm release Secret the stack last wrote (its uid and revision) and the ``aicr.io/digest`` it
 carries; ``lastKnownGood`` the latest revision of it that passed its gate (Ready and its health check) in a run of the
-stack - what ``on_failure: rollback`` goes back to (``_release.rollback``); an object's ``uid`` and ``digest`` (sha256 of the body applied) are what the stack last applied.
+stack - what ``on_failure: rollback`` goes back to (``_release.rollback``); an object's ``uid`` and ``digest`` (sha256 of
+the body applied) are what the stack last applied.
 
 - Only the collection's field manager (``aicr-runtime``) writes it: a ConfigMap of that name whose fields that manager
   holds none of, or whose ``data.inventory`` another manager wrote (an edit), is not trusted - a warning, and the run

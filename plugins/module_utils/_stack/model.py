@@ -190,8 +190,8 @@ def merge_components(current, components, replace=False, now=None):
             events.append({"type": "Component" + entry["phase"], "message": message[:1024]})
         rolled = entry.get("rolledBack")
         if rolled and rolled != (old or {}).get("rolledBack"):
-            events.append({"type": ROLLBACK_EVENTS.get(rolled["status"], "RollbackNotDone"),
-                           "message": ("component %s: %s (%s)" % (entry["name"], rolled.get("message") or rolled["status"], rolled.get("reason") or ""))[:1024]})
+            text = "component %s: %s (%s)" % (entry["name"], rolled.get("message") or rolled["status"], rolled.get("reason") or "")
+            events.append({"type": ROLLBACK_EVENTS.get(rolled["status"], "RollbackNotDone"), "message": text[:1024]})
         if entry["name"] not in order:
             order.append(entry["name"])
         merged[entry["name"]] = entry
