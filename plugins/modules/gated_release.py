@@ -381,6 +381,26 @@ options:
     type: list
     elements: str
     default: []
+  on_failure:
+    description:
+      - What happens to a release whose gate fails - it is not Ready within its O(timeout), or its health check fails.
+      - C(hold) leaves it as it is (its new revision stays, its dependents stay blocked).
+      - C(rollback) rolls a release I(upgraded) in this run back with C(helm rollback) to its last known good revision - the
+        latest revision that passed its gate in a run of the stack, as the stack's inventory records it (C(lastKnownGood)) -
+        then the components upgraded in this run that depend on it (the recipe's dependencies; with
+        O(skip_deployment_order) they may have been upgraded meanwhile), in reverse dependency order, while the run still
+        holds the stack's Lease. The task still fails, naming the failed component.
+      - As Flux's C(upgrade.remediation), only upgrades are rolled back - a release installed in this run has no earlier
+        revision and is left as it is (never uninstalled).
+      - A rollback is refused (and reported) when no last known good revision is recorded yet (one is recorded each time a
+        component passes its gate after an install or upgrade) or when it would change one of the chart's
+        CustomResourceDefinitions (in the release manifest or the chart's C(crds/)) in a way the breaking-change rules of
+        M(aicr.runtime.crd_publish) call breaking, or remove one.
+      - Check mode rolls nothing back; RV(actions) says, per component to be upgraded, the revision a failed gate would go
+        back to.
+    type: str
+    choices: [hold, rollback]
+    default: hold
   status_stack:
     description:
       - Write live per-component progress to the status of this stack - a C(ClusterStack) name (O(status_backend=crd)) or
@@ -524,6 +544,17 @@ components:
       description: C(true) when its helm was started early and waited at its gate (O(early_start)).
       returned: when it was
       type: bool
+    rollback:
+      description:
+        - With O(on_failure=rollback), what was decided for this component - C(status) C(rolled_back), C(refused), C(failed)
+          (helm rollback failed) or C(left) (installed in this run), C(from) and C(to) revisions, C(revision) (the new
+          revision the rollback wrote), C(reason) (why it was rolled back) and C(message).
+      returned: when its gate failed, or it depends on a component rolled back, with O(on_failure=rollback)
+      type: dict
+    last_known_good:
+      description: The revision of the release that last passed its gate (the inventory's C(lastKnownGood)).
+      returned: when one is recorded
+      type: int
     health:
       description:
         - The component's health check - C(status) C(Passed), C(Failed), C(Skipped) (none, O(health_checks=false) or
@@ -620,6 +651,14 @@ foreign_claims:
       claims_stack: gpu
       reason: labelled for stack gpu but not in its inventory
       message: "foreign claim: release tenant-a/evil is labelled for stack gpu (component -) but is not in its inventory; it is never removed"
+rollbacks:
+  description: With O(on_failure=rollback), every component's RV(components[].rollback) entry, in the order they were decided.
+  returned: with O(on_failure=rollback)
+  type: list
+  elements: dict
+  sample:
+    - {component: example-operator, status: rolled_back, from: 3, to: 2, revision: 4, reason: "its gate failed: ...",
+       message: "rolled back from revision 3 to 2 (now revision 4)"}
 actions:
   description: What was done (or, in check mode, what would be done), in order.
   returned: always
@@ -728,6 +767,7 @@ def argument_spec():
         health_checks=dict(type="bool", default=True),
         health_check_timeout=dict(type="float"),
         health_check_skip=dict(type="list", elements="str", default=[]),
+        on_failure=dict(type="str", choices=["hold", "rollback"], default="hold"),
     )
     spec.update(KUBE_ARG_SPEC)
     spec.update(LIVE_STATUS_ARG_SPEC)

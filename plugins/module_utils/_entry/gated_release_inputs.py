@@ -149,7 +149,7 @@ def options_from(params, recipe, check_mode, diff, problems=None, local=True):
         holder_message=params.get("holder_message"), recipe_name=recipe_name, cache_dir=cache_dir,
         validate_chart_schema=params.get("validate_values", True), early_start=params.get("early_start", True),
         health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
-        health_check_skip=params.get("health_check_skip"),
+        health_check_skip=params.get("health_check_skip"), on_failure=params.get("on_failure"),
     )
     own.choice("preflight", params.get("preflight"), preflight.MODES, default="auto")
     if problems is None:

@@ -3,6 +3,9 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Helm, as a CLI run with argv lists (helm 3.17+ and helm 4): :class:`HelmRunner`.
 
+Over 500 lines: every helm command the collection runs (upgrade, early start, pull, rollback, uninstall, template) is built
+and run by this one runner, with the version probe and the flag differences between helm 3 and 4 they share.
+
 - charts are given to helm as ``mirrors.chart_source`` makes them (``--repo <url>``, ``oci://...``, a local path), with
   ``repository_mirrors`` applied;
 - the *release digest* (``component.release_digest``: chart, upstream repository, version and values) is recorded as the
@@ -481,6 +484,26 @@ class HelmRunner(object):
 
         self._retrying(attempt, self.clock() + timeout if timeout else None, what, gone_ok=True)
         cancel.note("helm uninstall %s done" % release)
+
+    @staticmethod
+    def rollback_argv(release, namespace, revision, timeout=None):
+        """The argv of ``helm rollback`` (helm 3 and 4 alike; without the global flags)."""
+        argv = ["rollback", release, str(int(revision)), "--namespace", namespace]
+        if timeout is not None:
+            argv += ["--timeout", "%ds" % max(1, int(timeout))]
+        return argv
+
+    def rollback(self, release, namespace, revision, timeout=None):
+        """``helm rollback <release> <revision>`` (helm records the rollback as a new revision), retried within ``timeout``
+        while the API server does not answer (a retry rolls back to the same revision again: the same outcome)."""
+        what = "helm rollback %s %s" % (release, revision)
+
+        def attempt(remaining):
+            argv = self.rollback_argv(release, namespace, revision, _whole_seconds(remaining))
+            return self.run(argv + self._global(), timeout=(remaining + 30) if remaining is not None else None, what=what)
+
+        self._retrying(attempt, self.clock() + timeout if timeout else None, what)
+        cancel.note("helm rollback %s done" % release)
 
     def template(self, release, chart_dir, namespace, values_file, output_dir, timeout=120):
         argv = ["template", release, chart_dir, "--namespace", namespace, "--values", values_file, "--output-dir", output_dir]

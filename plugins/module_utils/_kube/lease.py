@@ -338,7 +338,7 @@ class Guarded(object):
     waiting component).
     """
 
-    MUTATING = ("create", "replace", "delete", "upgrade", "finish_upgrade", "uninstall")
+    MUTATING = ("create", "replace", "delete", "upgrade", "finish_upgrade", "uninstall", "rollback")
 
     def __init__(self, target, lease):
         self._target = target

@@ -56,6 +56,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.early import
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
 from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
 from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
+from ansible_collections.aicr.runtime.plugins.module_utils._release.rollback import ON_FAILURE, Rollback
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
@@ -110,6 +111,7 @@ class Options(object):
         self.cache_dir = kwargs.get("cache_dir")
         self.early_start = bool(kwargs.get("early_start", True))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
+        self.on_failure = own.choice("on_failure", kwargs.get("on_failure"), ON_FAILURE, default="hold")
         self.health = kwargs.get("health") or health.HealthOptions(kwargs.get("health_checks", True), kwargs.get("health_check_timeout"),
                                                                    kwargs.get("health_check_skip"), problems=own)
         if problems is None:
@@ -120,7 +122,7 @@ class Options(object):
                 setattr(self, name, float(value))
 
 
-class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
+class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Rollback, Result):
     """One run of gated_release against one cluster."""
 
     def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=cancel.pause, wall=time.time, on_transition=None, checks=None):
@@ -151,6 +153,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
         self.warnings = []
         self.foreign_claims = []  # releases and objects labelled for the stack that its inventory does not vouch for
         self.lease = None  # the stack Lease while this run holds it
+        self.rollbacks = []  # on_failure: rollback: what was decided per failed component and dependent (``_release.rollback``)
         self._init_values_check()  # the charts pulled and the values checked (ValuesCheck)
 
     # -- helpers ---------------------------------------------------------------
@@ -184,11 +187,11 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
             return
         with self._transition_lock:
             name = st.comp.name
-            signature = (st.phase, tuple(st.blocked_by))
+            signature = (st.phase, tuple(st.blocked_by), (st.rolled_back or {}).get("status"))
             if self._notified.get(name) == signature:
                 return
             self._notified[name] = signature
-            result = st.as_result()
+            result = st.as_result(self.inventory.loaded_entry(name))
             try:
                 self.on_transition(result)
             except Exception as exc:  # pylint: disable=broad-except
@@ -252,6 +255,8 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
                     self.survey(objects=self.opts.state == "absent")
                     self._prefetch_renders()
                     outcomes = self._execute(start)
+                    if self.opts.on_failure == "rollback" and self.opts.state == "present":
+                        self.rollbacks = self._roll_back_failed()  # still under the Lease, before the inventory's record
                     try:
                         self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
                     except AicrError:

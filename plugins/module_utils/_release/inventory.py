@@ -8,12 +8,14 @@ One ConfigMap ``aicr-runtime-<stack>-inventory`` in the lease namespace; ``data.
 
     {components: {name: {namespace, dependencies,
                          release: name | null,
-                         release_record: {uid, revision, digest, next_digest?},
+                         release_record: {uid, revision, digest, next_digest?, lastKnownGood?: {revision, digest}},
                          objects: [{id, apiVersion, kind, namespace, name, wave, uid?, digest?}]}},
      order: [names]}
 
 ``release_record`` is the helm release Secret the stack last wrote (its uid and revision) and the ``aicr.io/digest`` it
-carries; an object's ``uid`` and ``digest`` (sha256 of the body applied) are what the stack last applied.
+carries; ``lastKnownGood`` the latest revision of it that passed its gate (Ready and its health check) in a run of the
+stack - what ``on_failure: rollback`` goes back to (``_release.rollback``); an object's ``uid`` and ``digest`` (sha256 of
+the body applied) are what the stack last applied.
 
 - Only the collection's field manager (``aicr-runtime``) writes it: a ConfigMap of that name whose fields that manager
   holds none of, or whose ``data.inventory`` another manager wrote (an edit), is not trusted - a warning, and the run
@@ -48,6 +50,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import bookkeeping
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import LEASE_ROLE, ClusterError, refusal
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import OK
+
+
+LAST_KNOWN_GOOD = "lastKnownGood"
 
 
 def object_digest(body):
@@ -161,6 +166,9 @@ class Inventory(object):
                 else:
                     record = dict(prev.get("release_record") or {"uid": None, "revision": 0, "digest": None})
                 record["next_digest"] = next_digest
+                good = last_known_good(prev)
+                if good is not None:
+                    record[LAST_KNOWN_GOOD] = good
                 entry["release"], entry["release_record"] = comp.name, record
             objects = list(prev.get("objects") or [])
             index = dict((r.get("id"), i) for i, r in enumerate(objects))
@@ -201,6 +209,21 @@ class Inventory(object):
         self.save(components, order)
 
 
+def last_known_good(entry):
+    """``{revision, digest}`` of the release revision of an inventory entry that last passed its gate; None: unknown."""
+    good = (entry.get("release_record") or {}).get(LAST_KNOWN_GOOD)
+    return dict(good) if isinstance(good, dict) and good.get("revision") else None
+
+
+def good_after(st, prev):
+    """The ``lastKnownGood`` of a component after the run (``prev``: its inventory entry before): the release revision
+    this run installed when it then passed its gate (Ready, health check passed) and was not rolled back, else the one
+    recorded before (None: none)."""
+    if st.phase == READY and st.release_record is not None and (st.rolled_back or {}).get("status") != "rolled_back":
+        return {"revision": st.release_record.get("revision"), "digest": st.release_record.get("digest")}
+    return last_known_good(prev)
+
+
 def entry_of(st, prev, prune):
     """A component's inventory entry after the run: what it applied now (with uid and digest), what it rendered and the
     inventory knew already (as it was), what it no longer renders unless pruned (and everything known when it failed);
@@ -221,7 +244,11 @@ def entry_of(st, prev, prune):
     entry = {"namespace": comp.namespace, "release": None, "dependencies": list(comp.gate), "objects": refs}
     if not comp.manifest_only:
         if st.release_record is not None:
-            entry["release"], entry["release_record"] = comp.name, st.release_record
+            record = dict(st.release_record)
+            good = good_after(st, prev)
+            if good is not None:
+                record[LAST_KNOWN_GOOD] = good
+            entry["release"], entry["release_record"] = comp.name, record
         elif not st.release_foreign and prev.get("release") == comp.name:
             entry["release"] = comp.name
             if prev.get("release_record"):

@@ -15,6 +15,7 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeline
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import good_after
 
 
 class ComponentState(object):
@@ -44,6 +45,7 @@ class ComponentState(object):
         self.release_record = None  # the release this run installed ({uid, revision, digest}), once helm succeeded
         self.release_foreign = False  # the deployed release is not this stack's: the inventory does not record it
         self.left_alone = None  # removal: why the release was not uninstalled
+        self.rolled_back = None  # on_failure: rollback: what was decided for it (``_release.rollback``)
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -55,8 +57,10 @@ class ComponentState(object):
     def needs_change(self, prune):
         return self.action != "unchanged" or any(a != "unchanged" for a in self.object_actions()) or bool(prune and self.stale_objects)
 
-    def as_result(self):
+    def as_result(self, prev=None):
+        """The component result; ``prev``: its inventory entry as read (for ``last_known_good``)."""
         comp = self.comp
+        good = good_after(self, prev or {})
         objs = []
         for wave in ("pre", "post"):
             for mobj, action, reason in self.objects[wave]:
@@ -71,7 +75,9 @@ class ComponentState(object):
             "objects": objs, "started": self.started, "duration": self.duration, "message": self.message,
             "action": self.action, "reason": self.reason, "dependencies": list(comp.gate), "changed": self.changed,
             **({"health": dict(self.health)} if self.health is not None else {}),
-            **({"early_start": True} if self.early_start else {})
+            **({"early_start": True} if self.early_start else {}),
+            **({"rollback": dict(self.rolled_back)} if self.rolled_back is not None else {}),
+            **({"last_known_good": int(good["revision"])} if good is not None else {})
         }
 
 
@@ -100,7 +106,7 @@ class Result(object):
             for name in plan.order:
                 if self.states[name].health is None:
                     self.states[name].health = health.planned(self.checks.get(name), name, self.opts.health)
-        components = [self.states[n].as_result() for n in names if n in self.states]
+        components = [self.states[n].as_result(self.inventory.loaded_entry(n)) for n in names if n in self.states]
         changed = any(c["changed"] for c in components)
         if self.opts.check_mode:
             changed = any(c["action"] != "unchanged" or any(o["action"] != "unchanged" for o in c["objects"]) for c in components)
@@ -110,7 +116,7 @@ class Result(object):
             "changed": changed,
             "components": components,
             "waves": self._waves(),
-            "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components),
+            "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components) + self._planned_rollbacks(),
             "summary": self._summary(components, failed, blocked),
             "timeline": timeline.gantt(timeline.from_results(components), title="%s of stack %s" % (
                 "removal" if self.opts.state == "absent" else "rollout", self.opts.stack)),
@@ -123,6 +129,8 @@ class Result(object):
         if self.opts.diff:
             result["diff"] = self._diff()
         result["foreign_claims"] = list(self.foreign_claims)
+        if self.opts.on_failure == "rollback":
+            result["rollbacks"] = [dict(entry) for entry in self.rollbacks]
         if self.warnings:
             result["warnings"] = list(self.warnings)
         if failed or blocked:

@@ -72,6 +72,9 @@ def spec_schema():
         "suspend": {"type": "boolean", "description": "Skip this stack in reconcile runs."},
         "autoUpdate": {"type": "boolean", "description": "Move to the newest catalog release automatically (default: the operator's)."},
         "resyncInterval": _s("Converge again after this long without a change, e.g. 5m (default: the operator's, 5m)."),
+        "onFailure": _s("What a failed gate leaves: hold (the new revision stays) or rollback (helm rollback to the last known good "
+                        "revision, then its dependents upgraded in the run; gated_release's on_failure). Default: the operator's.",
+                        enum=["hold", "rollback"]),
     }, required=["catalog"])
 
 
@@ -98,6 +101,11 @@ def status_schema():
             "checkSeconds": {"type": "number", "description": "The health check's part of it."},
             "after": _list("Its dependencies.", {"type": "string"}),
         }),
+        "lastKnownGood": {"type": "integer", "description": "The Helm release revision that last passed its gate (on_failure: rollback goes back to it)."},
+        "rolledBack": _obj("What on_failure: rollback decided when its gate (or a dependency's) last failed.", {
+            "status": _s("rolled_back, refused, failed or left."), "reason": _s("Why it was to be rolled back."), "message": _s("What happened."),
+            "from": {"type": "integer", "description": "Revision rolled back from."}, "to": {"type": "integer", "description": "Revision rolled back to."},
+            "revision": {"type": "integer", "description": "The revision the rollback wrote."}}),
     }, required=["name"])
     device = _obj("A device attached to a node.", {
         "node": _s("Node name."), "type": _s("Device type."), "model": _s("Model."),

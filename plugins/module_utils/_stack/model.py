@@ -26,6 +26,7 @@ CONDITION_STATUSES = ("True", "False", "Unknown")
 HISTORY_LIMIT = 50
 COMPONENT_FIELDS = ("name", "kind", "namespace", "chart", "version", "revision", "ready", "phase", "blockedBy", "message",
                     "healthCheck", "lastTransitionTime", "timing")
+ROLLBACK_EVENTS = {"rolled_back": "RolledBack", "refused": "RollbackRefused", "failed": "RollbackFailed", "left": "RollbackNotDone"}
 HEALTH_FIELDS = ("status", "message", "check", "step", "resource", "expression", "expected", "actual")
 DEVICE_FIELDS = ("node", "type", "model", "resUUID", "serial", "state")
 
@@ -110,6 +111,14 @@ def component_entry(component, previous=None, now=None):
         timing = copy.deepcopy(previous["timing"])  # the last finished rollout's timing stays until this one finishes
     if timing is not None:
         entry["timing"] = timing
+    good = component.get("last_known_good", component.get("lastKnownGood", (previous or {}).get("lastKnownGood")))
+    if good:
+        entry["lastKnownGood"] = int(good)
+    rollback = rollback_entry(component.get("rollback", component.get("rolledBack")))
+    if rollback is not None:
+        entry["rolledBack"] = rollback
+    elif previous and previous.get("rolledBack") and phase != READY:
+        entry["rolledBack"] = copy.deepcopy(previous["rolledBack"])  # kept until the component is Ready again
     if previous and previous.get("phase") == phase and previous.get("lastTransitionTime"):
         entry["lastTransitionTime"] = previous["lastTransitionTime"]
     else:
@@ -141,6 +150,16 @@ def _seconds(value):
         return round(float(value), 3)
     except (TypeError, ValueError):
         return None
+
+
+def rollback_entry(rollback):
+    """A status ``rolledBack`` ({status, from, to, revision, reason, message}) from a gated_release component's
+    ``rollback`` (``on_failure: rollback``; or an entry already in status shape); None without one."""
+    if not isinstance(rollback, dict) or not rollback.get("status"):
+        return None
+    entry = dict((k, str(rollback[k])[:1024]) for k in ("status", "reason", "message") if rollback.get(k))
+    entry.update((k, int(rollback[k])) for k in ("from", "to", "revision") if isinstance(rollback.get(k), int))
+    return entry
 
 
 def health_entry(health):
@@ -200,6 +219,10 @@ def merge_components(current, components, replace=False, now=None):
             elif entry["phase"] == FAILED and entry["message"]:
                 message += ": " + entry["message"]
             events.append({"type": "Component" + entry["phase"], "message": message[:1024]})
+        rolled = entry.get("rolledBack")
+        if rolled and rolled != (old or {}).get("rolledBack"):
+            text = "component %s: %s (%s)" % (entry["name"], rolled.get("message") or rolled["status"], rolled.get("reason") or "")
+            events.append({"type": ROLLBACK_EVENTS.get(rolled["status"], "RollbackNotDone"), "message": text[:1024]})
         if entry["name"] not in order:
             order.append(entry["name"])
         merged[entry["name"]] = entry

@@ -361,6 +361,7 @@ class FakeHelm:
         self.calls = []
         self.lock = threading.Lock()
         self.fail = {}  # release -> message
+        self.fail_rollback = {}  # release -> message of a failing helm rollback
         self.schemas = {}  # chart -> values.schema.json
         self.defaults = {}  # chart -> values.yaml
 
@@ -427,6 +428,33 @@ class FakeHelm:
                     if doc:
                         self.cluster.delete(doc["apiVersion"], doc["kind"], doc["metadata"]["name"], doc["metadata"].get("namespace", namespace))
             self.cluster.delete("v1", "Secret", secret["metadata"]["name"], namespace)
+
+    def rollback(self, release, namespace, revision, timeout=None):
+        """Like ``helm rollback``: a new revision with the manifest, values and labels of ``revision``."""
+        with self.lock:
+            self.calls.append(("rollback", release, namespace, int(revision)))
+        if release in self.fail_rollback:
+            raise AicrError("helm rollback %s %s failed: %s" % (release, revision, self.fail_rollback[release]))
+        secrets = self.cluster.list("v1", "Secret", namespace=namespace, label_selector="owner=helm,name=%s" % release)
+        target = [s for s in secrets if s["metadata"]["labels"]["version"] == str(revision)]
+        if not target:
+            raise AicrError("helm rollback %s %s failed: Error: release: not found" % (release, revision))
+        record = json.loads(gzip.decompress(base64.b64decode(base64.b64decode(target[0]["data"]["release"]))))
+        for doc in yaml.safe_load_all(record["manifest"]):
+            if doc:
+                if self.cluster.is_namespaced(doc["apiVersion"], doc["kind"]):
+                    doc["metadata"].setdefault("namespace", namespace)
+                self.cluster.apply(doc)
+        new = 1 + max(int(s["metadata"]["labels"]["version"]) for s in secrets)
+        for secret in secrets:
+            if secret["metadata"]["labels"]["status"] == "deployed":
+                secret["metadata"]["labels"]["status"] = "superseded"
+                self.cluster.replace(secret)
+        record = dict(record, version=new, info={"status": "deployed", "description": "Rollback to %s" % revision})
+        labels = dict(target[0]["metadata"]["labels"], status="deployed", version=str(new))
+        self.cluster.create({"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
+                             "metadata": {"name": "sh.helm.release.v1.%s.v%d" % (release, new), "namespace": namespace, "labels": labels},
+                             "data": {"release": encode_release(record)}})
 
     def template(self, release, chart_dir, namespace, values_file, output_dir, timeout=120):
         """Like ``helm template --output-dir`` without templating: copies the files."""

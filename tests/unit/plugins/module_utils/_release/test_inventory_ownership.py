@@ -148,7 +148,10 @@ def test_the_inventory_records_each_release_secret_and_object_as_the_stack_wrote
     assert run(cluster, helm, recipe)["summary"]["failed"] == []
     known = inventory_of(cluster)["components"]
     secret = latest_secret(cluster, "web", "apps")
-    assert known["web"]["release_record"] == {"uid": secret["metadata"]["uid"], "revision": 1, "digest": secret["metadata"]["labels"]["aicr.io/digest"]}
+    digest = secret["metadata"]["labels"]["aicr.io/digest"]
+    # it passed its gate: revision 1 is its last known good (what on_failure: rollback goes back to)
+    assert known["web"]["release_record"] == {"uid": secret["metadata"]["uid"], "revision": 1, "digest": digest,
+                                              "lastKnownGood": {"revision": 1, "digest": digest}}
     [ref] = known["config"]["objects"]
     assert ref["uid"] == cluster.get("v1", "ConfigMap", "site-config", "apps")["metadata"]["uid"] and len(ref["digest"]) == 64
     assert known["config"]["release"] is None and "release_record" not in known["config"]
