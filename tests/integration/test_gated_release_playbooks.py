@@ -585,7 +585,8 @@ def test_node_scheduling_reaches_the_charts_values_in_the_plan(run_playbook, kub
         head = "  - name: %s\n" % name
         start = text.index(head)
         end = text.index("\n", text.index("defaultNamespace:", start)) + 1
-        text = text[:end] + "    nodeScheduling:\n      %s:\n        nodeSelectorPaths: [nodeSelector]\n        tolerationPaths: [tolerations]\n" % scope + text[end:]
+        paths = "    nodeScheduling:\n      %s:\n        nodeSelectorPaths: [nodeSelector]\n        tolerationPaths: [tolerations]\n" % scope
+        text = text[:end] + paths + text[end:]
     registry.write_text(text)
     role_vars = {"cluster_runtime_catalog": str(catalog), "cluster_runtime_criteria": H100_KIND_TRAINING,
                  "cluster_runtime_kubeconfig": kube.kubeconfig_for(IDENTITY), "cluster_runtime_helm_binary": str(BIN / "helm4"),

@@ -4,7 +4,8 @@
 """A component's effective Helm values.
 
 Lowest to highest precedence: ``components/<name>/values.yaml`` (only when ``valuesFile`` points elsewhere),
-``valuesFile``, ``overrides``, node scheduling (``scheduling``: AICR's bundle-time selectors and tolerations), then the user's ``component_overrides[name].values``, each merged with
+``valuesFile``, ``overrides``, node scheduling (``scheduling``: AICR's bundle-time selectors and tolerations), then the
+user's ``component_overrides[name].values``, each merged with
 ``_common.values.merge_null_deletes`` (a ``null`` deletes the key). AICR's ``overrides`` themselves were
 merged across overlays, mixins and profiles with ``merge_null_kept``, so their ``null`` survives to delete here.
 """

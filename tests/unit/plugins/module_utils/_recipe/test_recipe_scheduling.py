@@ -23,8 +23,8 @@ FULL = {
 }
 
 
-def _apply(values, option=None, overrides=None, entry=ENTRY):
-    return scheduling.apply(values, entry, overrides, scheduling.settings(option))
+def _apply(values, option=None, overrides=None, entry="the test's"):
+    return scheduling.apply(values, ENTRY if entry == "the test's" else entry, overrides, scheduling.settings(option))
 
 
 def test_no_option_writes_aicrs_default_tolerations_and_nothing_else():
