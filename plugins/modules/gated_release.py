@@ -124,6 +124,13 @@ options:
             C(Snapshot) mapping, the registered result of M(aicr.runtime.cluster_facts), or the path of a Snapshot file.
           - Overlays whose constraints the snapshot fails are left out of the rollout (RV(resolved.excluded_overlays)).
         type: raw
+      node_scheduling:
+        description:
+          - "Node selectors, tolerations, node count, workload gate and selector written into the components' values at the
+            registry's C(nodeScheduling) paths, as C(aicr bundle) writes them, as O(aicr.runtime.recipe_resolve#module:node_scheduling);
+            AICR's default tolerations C([{operator: Exists}]) are written when it is not given."
+          - "For example C({system: {node_selector: {nodeGroup: system}}, accelerated: {tolerations: ['nvidia.com/gpu=present:NoSchedule']}})."
+        type: raw
   catalog:
     description:
       - Directory that catalog-relative manifest file names are relative to, when the recipe gives no absolute paths.

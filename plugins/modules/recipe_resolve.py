@@ -134,6 +134,27 @@ options:
         C(recipe.metadata.gpuDriverState), and a preinstalled driver turns gpu-operator's driver off where the recipe
         already expects a preinstalled one, as AICR does.
     type: raw
+  node_scheduling:
+    description:
+      - Node selectors, tolerations, node count and workload gate written into each component's values at the paths the
+        catalog's C(registry.yaml) names (C(nodeScheduling), C(podScheduling)), as C(aicr bundle) v0.19.0 writes them from
+        its flags; the values returned (and deployed by M(aicr.runtime.gated_release)) then equal the bundle's
+        C(values.yaml) with C(cluster-values.yaml) for the same flags.
+      - "A mapping: C(system) and C(accelerated), each C({node_selector: {label: value}, tolerations: [...]})
+        (C(--system-node-selector)/C(--system-node-toleration), C(--accelerated-node-selector)/C(--accelerated-node-toleration));
+        C(nodes), an integer written to C(nodeCountPaths) when more than 0 (C(--nodes)); C(workload_gate), a taint
+        C(key=value:effect) or C(key:effect) written as that string to the accelerated C(taintStrPaths) (C(--workload-gate));
+        C(workload_selector), labels written to C(workloadSelectorPaths) (C(--workload-selector))."
+      - A toleration is a mapping (C(key), C(operator) V(Exists) or V(Equal), C(value), C(effect) V(NoSchedule),
+        V(PreferNoSchedule) or V(NoExecute), C(tolerationSeconds)) or AICR's flag syntax (C(key=value:effect), C(key:effect), C(*)).
+      - "Tolerations not given are AICR's default C([{operator: Exists}]), written even when this option is not given, as the
+        bundle writes them with no flag; C(tolerations: []) writes none. A path the recipe's own C(overrides) set to an
+        empty list or mapping is left alone; a toleration path they set to a non-empty list gets these tolerations appended;
+        every other path is replaced."
+      - The user's O(component_overrides) C(values) are merged after this and win, as C(--set-json) does.
+      - Every problem is named by its field (for example C(node_scheduling.accelerated.tolerations[0].effect)) before the
+        catalog is read.
+    type: raw
 notes:
   - Every option is checked in one pass before the catalog is read or unpacked (criteria keys and types, C(nodes) of O(criteria), the
     O(profile) form, O(skip_components), the shape of O(component_overrides), the kind of O(snapshot)); what only the catalog can

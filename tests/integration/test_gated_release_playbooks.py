@@ -574,3 +574,34 @@ def test_cluster_runtime_keeps_secret_values_out_of_every_event_and_passes_clear
     deployed = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "get", "values", "example-agent", "-n", kube.namespace, "-o", "json"],
                               capture_output=True, text=True, check=True)
     assert json.loads(deployed.stdout)["auth"] == {"password": secrets[0]}, "helm got the value as it is"
+
+
+def test_node_scheduling_reaches_the_charts_values_in_the_plan(run_playbook, kube, catalog, example_repo):
+    """Issue 38: cluster_runtime_node_scheduling goes to gated_release's resolve.node_scheduling and is written at the
+    registry's nodeScheduling paths, as aicr bundle writes it; check mode's diff shows the values helm would be given."""
+    registry = catalog / "registry.yaml"
+    text = registry.read_text()
+    for name, scope in (("example-agent", "accelerated"), ("example-operator", "system")):
+        head = "  - name: %s\n" % name
+        start = text.index(head)
+        end = text.index("\n", text.index("defaultNamespace:", start)) + 1
+        paths = "    nodeScheduling:\n      %s:\n        nodeSelectorPaths: [nodeSelector]\n        tolerationPaths: [tolerations]\n" % scope
+        text = text[:end] + paths + text[end:]
+    registry.write_text(text)
+    role_vars = {"cluster_runtime_catalog": str(catalog), "cluster_runtime_criteria": H100_KIND_TRAINING,
+                 "cluster_runtime_kubeconfig": kube.kubeconfig_for(IDENTITY), "cluster_runtime_helm_binary": str(BIN / "helm4"),
+                 "cluster_runtime_repository_mirrors": {EXAMPLE_REPO: example_repo.url}, "cluster_runtime_poll_interval": 0.2,
+                 "cluster_runtime_lease_namespace": kube.namespace,
+                 "cluster_runtime_node_scheduling": {"accelerated": {"node_selector": {"pool": "gpu"},
+                                                                     "tolerations": ["nvidia.com/gpu=present:NoSchedule"]}}}
+    mark = kube.audit_mark()
+    run = run_playbook("release_role.yml", extravars=role_vars, check=True, diff=True)
+    assert run.rc == 0, run.stdout[-5000:]
+    res = run.result("Resolve the cluster's recipe and deploy its components in dependency order")
+    # the diff shows the values helm is given, per component
+    values = dict((d["after_header"].split(" ")[0], d["after"]) for d in res["diff"])
+    assert "nodeSelector:\n  pool: gpu\ntolerations:\n- effect: NoSchedule\n  key: nvidia.com/gpu\n  operator: Equal\n  value: present\n" \
+        in values["example-agent"], values["example-agent"]
+    assert "tolerations:\n- operator: Exists\n" in values["example-operator"] and "pool" not in values["example-operator"]  # AICR's default
+    assert "tolerations" not in values["example-jobs"]  # no nodeScheduling in its registry entry
+    assert mutations(kube, mark) == []

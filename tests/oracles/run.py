@@ -59,6 +59,8 @@ class Tool(object):
 TOOLS = (
     Tool("aicr", "AICR_ORACLE_AICR", "aicr-v0.19.0/aicr", "oracle_aicr.py",
          "the AICR CLI v0.19.0 (github:tjrasche/aicr @ f1f63463f7fae6dea608c89f92975b0dbc27c59c, ./cmd/aicr)"),
+    Tool("aicr-bundle", "AICR_ORACLE_AICR", "aicr-v0.19.0/aicr", "oracle_aicr_bundle.py",
+         "the AICR CLI v0.19.0's `aicr bundle` (helm deployer): node scheduling in each component's values"),
 )
 
 

@@ -26,4 +26,5 @@ def resolve_from_options(options, cache_dir=None, check_mode=False):
         persist_cache=options.get("use_cache", True),
         write_cache=not check_mode,
         snapshot=options.get("snapshot"),
+        node_scheduling=options.get("node_scheduling"),
     )

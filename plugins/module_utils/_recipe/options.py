@@ -11,7 +11,8 @@ and checks each key and value.
 
 :func:`check_inputs` is the one validation pass over what the user gives a resolution (recipe_resolve, its lookup and
 gated_release's ``resolve``), before the catalog is read or unpacked: every problem of the criteria's keys and types,
-the profile selection, ``skip_components``, the shape of ``component_overrides`` and the kind of ``snapshot``, all
+the profile selection, ``skip_components``, the shape of ``component_overrides``, the kind of ``snapshot`` and
+``node_scheduling`` (``scheduling.settings``), all
 listed in ``errors``. What only the catalog can say (a criteria value it does not know, a component the recipe does not
 have) is checked once it is read, again every problem at once.
 """
@@ -24,6 +25,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import RESOLVE_OVERRIDE_KEYS as KEYS
 from ansible_collections.aicr.runtime.plugins.module_utils._common.component import override_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.criteria import DIMENSIONS
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import scheduling
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.merge import profile_problem
 
 RESOLVE_SPEC = dict(
@@ -34,6 +36,8 @@ RESOLVE_SPEC = dict(
     skip_components=dict(type="list", elements="str", default=[]),
     component_overrides=dict(type="dict", default={}),
     use_cache=dict(type="bool", default=True),
+    # AICR's bundle-time node scheduling (_recipe.scheduling), checked by check_inputs: raw so a wrong shape is named there
+    node_scheduling=dict(type="raw"),
 )
 
 # A Snapshot, a cluster_facts result, or the path of a Snapshot file: recipe_resolve's option and gated_release's
@@ -44,7 +48,7 @@ SNAPSHOT_SPEC = dict(snapshot=dict(type="raw"))
 MAX_NODES = 100000
 
 
-def check_inputs(catalog, criteria=None, profile=None, skip_components=None, component_overrides=None, snapshot=None):
+def check_inputs(catalog, criteria=None, profile=None, skip_components=None, component_overrides=None, snapshot=None, node_scheduling=None):
     """One validation pass over a resolution's inputs, before the catalog is read: raises ``AicrError`` listing every
     problem (``errors``), its ``msg`` the first one's line (the field, the value, what is allowed)."""
     problems = Problems("recipe")
@@ -75,6 +79,7 @@ def check_inputs(catalog, criteria=None, profile=None, skip_components=None, com
     if snapshot is not None and not isinstance(snapshot, dict) and not (isinstance(snapshot, str) and snapshot.strip()):
         problems.add("snapshot", "a %s is not allowed; use a Snapshot mapping, a cluster_facts result or the path of a Snapshot file"
                      % type(snapshot).__name__, value=snapshot)
+    scheduling.settings(node_scheduling, problems=problems)
     problems.raise_if_any()
 
 

@@ -34,6 +34,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._recipe import match
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import merge
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import check_inputs, override_problems_into
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import scheduling
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import values as values_mod
 
@@ -371,7 +372,7 @@ def apply_user_inputs(result, skip_components=None, component_overrides=None):
     return overrides
 
 
-def component_of(catalog, ref, user_values=None):
+def component_of(catalog, ref, user_values=None, node_scheduling=None):
     """The :class:`Component` of one enabled componentRef: everything a Helm-based deployer needs.
 
     A Helm ref without chart and source but with manifest files deploys only those (no chart); any other ref's
@@ -379,7 +380,7 @@ def component_of(catalog, ref, user_values=None):
     """
     source = ref.get("source") or ""
     manifest_only = ref.get("type") == "Helm" and not ref.get("chart") and not source and bool(ref.get("manifestFiles"))
-    vals, files = values_mod.component_values(catalog, ref, user_values)
+    vals, files = values_mod.component_values(catalog, ref, user_values, node_scheduling)
     for key in ("manifestFiles", "preManifestFiles"):
         for rel in ref.get(key) or []:
             if not catalog.has_file(rel):
@@ -411,13 +412,13 @@ def shown(result, sensitive_values=None):
 
 
 def resolve(catalog_path, criteria=None, profile=None, skip_components=None, component_overrides=None, cache_dir=None, persist_cache=True,
-            write_cache=True, snapshot=None):
+            write_cache=True, snapshot=None, node_scheduling=None):
     """Resolve a recipe. Returns the dict the module and lookup return (see docs/modules/recipe_resolve.md).
 
     Every input is checked first (:func:`~.options.check_inputs`), before the catalog is read or unpacked."""
-    check_inputs(catalog_path, criteria, profile, skip_components, component_overrides, snapshot)
+    check_inputs(catalog_path, criteria, profile, skip_components, component_overrides, snapshot, node_scheduling)
     cat = catalog_mod.load_catalog(catalog_path, cache_dir=cache_dir, persist=persist_cache, write_cache=write_cache)
-    return resolve_loaded(cat, criteria, profile, skip_components, component_overrides, snapshot=snapshot)
+    return resolve_loaded(cat, criteria, profile, skip_components, component_overrides, snapshot=snapshot, node_scheduling=node_scheduling)
 
 
 NO_CRITERIA = ("no criteria provided: specify at least one of --service, --accelerator, --intent, --os, --platform, --nodes, --config, "
@@ -469,8 +470,11 @@ def build_from_snapshot(cat, criteria, snap, profile=None, evaluator=None, snaps
     return result, query, derived, relaxed
 
 
-def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, component_overrides=None, snapshot=None):
-    """:func:`resolve` on an already loaded :class:`~.catalog.Catalog` (no file-system check)."""
+def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, component_overrides=None, snapshot=None, node_scheduling=None):
+    """:func:`resolve` on an already loaded :class:`~.catalog.Catalog` (no file-system check); ``node_scheduling``
+    (None: AICR's defaults, ``tolerations: [{operator: Exists}]``) is written into every component's values
+    (``scheduling``)."""
+    chosen = scheduling.settings(node_scheduling)
     extra = {}
     if snapshot is None:
         query = crit.parse_criteria(criteria, cat.registered)
@@ -492,11 +496,14 @@ def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, compo
     components = []
     for index, name in enumerate(result["deploymentOrder"]):
         ref = refs[name]
-        comp = component_of(cat, ref, (overrides.get(name) or {}).get("values"))
+        comp = component_of(cat, ref, (overrides.get(name) or {}).get("values"), chosen)
         comp.order = index
         for dep in ref.get("dependencyRefs") or []:
             (comp.dependencies if dep in enabled else comp.external_dependencies).append(dep)
-        components.append(comp.to_dict())
+        components.append(comp)
+    scheduling.annotate_dra(dict((comp.name, comp.values) for comp in components),
+                            dict((name, refs[name].get("version") or "") for name in result["deploymentOrder"]))
+    components = [comp.to_dict() for comp in components]
     answer = dict({
         "recipe": result,
         "components": components,

@@ -4,7 +4,8 @@
 """A component's effective Helm values.
 
 Lowest to highest precedence: ``components/<name>/values.yaml`` (only when ``valuesFile`` points elsewhere),
-``valuesFile``, ``overrides``, then the user's ``component_overrides[name].values``, each merged with
+``valuesFile``, ``overrides``, node scheduling (``scheduling``: AICR's bundle-time selectors and tolerations), then the
+user's ``component_overrides[name].values``, each merged with
 ``_common.values.merge_null_deletes`` (a ``null`` deletes the key). AICR's ``overrides`` themselves were
 merged across overlays, mixins and profiles with ``merge_null_kept``, so their ``null`` survives to delete here.
 """
@@ -14,10 +15,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, merge_null_deletes
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import scheduling
 
 
-def component_values(catalog, ref, user_values=None):
-    """Effective values of one resolved componentRef (see the module docstring for the order).
+def component_values(catalog, ref, user_values=None, node_scheduling=None):
+    """Effective values of one resolved componentRef (see the module docstring for the order); with
+    ``node_scheduling`` (``scheduling.settings``) written after ``overrides`` and before the user's values.
 
     Returns ``(values, files)`` where ``files`` lists the values files read, in order.
     """
@@ -33,7 +36,10 @@ def component_values(catalog, ref, user_values=None):
         else:
             result = deep_copy(catalog.values_doc(values_file, field))
         files.append(values_file)
-    for layer in (ref.get("overrides"), user_values):
-        if layer:
-            result = merge_null_deletes(result, layer)
+    if ref.get("overrides"):
+        result = merge_null_deletes(result, ref["overrides"])
+    if node_scheduling is not None:
+        result = scheduling.apply(result, catalog.registry.get(ref["name"]), ref.get("overrides"), node_scheduling)
+    if user_values:
+        result = merge_null_deletes(result, user_values)
     return result, files

@@ -75,7 +75,33 @@ def spec_schema():
         "onFailure": _s("What a failed gate leaves: hold (the new revision stays) or rollback (helm rollback to the last known good "
                         "revision, then its dependents upgraded in the run; gated_release's on_failure). Default: the operator's.",
                         enum=["hold", "rollback"]),
+        "nodeScheduling": _obj("Node scheduling written into the components' values at the registry's nodeScheduling paths, as aicr bundle "
+                               "writes it (recipe_resolve's node_scheduling; default: the role's stack_reconcile_node_scheduling).", {
+                                   "system": _pool("System components (--system-node-selector, --system-node-toleration)."),
+                                   "accelerated": _pool("GPU node components (--accelerated-node-selector, --accelerated-node-toleration)."),
+                                   "nodes": {"type": "integer", "minimum": 0, "description": "Node count written to nodeCountPaths (--nodes; 0: none)."},
+                                   "workloadGate": _s("Taint key=value:effect or key:effect written to the accelerated taintStrPaths (--workload-gate)."),
+                                   "workloadSelector": _labels("Labels written to workloadSelectorPaths (--workload-selector)."),
+                               }),
     }, required=["catalog"])
+
+
+def _labels(description):
+    return {"type": "object", "description": description, "additionalProperties": {"type": "string"}}
+
+
+def _pool(description):
+    toleration = _obj("A Kubernetes toleration.", {
+        "key": _s("Taint key (empty with operator Exists: every taint)."),
+        "operator": _s("Exists or Equal.", enum=["Exists", "Equal"]),
+        "value": _s("Taint value (operator Equal)."),
+        "effect": _s("NoSchedule, PreferNoSchedule or NoExecute (empty: every effect).", enum=["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+        "tolerationSeconds": {"type": "integer", "description": "How long a NoExecute taint is tolerated."},
+    })
+    return _obj(description, {
+        "nodeSelector": _labels("Node labels written to the selector paths."),
+        "tolerations": _list("Tolerations written to the toleration paths (unset: [{operator: Exists}], AICR's default; []: none).", toleration),
+    })
 
 
 def status_schema():
