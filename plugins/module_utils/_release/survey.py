@@ -55,14 +55,14 @@ class Survey(object):
             if st.deployed is not None:
                 st.revision = st.deployed.revision
                 self._release_standing(st)
+        elif comp.name not in self.inventory.components:
+            # provisional until the objects are surveyed: this stack never deployed them
+            st.action, st.reason = "install", "manifest-only component not deployed by stack %s yet" % self.opts.stack
         if self._reads_drift():
             st.drift = []
             if st.deployed is not None and st.action == "unchanged" and not st.release_foreign:
                 # every object of the release's stored manifest, against what helm last applied
                 st.drift = drift.detect(self.cluster, manifest_docs(st.deployed.manifest), comp.namespace, self.opts.drift_rules)
-        elif comp.name not in self.inventory.components:
-            # provisional until the objects are surveyed: this stack never deployed them
-            st.action, st.reason = "install", "manifest-only component not deployed by stack %s yet" % self.opts.stack
         return st
 
     def _release_standing(self, st):
