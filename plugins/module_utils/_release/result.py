@@ -121,6 +121,8 @@ class Result(object):
                                                       for s in set((c.get("health") or {}).get("status") for c in components if c.get("health")))
         if self.opts.drift != "ignore" and self.opts.state == "present":
             result["summary"]["drifted"] = [c["name"] for c in components if c.get("drift")]
+            if self.opts.drift == "correct" and not self.opts.check_mode:  # re-applied, the component then Ready
+                result["summary"]["drift_corrected"] = [c["name"] for c in components if c.get("drift") and c["phase"] == READY]
         if lease is not None and lease.taken_over:
             result["summary"]["lease_taken_over_from"] = lease.taken_over
         if self.opts.diff:

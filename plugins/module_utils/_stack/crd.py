@@ -72,6 +72,10 @@ def spec_schema():
         "suspend": {"type": "boolean", "description": "Skip this stack in reconcile runs."},
         "autoUpdate": {"type": "boolean", "description": "Move to the newest catalog release automatically (default: the operator's)."},
         "resyncInterval": _s("Converge again after this long without a change, e.g. 5m (default: the operator's, 5m)."),
+        "drift": _s("Drift of the stack's objects from what it last applied: ignore (not read), report (status and result only, "
+                    "nothing written) or correct (only the drifted objects re-applied). Default: the operator's (ignore).",
+                    enum=["ignore", "report", "correct"]),
+        "driftIgnore": _free("Fields that are never drift: JSON pointers per kind, e.g. {Deployment: [/spec/template/metadata/annotations]}."),
     }, required=["catalog"])
 
 
@@ -91,6 +95,8 @@ def status_schema():
             (k, _s(d)) for k, d in (("status", "Passed, Failed, Skipped or NotRun."), ("message", "What it found."), ("check", "The check's name."),
                                     ("step", "The failing step."), ("resource", "The failing resource."), ("expression", "The failing expression."),
                                     ("expected", "What the expression expected."), ("actual", "What the cluster had.")))),
+        "drift": _list("Objects that differ from what the stack last applied (gated_release's drift: report or correct), "
+                       "as 'Kind namespace/name: /json/pointer (manager)' or '... missing'.", {"type": "string"}),
         "lastTransitionTime": _s("When the phase last changed.", format="date-time"),
     }, required=["name"])
     device = _obj("A device attached to a node.", {

@@ -7,6 +7,7 @@ import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._release import drift
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import model
 from release_helpers import comp, engine, write
 
 EDIT = {"manager": "kubectl-edit", "operation": "Update",
@@ -186,3 +187,19 @@ def test_diff_paths_and_pointers():
     for pattern in drift.ignore_rules({})["ValidatingWebhookConfiguration"]:
         drift._strip(stripped, pattern)  # pylint: disable=protected-access
     assert stripped == {"webhooks": [{"clientConfig": {"url": "u"}}, {"clientConfig": {}}]}
+
+
+def test_the_stack_status_gets_a_drifted_condition_and_per_component_entries(lab):
+    cluster, helm, recipe = lab
+    drift_lab(cluster)
+    result = engine(cluster, helm, recipe, drift="report").run()
+    conditions = dict((c["type"], c) for c in model.gate_conditions(result))
+    assert conditions["Drifted"]["status"] == "True" and "app" in conditions["Drifted"]["message"]
+    entry = model.component_entry(by_name(result, "app"))
+    assert entry["drift"] == ["Deployment apps/app: /spec/template/spec/containers/0/image (kubectl-edit)", "ConfigMap apps/app-settings: missing"]
+    assert set(model.component_entry(by_name(result, "config"))) >= {"drift"}
+    corrected = engine(cluster, helm, recipe, drift="correct").run()
+    assert dict((c["type"], c) for c in model.gate_conditions(corrected))["Drifted"]["reason"] == "Corrected"
+    clean = engine(cluster, helm, recipe, drift="report").run()
+    assert dict((c["type"], c) for c in model.gate_conditions(clean))["Drifted"]["status"] == "False"
+    assert "Drifted" not in [c["type"] for c in model.gate_conditions(engine(cluster, helm, recipe).run())]
