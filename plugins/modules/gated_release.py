@@ -398,7 +398,7 @@ options:
     description:
       - Drift - a live object that no longer matches what the stack last applied. Read for every object of every
         unchanged release (its stored manifest, as C(helm get manifest) prints it) and for every manifest object that
-        renders what the stack last applied, by a server-side dry-run apply with the field manager C(aicr-runtime):
+        renders what the stack last applied, by a server-side dry-run apply with the field manager C(aicr-runtime) -
         only fields we set can differ (server defaults and other managers' own fields never do). See the Day 2 guide.
       - V(ignore) (the default, as before this option) reads no drift; manifest objects that differ are applied again.
       - V(report) names, per component in RV(components[].drift), each drifted object with the JSON pointers that
@@ -416,7 +416,7 @@ options:
   drift_ignore:
     description:
       - Fields that are never drift, as JSON pointers per kind (C(*) matches any one segment; a pointer covers its
-        subtree), for example C({Deployment: [/spec/template/metadata/annotations]}). Added to the defaults - a
+        subtree), for example O(drift_ignore) C(Deployment) - C(/spec/template/metadata/annotations). Added to the defaults - a
         webhook configuration's C(/webhooks/*/clientConfig/caBundle), a CRD's conversion webhook C(caBundle) and an
         APIService's C(/spec/caBundle).
       - C(/spec/replicas) of a Deployment, StatefulSet or ReplicaSet is never drift while a manager other than
