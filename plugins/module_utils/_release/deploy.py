@@ -254,13 +254,10 @@ class Deploy(object):
     def _correct_drift(self, st):
         """Re-apply only the drifted objects of an unchanged release (server-side apply, our field manager; never a helm
         upgrade for one edited field), each named in ``actions``."""
-        for entry in st.drift:
-            if "object" in entry:
-                continue  # a manifest object: applied with its wave
-            done = drift.correct(self.cluster, [entry])
-            if done:
-                st.changed = True
-                self._action("correct drift of %s: %s" % (st.comp.name, drift.describe(entry)))
+        for entry in drift.correctable(st.drift):
+            drift.correct(self.cluster, [entry])
+            st.changed = True
+            self._action("correct drift of %s: %s" % (st.comp.name, drift.describe(entry)))
 
     def _health_check(self, st, deadline):
         """The component's health check once it is Ready (read-only, retried until ``deadline``); None when it has none."""

@@ -206,7 +206,11 @@ def object_drift(cluster, doc, namespace, rules):
     else:
         meta.pop("namespace", None)
     entry = {"apiVersion": body.get("apiVersion"), "kind": kind, "name": name, "namespace": meta.get("namespace"), "fields": []}
-    live = cluster.get(body.get("apiVersion"), kind, name, meta.get("namespace"))
+    try:
+        live = cluster.get(body.get("apiVersion"), kind, name, meta.get("namespace"))
+    except ClusterError as exc:  # e.g. 403: not compared, not corrected, said so
+        entry.update(state="unknown", message="not read (%s)" % exc.msg, body=body, before={}, after={})
+        return entry
     if live is None:
         entry.update(state="missing", body=body, before={}, after={})
         return entry
@@ -257,11 +261,15 @@ def describe(entry):
     return "%s (%s)" % (what, ", ".join("%s by %s" % (f["path"], f["manager"] or "nobody") for f in entry["fields"]))
 
 
+def correctable(entries):
+    """The entries a correction re-applies: drifted or missing release objects (a manifest object is applied with its wave)."""
+    return [e for e in entries or () if e["state"] in ("drifted", "missing") and "object" not in e]
+
+
 def correct(cluster, entries):
     """Apply each drifted or missing object's body for real (server-side apply, our field manager); the entries applied."""
     done = []
-    for entry in entries:
-        if entry["state"] in ("drifted", "missing"):
-            cluster.apply(entry["body"])
-            done.append(entry)
+    for entry in correctable(entries):
+        cluster.apply(entry["body"])
+        done.append(entry)
     return done

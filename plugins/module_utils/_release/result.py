@@ -162,7 +162,7 @@ class Result(object):
         if self.opts.drift != "correct":
             return []
         return ["would correct drift of %s: %s" % (n, drift.describe(e)) for n in self.plan.order
-                for e in (self.states[n].drift or []) if self.states[n].action == "unchanged" and not self.states[n].comp.manifest_only]
+                for e in drift.correctable(self.states[n].drift) if self.states[n].action == "unchanged"]
 
     def _drift_diff(self):
         """``--diff`` of the drifted fields: live (before) and what we last applied (after); a Secret's values hidden."""

@@ -288,6 +288,6 @@ class Survey(object):
             return True
         if any(st.action != "unchanged" for st in self.states.values()):
             return True
-        if self.opts.drift == "correct" and any(st.drift for st in self.states.values() if not st.comp.manifest_only):
+        if self.opts.drift == "correct" and any(drift.correctable(st.drift) for st in self.states.values() if not st.comp.manifest_only):
             return True
         return any(st.needs_change(self.opts.prune) for st in self.states.values() if st.objects_surveyed)

@@ -203,3 +203,13 @@ def test_the_stack_status_gets_a_drifted_condition_and_per_component_entries(lab
     clean = engine(cluster, helm, recipe, drift="report").run()
     assert dict((c["type"], c) for c in model.gate_conditions(clean))["Drifted"]["status"] == "False"
     assert "Drifted" not in [c["type"] for c in model.gate_conditions(engine(cluster, helm, recipe).run())]
+
+
+def test_an_object_that_cannot_be_read_or_dry_run_is_unknown_never_corrected(lab):
+    cluster, helm, recipe = lab
+    cluster.fail_apply[("Deployment", "app")] = "admission webhook refused"
+    mutations = len(cluster.mutations())
+    result = engine(cluster, helm, recipe, drift="correct").run()
+    found = by_name(result, "app")["drift"]
+    assert [(e["kind"], e["state"]) for e in found] == [("Deployment", "unknown")] and "admission webhook refused" in found[0]["message"]
+    assert "failed_message" not in result and cluster.mutations()[mutations:] == [], "no Lease taken: nothing to correct"
