@@ -31,11 +31,12 @@ def lab(tmp_path, fakes):
     return cluster, helm, recipe
 
 
-def edit(cluster, kind, name, change, manager=EDIT, api_version="v1"):
+def edit(cluster, kind, name, change, manager=None, api_version="v1"):
+    """``change`` the stored object as another identity would: ``manager`` (default: kubectl-edit owning the image) added."""
     key = (api_version, kind, "apps", name)
     obj = cluster.objects[key]
     change(obj)
-    obj["metadata"]["managedFields"] = list(obj["metadata"].get("managedFields") or []) + [manager]
+    obj["metadata"]["managedFields"] = list(obj["metadata"].get("managedFields") or []) + [copy.deepcopy(manager or EDIT)]
 
 
 def set_image(obj):
