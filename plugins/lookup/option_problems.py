@@ -97,7 +97,8 @@ def _stack_info(options, problems):
 CHECKS = {
     "crd_publish": (("state", "wait_timeout", "wait_sleep", "severities"), _crd_publish),
     "gated_release": (("state", "concurrency", "timeout", "overall_timeout", "poll_interval", "lease_duration", "lease_namespace", "stack",
-                       "status_stack", "repository_mirrors", "preflight", "health_checks", "health_check_timeout", "health_check_skip"),
+                       "status_stack", "repository_mirrors", "preflight", "health_checks", "health_check_timeout", "health_check_skip",
+                       "on_failure", "drift", "drift_ignore"),
                       _gated_release),
     "stack_info": (("backend", "namespace", "names", "resync_interval"), _stack_info),
 }

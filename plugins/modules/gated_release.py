@@ -421,6 +421,36 @@ options:
         live status is given up). A stack that cannot be read disables live status with a warning.
       - Never used in check mode.
     type: str
+  drift:
+    description:
+      - Drift - a live object that no longer matches what the stack last applied. Read for every object of every
+        unchanged release (its stored manifest, as C(helm get manifest) prints it) and for every manifest object that
+        renders what the stack last applied, by a server-side dry-run apply with the field manager C(aicr-runtime) -
+        only fields we set can differ (server defaults and other managers' own fields never do). See the Day 2 guide.
+      - V(ignore) (the default, as before this option) reads no drift; manifest objects that differ are applied again.
+      - V(report) names, per component in RV(components[].drift), each drifted object with the JSON pointers that
+        differ and the manager that last wrote each (from C(managedFields)), and each deleted object as C(missing); it
+        writes nothing and fails nothing (a drifted manifest object is not applied again either).
+      - V(correct) reports the same and re-applies only the drifted objects (server-side apply, field manager
+        C(aicr-runtime); force takes only the fields the manifest sets, never an ignored one), each listed in
+        RV(actions) as C(correct drift of ...); never a C(helm upgrade) for an edited field. Check mode lists what it
+        would correct; with C(--diff) the drifted fields are shown live (before) and as last applied (after), a
+        Secret's values hidden.
+      - A release that is installed or upgraded in the run is not read for drift (helm applies it anyway).
+    type: str
+    choices: [ignore, report, correct]
+    default: ignore
+  drift_ignore:
+    description:
+      - Fields that are never drift, as JSON pointers per kind (C(*) matches any one segment; a pointer covers its
+        subtree), for example O(drift_ignore) C(Deployment) - C(/spec/template/metadata/annotations). Added to the defaults - a
+        webhook configuration's C(/webhooks/*/clientConfig/caBundle), a CRD's conversion webhook C(caBundle) and an
+        APIService's C(/spec/caBundle).
+      - C(/spec/replicas) of a Deployment, StatefulSet or ReplicaSet is never drift while a manager other than
+        C(helm) and C(aicr-runtime) owns it (an HorizontalPodAutoscaler, C(kubectl scale)).
+      - Ignored fields are left out of the body a correction applies, so they are never forced back.
+    type: dict
+    default: {}
 notes:
   - Every parameter and the recipe's shape are checked in one pass before the cluster is contacted - types, ranges, names,
     component overrides, and dependencies (one that names no component of the recipe is refused; what the recipe does not
@@ -562,6 +592,15 @@ components:
       description: The revision of the release that last passed its gate (the inventory's C(lastKnownGood)).
       returned: when one is recorded
       type: int
+    drift:
+      description:
+        - With O(drift=report) or O(drift=correct) - each drifted object of the component - C(apiVersion), C(kind),
+          C(name), C(namespace), C(state) (C(drifted), C(missing), or C(unknown) when the dry-run apply failed, with
+          C(message)) and C(fields) - C(path) (a JSON pointer) and C(manager) (who last wrote it; C(null) for a field
+          removed); C(object) names a manifest object's identity. Empty when nothing drifted.
+      returned: with O(drift=report) or O(drift=correct)
+      type: list
+      elements: dict
     health:
       description:
         - The component's health check - C(status) C(Passed), C(Failed), C(Skipped) (none, O(health_checks=false) or
@@ -775,6 +814,8 @@ def argument_spec():
         health_check_timeout=dict(type="float"),
         health_check_skip=dict(type="list", elements="str", default=[]),
         on_failure=dict(type="str", choices=["hold", "rollback"], default="hold"),
+        drift=dict(type="str", choices=["ignore", "report", "correct"], default="ignore"),
+        drift_ignore=dict(type="dict", default={}),
     )
     spec.update(KUBE_ARG_SPEC)
     spec.update(LIVE_STATUS_ARG_SPEC)

@@ -17,7 +17,9 @@ audit log after the no-op began (dry runs not counted, reported apart).
 
 Figures per code (``base``, ``head``): ``noop_wall_s`` per round, median and min-max, the no-op's CPU seconds
 (the child and its helms), its writes and its requests; ``head_minus_base_median_s`` against
-``target_difference_s`` (0.1), and ``os.getloadavg()`` at start and end.
+``target_difference_s`` (0.1), and ``os.getloadavg()`` at start and end. After each of this tree's no-ops the same no-op
+runs again with ``drift: report`` (issue 39; ``$AICR_BENCH_NOOP_DRIFT=0`` leaves it out): ``head_drift_report`` has its
+walls, the median of (drift report - no-op) per round against ``target_added_s`` (0.3), its writes (must be 0) and requests.
 """
 
 import json
@@ -35,6 +37,9 @@ HERE = Path(__file__).resolve()
 REPO = HERE.parents[2]
 ROUNDS = int(os.environ.get("AICR_BENCH_NOOP_ROUNDS", "5"))
 TARGET_DIFFERENCE_S = 0.1
+# After each of this tree's no-ops, the same no-op with drift: report (issue 39: write-free, adds <= 0.3 s); 0 leaves it out.
+DRIFT_REPORT = os.environ.get("AICR_BENCH_NOOP_DRIFT", "1") != "0"
+DRIFT_TARGET_ADDED_S = 0.3
 # Where ``execute`` and ``HelmRunner`` live: this tree's modules first, then an older base tree's (before issue 37's layers).
 ENGINE_MODULES = ("ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release",
                   "ansible_collections.aicr.runtime.plugins.module_utils._release.engine")
@@ -81,6 +86,12 @@ def _child(tree, request):
         second = engine.execute(params)
         answer.update(noop_wall_s=time.perf_counter() - began, noop_cpu_s=_cpu_seconds() - cpu, noop_changed=bool(second["changed"]),
                       noop_failed=second.get("failed_message"))
+        if request.get("drift_report"):  # the same no-op reading drift (issue 39): every release object dry-run applied
+            answer["drift_began"], began = time.time(), time.perf_counter()
+            third = engine.execute(dict(params, drift="report"))
+            answer.update(drift_report_wall_s=time.perf_counter() - began, drift_report_changed=bool(third["changed"]),
+                          drift_report_failed=third.get("failed_message"),
+                          drift_report_drifted=(third.get("summary") or {}).get("drifted"))
     return answer
 
 
@@ -94,7 +105,8 @@ def converge_noop(kube, workdir, tree, tag):
                   poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="aicr-system",
                   cache_dir=os.path.join(workdir, "cache-%s" % tag), early_start=True)
     mark = kube.audit_mark()
-    child = subprocess.run([sys.executable, str(HERE), "--child", str(tree)], input=json.dumps({"params": params}),
+    request = {"params": params, "drift_report": tag.endswith("head") and DRIFT_REPORT}
+    child = subprocess.run([sys.executable, str(HERE), "--child", str(tree)], input=json.dumps(request),
                            capture_output=True, text=True, check=False, cwd=str(tree))
     if child.returncode != 0:
         raise RuntimeError("the engine's process for %s failed (exit %d): %s" % (tree, child.returncode, child.stderr[-3000:]))
@@ -103,7 +115,13 @@ def converge_noop(kube, workdir, tree, tag):
         raise RuntimeError("the child for %s ran the engine of %s" % (tree, answer["engine_file_resolved"]))
     if answer["rollout_failed"] or answer.get("noop_failed"):
         raise RuntimeError("%s: %s" % (tree, answer["rollout_failed"] or answer["noop_failed"]))
-    during = [e for e in kube.audit(since=mark, user=kube.user("release")) if e["time"] >= answer["noop_began"]]
+    if answer.get("drift_report_failed") or answer.get("drift_report_drifted"):
+        raise RuntimeError("%s: drift: report found %s" % (tree, answer.get("drift_report_failed") or answer["drift_report_drifted"]))
+    if "drift_began" in answer:
+        after = [e for e in kube.audit(since=mark, user=kube.user("release")) if e["time"] >= answer["drift_began"]]
+        answer["drift_report_writes"] = len([e for e in after if e["mutating"] and "dryRun" not in (e.get("query") or "")])
+        answer["drift_report_requests"] = len(after)
+    during = [e for e in kube.audit(since=mark, user=kube.user("release")) if answer["noop_began"] <= e["time"] < answer.get("drift_began", float("inf"))]
     mutating = [e for e in during if e["mutating"]]
     answer["noop_writes"] = len([e for e in mutating if "dryRun" not in (e.get("query") or "")])
     answer["noop_dry_run_writes"] = len(mutating) - answer["noop_writes"]
@@ -157,12 +175,21 @@ def run():
         figures["order"] = order
         for label, _tree in trees:
             figures[label] = _summary(answers[label])
+        drift_rounds = [a for a in answers["head"] if "drift_report_wall_s" in a]
+        if drift_rounds:
+            walls = [a["drift_report_wall_s"] for a in drift_rounds]
+            figures["head_drift_report"] = {
+                "wall_s": [round(w, 3) for w in walls], "wall_median_s": round(statistics.median(walls), 3),
+                "minus_noop_median_s": round(statistics.median(a["drift_report_wall_s"] - a["noop_wall_s"] for a in drift_rounds), 3),
+                "target_added_s": DRIFT_TARGET_ADDED_S, "writes": [a["drift_report_writes"] for a in drift_rounds],
+                "requests": [a["drift_report_requests"] for a in drift_rounds], "changed": [a["drift_report_changed"] for a in drift_rounds]}
         if base_tree:
             difference = figures["head"]["noop_wall_median_s"] - figures["base"]["noop_wall_median_s"]
             figures["head_minus_base_median_s"] = round(difference, 3)
             figures["head_minus_base_per_round_s"] = [round(h["noop_wall_s"] - b["noop_wall_s"], 3) for b, h in zip(answers["base"], answers["head"])]
             figures["within_target"] = difference <= TARGET_DIFFERENCE_S
-        figures["write_free"] = all(a["noop_writes"] == 0 and not a["noop_changed"] for tree_answers in answers.values() for a in tree_answers)
+        figures["write_free"] = all(a["noop_writes"] == 0 and not a["noop_changed"] and not a.get("drift_report_writes") and not a.get("drift_report_changed")
+                                    for tree_answers in answers.values() for a in tree_answers)
         return figures
     finally:
         kube.stop()

@@ -21,7 +21,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.constants imp
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import wait
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
-from ansible_collections.aicr.runtime.plugins.module_utils._release import health
+from ansible_collections.aicr.runtime.plugins.module_utils._release import drift, health
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import apply_object
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import DONE
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import object_digest
@@ -226,12 +226,17 @@ class Deploy(object):
             if not comp.manifest_only:
                 installing = st.action != "unchanged"
                 deployed = self._install(st, deadline) if installing else st.deployed
+                if not installing and self.opts.drift == "correct" and st.drift:
+                    self._correct_drift(st)
                 docs = manifest_docs(deployed.manifest)
                 written = self._write_state(st, docs, installed=installing)
                 if written:
                     self._written(name, written)
                 refs = release_refs(self.cluster, docs, comp.namespace)
                 st.resources = len(refs)
+                if self.opts.drift == "report" and st.drift:  # reported missing: not waited for (report fails nothing)
+                    missing = set((e["apiVersion"], e["kind"], e["name"], e["namespace"]) for e in st.drift if e["state"] == "missing")
+                    refs = [ref for ref in refs if ref not in missing]
                 self.wait_ready(comp, refs, deadline, "release %s" % comp.name)
             self._objects_wave(st, "post", deadline)
             if self.opts.prune and st.stale_objects:
@@ -245,6 +250,14 @@ class Deploy(object):
         phase = self._step(st, overall_deadline, work)
         self._written(name, DONE)
         return phase
+
+    def _correct_drift(self, st):
+        """Re-apply only the drifted objects of an unchanged release (server-side apply, our field manager; never a helm
+        upgrade for one edited field), each named in ``actions``."""
+        for entry in drift.correctable(st.drift):
+            drift.correct(self.cluster, [entry])
+            st.changed = True
+            self._action("correct drift of %s: %s" % (st.comp.name, drift.describe(entry)))
 
     def _health_check(self, st, deadline):
         """The component's health check once it is Ready (read-only, retried until ``deadline``); None when it has none."""

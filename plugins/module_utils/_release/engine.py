@@ -51,6 +51,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import 
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
+from ansible_collections.aicr.runtime.plugins.module_utils._release import drift
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
@@ -114,6 +115,9 @@ class Options(object):
         self.on_failure = own.choice("on_failure", kwargs.get("on_failure"), ON_FAILURE, default="hold")
         self.health = kwargs.get("health") or health.HealthOptions(kwargs.get("health_checks", True), kwargs.get("health_check_timeout"),
                                                                    kwargs.get("health_check_skip"), problems=own)
+        # drift (issue 39): ignore (the default: not read, as before), report (read, nothing written), correct
+        self.drift = own.choice("drift", kwargs.get("drift"), drift.MODES, default="ignore")
+        self.drift_rules = drift.ignore_rules(drift.check_ignore(kwargs.get("drift_ignore"), own))
         if problems is None:
             own.raise_if_any()
         for name in ("timeout", "overall_timeout", "poll_interval"):

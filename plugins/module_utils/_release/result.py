@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeline
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
-from ansible_collections.aicr.runtime.plugins.module_utils._release import health
+from ansible_collections.aicr.runtime.plugins.module_utils._release import drift, health
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import good_after
 
 
@@ -46,6 +46,7 @@ class ComponentState(object):
         self.release_foreign = False  # the deployed release is not this stack's: the inventory does not record it
         self.left_alone = None  # removal: why the release was not uninstalled
         self.rolled_back = None  # on_failure: rollback: what was decided for it (``_release.rollback``)
+        self.drift = None  # drift entries (``_release.drift``) when the run reads drift; None with drift: ignore
 
     def object_actions(self):
         return [a for wave in ("pre", "post") for (_o, a, _r) in self.objects[wave]]
@@ -77,7 +78,8 @@ class ComponentState(object):
             **({"health": dict(self.health)} if self.health is not None else {}),
             **({"early_start": True} if self.early_start else {}),
             **({"rollback": dict(self.rolled_back)} if self.rolled_back is not None else {}),
-            **({"last_known_good": int(good["revision"])} if good is not None else {})
+            **({"last_known_good": int(good["revision"])} if good is not None else {}),
+            **({"drift": drift.reported(self.drift)} if self.drift is not None else {})
         }
 
 
@@ -109,14 +111,16 @@ class Result(object):
         components = [self.states[n].as_result(self.inventory.loaded_entry(n)) for n in names if n in self.states]
         changed = any(c["changed"] for c in components)
         if self.opts.check_mode:
-            changed = any(c["action"] != "unchanged" or any(o["action"] != "unchanged" for o in c["objects"]) for c in components)
+            changed = any(c["action"] != "unchanged" or any(o["action"] != "unchanged" for o in c["objects"]) for c in components) \
+                or bool(self._planned_corrections())
         failed = [c for c in components if c["phase"] == FAILED]
         blocked = [c for c in components if c["phase"] == BLOCKED]
         result = {
             "changed": changed,
             "components": components,
             "waves": self._waves(),
-            "actions": list(self.actions) if not self.opts.check_mode else _planned_actions(components) + self._planned_rollbacks(),
+            "actions": (list(self.actions) if not self.opts.check_mode
+                        else _planned_actions(components) + self._planned_rollbacks() + self._planned_corrections()),
             "summary": self._summary(components, failed, blocked),
             "timeline": timeline.gantt(timeline.from_results(components), title="%s of stack %s" % (
                 "removal" if self.opts.state == "absent" else "rollout", self.opts.stack)),
@@ -124,6 +128,10 @@ class Result(object):
         if self.opts.state == "present":
             result["summary"]["health_checks"] = dict((s, sum(1 for c in components if (c.get("health") or {}).get("status") == s))
                                                       for s in set((c.get("health") or {}).get("status") for c in components if c.get("health")))
+        if self.opts.drift != "ignore" and self.opts.state == "present":
+            result["summary"]["drifted"] = [c["name"] for c in components if c.get("drift")]
+            if self.opts.drift == "correct" and not self.opts.check_mode:  # re-applied, the component then Ready
+                result["summary"]["drift_corrected"] = [c["name"] for c in components if c.get("drift") and c["phase"] == READY]
         if lease is not None and lease.taken_over:
             result["summary"]["lease_taken_over_from"] = lease.taken_over
         if self.opts.diff:
@@ -160,8 +168,29 @@ class Result(object):
             "phases": dict((p, sum(1 for c in components if c["phase"] == p)) for p in set(c["phase"] for c in components)),
         }
 
-    def _diff(self):
+    def _planned_corrections(self):
+        """Check mode with drift: correct: what a real run would re-apply."""
+        if self.opts.drift != "correct":
+            return []
+        return ["would correct drift of %s: %s" % (n, drift.describe(e)) for n in self.plan.order
+                for e in drift.correctable(self.states[n].drift) if self.states[n].action == "unchanged"]
+
+    def _drift_diff(self):
+        """``--diff`` of the drifted fields: live (before) and what we last applied (after); a Secret's values hidden."""
         diffs = []
+        for name in self.plan.order:
+            for entry in self.states[name].drift or []:
+                what = "%s %s %s/%s" % (name, entry["kind"], entry.get("namespace") or "-", entry["name"])
+                diffs.append({
+                    "before_header": "%s (live%s)" % (what, ", missing" if entry["state"] == "missing" else ""),
+                    "after_header": "%s (last applied)" % what,
+                    "before": deps.yaml.safe_dump(entry["before"], default_flow_style=False, sort_keys=True) if entry["before"] else "",
+                    "after": deps.yaml.safe_dump(entry["after"], default_flow_style=False, sort_keys=True) if entry["after"] else "",
+                })
+        return diffs
+
+    def _diff(self):
+        diffs = self._drift_diff()
         for name in self.plan.order:
             st = self.states[name]
             if st.comp.manifest_only:

@@ -21,7 +21,10 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.claims import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import label_value
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
+from ansible_collections.aicr.runtime.plugins.module_utils._release import drift
 from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import ManifestObject, plan_object
+from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import manifest_docs
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import object_digest
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import read_release, read_releases, stack_releases
 from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership import (
@@ -55,6 +58,11 @@ class Survey(object):
         elif comp.name not in self.inventory.components:
             # provisional until the objects are surveyed: this stack never deployed them
             st.action, st.reason = "install", "manifest-only component not deployed by stack %s yet" % self.opts.stack
+        if self._reads_drift():
+            st.drift = []
+            if st.deployed is not None and st.action == "unchanged" and not st.release_foreign:
+                # every object of the release's stored manifest, against what helm last applied
+                st.drift = drift.detect(self.cluster, manifest_docs(st.deployed.manifest), comp.namespace, self.opts.drift_rules)
         return st
 
     def _release_standing(self, st):
@@ -114,6 +122,8 @@ class Survey(object):
         docs = self._render(comp)
         seen = set()
         st.objects = {"pre": [], "post": []}
+        if st.drift is not None:  # surveyed again: the release's entries stay, the objects' are read anew
+            st.drift = [e for e in st.drift if "object" not in e]
         for wave in ("pre", "post"):
             for index, doc in enumerate(docs[wave]):
                 mobj = ManifestObject(comp.name, wave, index, doc, self.opts.stack)
@@ -125,6 +135,8 @@ class Survey(object):
                     st.objects[wave].append((mobj, "unchanged", ""))
                     continue
                 action, reason = plan_object(self.cluster, mobj, comp.namespace)
+                if action != "unchanged" and self._reads_drift():
+                    action, reason = self._object_drift(st, mobj, action, reason)
                 st.objects[wave].append((mobj, action, reason))
         if comp.manifest_only:
             acts = st.object_actions()
@@ -137,6 +149,24 @@ class Survey(object):
         st.stale_objects = [ref for ref in self.inventory.objects_of(comp.name) if ref.get("id") not in seen]
         st.objects_surveyed = True
         return st
+
+    def _reads_drift(self):
+        return self.opts.drift != "ignore" and self.opts.state == "present"
+
+    def _object_drift(self, st, mobj, action, reason):
+        """A manifest object that differs from its dry-run apply although it renders what the stack last applied (its
+        inventory digest): drift. ``report`` leaves it alone; ``correct`` applies it (as ``ignore`` always has)."""
+        recorded = dict((ref.get("id"), ref.get("digest")) for ref in self.inventory.objects_of(st.comp.name))
+        if recorded.get(mobj.identity) is None or recorded[mobj.identity] != object_digest(mobj.body):
+            return action, reason  # a change of the recipe, not drift
+        entry = drift.object_drift(self.cluster, mobj.body, st.comp.namespace, self.opts.drift_rules)
+        if entry is None:
+            return "unchanged", "differs only in fields the drift rules ignore"
+        entry["object"] = mobj.identity
+        st.drift.append(entry)
+        if self.opts.drift == "report":
+            return "unchanged", "drifted: %s (drift: report changes nothing)" % drift.describe(entry)
+        return action, "drifted: %s" % drift.describe(entry)
 
     def _survey_one(self, comp, known=None):
         return self._survey_objects(self._survey_release(comp, known))
@@ -257,5 +287,7 @@ class Survey(object):
         if self.opts.prune and self.leftovers:
             return True
         if any(st.action != "unchanged" for st in self.states.values()):
+            return True
+        if self.opts.drift == "correct" and any(drift.correctable(st.drift) for st in self.states.values() if not st.comp.manifest_only):
             return True
         return any(st.needs_change(self.opts.prune) for st in self.states.values() if st.objects_surveyed)

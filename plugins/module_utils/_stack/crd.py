@@ -83,6 +83,10 @@ def spec_schema():
                                    "workloadGate": _s("Taint key=value:effect or key:effect written to the accelerated taintStrPaths (--workload-gate)."),
                                    "workloadSelector": _labels("Labels written to workloadSelectorPaths (--workload-selector)."),
                                }),
+        "drift": _s("Drift of the stack's objects from what it last applied: ignore (not read), report (status and result only, "
+                    "nothing written) or correct (only the drifted objects re-applied). Default: the operator's (ignore).",
+                    enum=["ignore", "report", "correct"]),
+        "driftIgnore": _free("Fields that are never drift: JSON pointers per kind, e.g. {Deployment: [/spec/template/metadata/annotations]}."),
     }, required=["catalog"])
 
 
@@ -120,6 +124,8 @@ def status_schema():
             (k, _s(d)) for k, d in (("status", "Passed, Failed, Skipped or NotRun."), ("message", "What it found."), ("check", "The check's name."),
                                     ("step", "The failing step."), ("resource", "The failing resource."), ("expression", "The failing expression."),
                                     ("expected", "What the expression expected."), ("actual", "What the cluster had.")))),
+        "drift": _list("Objects that differ from what the stack last applied (gated_release's drift: report or correct), "
+                       "as 'Kind namespace/name: /json/pointer (manager)' or '... missing'.", {"type": "string"}),
         "lastTransitionTime": _s("When the phase last changed.", format="date-time"),
         "timing": _obj("The timing of the last rollout that changed (or failed) this component (what the timeline is drawn from).", {
             "start": _s("When its step started (RFC 3339, milliseconds)."),

@@ -119,6 +119,11 @@ def component_entry(component, previous=None, now=None):
         entry["rolledBack"] = rollback
     elif previous and previous.get("rolledBack") and phase != READY:
         entry["rolledBack"] = copy.deepcopy(previous["rolledBack"])  # kept until the component is Ready again
+    drifted = drift_entries(component.get("drift"))
+    if drifted is not None:
+        entry["drift"] = drifted
+    elif previous and "drift" in previous and "drift" not in component:
+        entry["drift"] = list(previous["drift"])  # a transition that does not say keeps what the last survey found
     if previous and previous.get("phase") == phase and previous.get("lastTransitionTime"):
         entry["lastTransitionTime"] = previous["lastTransitionTime"]
     else:
@@ -160,6 +165,35 @@ def rollback_entry(rollback):
     entry = dict((k, str(rollback[k])[:1024]) for k in ("status", "reason", "message") if rollback.get(k))
     entry.update((k, int(rollback[k])) for k in ("from", "to", "revision") if isinstance(rollback.get(k), int))
     return entry
+def drift_entries(found, limit=20):
+    """A status ``drift`` list (``Kind namespace/name: /path (manager), ...`` or ``... missing``) from a gated_release
+    component's ``drift`` (or strings already in status shape); None when the result says nothing of drift."""
+    if not isinstance(found, list):
+        return None
+    entries = []
+    for item in found[:limit]:
+        if not isinstance(item, dict):
+            entries.append(str(item)[:512])
+            continue
+        what = "%s %s/%s" % (item.get("kind"), item.get("namespace") or "-", item.get("name"))
+        fields = ", ".join("%s (%s)" % (f.get("path"), f.get("manager") or "removed") for f in item.get("fields") or [])
+        entries.append(("%s: %s" % (what, fields if item.get("state") == "drifted" else item.get("state")))[:512])
+    return entries
+
+
+def drift_condition(rollout):
+    """The ``Drifted`` condition a gated_release result implies when it read drift (``summary.drifted``); else None."""
+    drifted = ((rollout or {}).get("summary") or {}).get("drifted")
+    if drifted is None:
+        return None
+    corrected = ((rollout or {}).get("summary") or {}).get("drift_corrected") or []
+    remaining = [n for n in drifted if n not in corrected]
+    if remaining:
+        return {"type": "Drifted", "status": "True", "reason": "LiveObjectsDiffer",
+                "message": ("live objects differ from what the stack last applied: %s" % ", ".join(remaining))[:1024]}
+    if corrected:
+        return {"type": "Drifted", "status": "False", "reason": "Corrected", "message": ("drift corrected: %s" % ", ".join(corrected))[:1024]}
+    return {"type": "Drifted", "status": "False", "reason": "NoDrift", "message": "every object matches what the stack last applied"}
 
 
 def health_entry(health):
@@ -200,6 +234,9 @@ def gate_conditions(rollout):
         else:
             conditions.append({"type": "HealthChecksPassed", "status": "True", "reason": "Passed" if passed else "NoChecks",
                                "message": "%d health check(s) passed, %d component(s) without one run" % (len(passed), len(healths) - len(passed))})
+    drifted = drift_condition(rollout)
+    if drifted is not None:
+        conditions.append(drifted)
     return conditions
 
 
