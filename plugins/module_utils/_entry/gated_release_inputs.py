@@ -150,6 +150,7 @@ def options_from(params, recipe, check_mode, diff, problems=None, local=True):
         validate_chart_schema=params.get("validate_values", True), early_start=params.get("early_start", True),
         health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
         health_check_skip=params.get("health_check_skip"),
+        chart_crds=params.get("chart_crds"), allow_breaking_crd_changes=params.get("allow_breaking_crd_changes"),
     )
     own.choice("preflight", params.get("preflight"), preflight.MODES, default="auto")
     if problems is None:

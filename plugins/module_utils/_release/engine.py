@@ -51,6 +51,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import 
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import labelled, retry_window
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
+from ansible_collections.aicr.runtime.plugins.module_utils._release.chartcrds import CHART_CRDS, ChartCrds
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
@@ -110,6 +111,12 @@ class Options(object):
         self.cache_dir = kwargs.get("cache_dir")
         self.early_start = bool(kwargs.get("early_start", True))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
+        self.chart_crds = own.choice("chart_crds", kwargs.get("chart_crds"), CHART_CRDS, default="helm")
+        allow = kwargs.get("allow_breaking_crd_changes") or []
+        if not isinstance(allow, (list, tuple)) or not all(isinstance(a, str) and a for a in allow):
+            own.add("allow_breaking_crd_changes", "%s is not allowed; allowed: a list of CRD or component names" % repr(allow)[:80])
+            allow = []
+        self.allow_breaking_crd_changes = frozenset(allow)
         self.health = kwargs.get("health") or health.HealthOptions(kwargs.get("health_checks", True), kwargs.get("health_check_timeout"),
                                                                    kwargs.get("health_check_skip"), problems=own)
         if problems is None:
@@ -120,7 +127,7 @@ class Options(object):
                 setattr(self, name, float(value))
 
 
-class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
+class GatedRelease(Survey, ValuesCheck, ChartCrds, Deploy, EarlyStart, Remove, Result):
     """One run of gated_release against one cluster."""
 
     def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=cancel.pause, wall=time.time, on_transition=None, checks=None):
@@ -152,6 +159,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
         self.foreign_claims = []  # releases and objects labelled for the stack that its inventory does not vouch for
         self.lease = None  # the stack Lease while this run holds it
         self._init_values_check()  # the charts pulled and the values checked (ValuesCheck)
+        self._init_chart_crds()  # the charts' CRDs checked and applied (ChartCrds)
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):
@@ -224,8 +232,8 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
                 if not mutation:
                     self.survey_objects()
                     mutation = self._mutation_planned()
-            if self.opts.state == "present" and self.opts.validate_chart_schema:
-                # every chart's values checked before the first change (check mode shows the same refusal)
+            if self.opts.state == "present" and (self.opts.validate_chart_schema or self._managing_crds()):
+                # every chart's values (and its CRDs) checked before the first change (check mode shows the same refusal)
                 refused = self._check_values_up_front()
                 if refused:
                     return self._refused_up_front(refused)
@@ -277,7 +285,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Result):
                 outcomes = None
                 for st in self.states.values():
                     st.phase = PENDING
-            result = self._result(outcomes, lease)
+            result = self._chart_crds_into(self._result(outcomes, lease))
             if lost:
                 result["failed_message"] = lost + (" | " + result["failed_message"] if result.get("failed_message") else "")
             return result
