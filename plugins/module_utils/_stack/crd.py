@@ -72,6 +72,10 @@ def spec_schema():
         "suspend": {"type": "boolean", "description": "Skip this stack in reconcile runs."},
         "autoUpdate": {"type": "boolean", "description": "Move to the newest catalog release automatically (default: the operator's)."},
         "resyncInterval": _s("Converge again after this long without a change, e.g. 5m (default: the operator's, 5m)."),
+        "chartCrds": _s("Who installs and upgrades the charts' crds/: helm (once, never upgraded) or managed (gated_release, refusing "
+                        "breaking changes) (default: the operator's, stack_reconcile_chart_crds).", enum=["helm", "managed"]),
+        "allowBreakingCrdChanges": _list("CRD or component names whose chart CRDs may change in a breaking way (chartCrds: managed).",
+                                         {"type": "string"}),
     }, required=["catalog"])
 
 
