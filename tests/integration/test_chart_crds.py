@@ -56,7 +56,7 @@ def crd_repo(kube, tmp_path):
     charts = tmp_path / "charts"
     sources = [chart_version(charts, "0.1.0", group), chart_version(charts, "0.2.0", group, lambda t: t.replace(*ADD_SHAPE)),
                chart_version(charts, "0.3.0", group, lambda t: t.replace(*ADD_SHAPE).replace(*REMOVE_OWNER))]
-    grant = "aicr-lab:test-%s" % group.split(".")[0]
+    grant = "aicr-lab:test-%s" % group.split(".", maxsplit=1)[0]
     kube.rest.apply("%s/clusterroles/%s" % (RBAC, grant), {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": grant},
         "rules": [{"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "resourceNames": [name],
