@@ -122,7 +122,8 @@ class ValuesCheck(object):
         # a refusal changed nothing, and in check mode would change nothing either: not the plan's "would install"
         result["changed"] = False
         result["actions"] = list(self.actions)
-        self._chart_crds_into(result)
+        if self._managing_crds():
+            result["chart_crds"] = []  # a refused rollout applies no CRD, nor would it in check mode
         result["failed_message"] = "gated_release: %d of %d components refused before anything was installed (nothing was changed): %s" % (
             len(refused), len(self.plan.order), "; ".join("%s (%s)" % (st.comp.name, st.message) for st, _field in refused))
         result["errors"] = [{"field": field, "component": st.comp.name, "message": st.message} for st, field in refused]

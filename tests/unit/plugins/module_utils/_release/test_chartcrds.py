@@ -186,3 +186,14 @@ def test_options_are_checked(kwargs, message):
     with pytest.raises(AicrError) as err:
         Options(**kwargs)
     assert err.value.msg.startswith(message), err.value.msg
+
+
+def test_a_refusal_of_one_component_applies_no_crd_of_another_not_even_in_check_mode(fakes):
+    cluster, helm = fake(fakes)
+    helm.chart_files["y"] = {"crds/gadgets.yaml": yaml.safe_dump(gadget_crd())}
+    helm.chart_files["x"]["crds/gadgets.yaml"] = yaml.safe_dump({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c"}})
+    for check in (True, False):
+        result = engine(cluster, helm, [comp("y"), comp("x", ["y"])], chart_crds="managed", check_mode=check).run()
+        assert result["changed"] is False and result["chart_crds"] == [] and result["actions"] == []
+        assert [e["component"] for e in result["errors"]] == ["x"]
+    assert cluster.get(*CRD_API, name=NAME) is None and helm.upgrades() == []
