@@ -76,7 +76,8 @@ def test_a_removed_field_is_refused_before_anything_changes_naming_the_crd_and_t
         [x] = result["components"]
         assert x["phase"] == "Failed"
         assert x["message"] == ("component x: allow_breaking_crd_changes: 2 breaking change(s) to the live CRD %s: "
-                                "existingFieldRemoval ^.spec.color, type ^.spec.color; allowed: compatible changes only, or %s or x listed in allow_breaking_crd_changes" % (NAME, NAME))
+                                "existingFieldRemoval ^.spec.color, type ^.spec.color; "
+                                "allowed: compatible changes only, or %s or x listed in allow_breaking_crd_changes" % (NAME, NAME))
         assert result["errors"] == [{"field": "allow_breaking_crd_changes", "component": "x", "message": x["message"]}]
         assert result["failed_message"].startswith("gated_release: 1 of 1 components refused before anything was installed (nothing was changed)")
         assert result["changed"] is False
