@@ -451,6 +451,33 @@ options:
       - Ignored fields are left out of the body a correction applies, so they are never forced back.
     type: dict
     default: {}
+  chart_crds:
+    description:
+      - Who installs and upgrades the CustomResourceDefinitions of a chart's C(crds/) directory.
+      - V(helm) - helm, as helm does - installs them with the release the first time and never upgrades them.
+      - V(managed) - this module creates and upgrades them before the release's C(helm upgrade) and tells helm
+        C(--skip-crds). Before the first change of the run (and in check mode), the chart of every release to install or
+        upgrade is pulled and each CRD of its C(crds/) (and of its subcharts' C(crds/), enabled or not) is compared with
+        the live one by the breaking-change rules of M(aicr.runtime.crd_publish); a breaking change (a removed field, a
+        changed type, a new required field...) refuses the rollout, naming the CRD, the rule and the field, unless
+        O(allow_breaking_crd_changes) names the CRD or the component. A live CRD labelled for another stack
+        (C(aicr.io/stack)), written by another field manager than C(helm) and C(aicr-runtime), or not installed by this
+        stack's release is refused unless O(adopt). At the component's gate each CRD is applied as
+        M(aicr.runtime.crd_publish) applies one (server-side apply, field manager C(aicr-runtime), labelled with the
+        stack and component) and waited for until Established. CRDs are never deleted.
+      - V(managed) needs C(patch) on the chart's CRDs (and C(create) for new ones) for the run's identity.
+      - Check mode lists each CRD it would create or update in RV(chart_crds) and RV(actions); diff mode shows each
+        CRD's spec before and after.
+    type: str
+    choices: [helm, managed]
+    default: helm
+  allow_breaking_crd_changes:
+    description:
+      - With O(chart_crds=managed) - the CRD names (C(widgets.example.aicr.io)) or component names whose chart CRDs may
+        change in a breaking way (custom resources stored under the old schema may stop validating).
+    type: list
+    elements: str
+    default: []
 notes:
   - Every parameter and the recipe's shape are checked in one pass before the cluster is contacted - types, ranges, names,
     component overrides, and dependencies (one that names no component of the recipe is refused; what the recipe does not
@@ -758,6 +785,15 @@ timeline:
         wait for example-crds :done, c1_wait, 1796047200000, 1796047201200
         install :crit, c1_run, 1796047201200, 1796047203400
         health check :crit, active, c1_check, 1796047203400, 1796047204400
+chart_crds:
+  description:
+    - With O(chart_crds=managed) - each chart CRD checked and applied (or, in check mode, that would be) - its component,
+      name, action (V(create), V(update), V(unchanged)), whether a breaking change was allowed and the compatibility summary.
+  returned: when O(chart_crds=managed) and O(state=present)
+  type: list
+  elements: dict
+  sample: [{component: example-crds, name: widgets.example.aicr.io, action: update, breaking: false,
+            summary: "0 breaking change(s), 0 warning(s)"}]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -816,6 +852,8 @@ def argument_spec():
         on_failure=dict(type="str", choices=["hold", "rollback"], default="hold"),
         drift=dict(type="str", choices=["ignore", "report", "correct"], default="ignore"),
         drift_ignore=dict(type="dict", default={}),
+        chart_crds=dict(type="str", choices=["helm", "managed"], default="helm"),
+        allow_breaking_crd_changes=dict(type="list", elements="str", default=[]),
     )
     spec.update(KUBE_ARG_SPEC)
     spec.update(LIVE_STATUS_ARG_SPEC)

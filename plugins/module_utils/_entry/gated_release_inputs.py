@@ -151,6 +151,7 @@ def options_from(params, recipe, check_mode, diff, problems=None, local=True):
         health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
         health_check_skip=params.get("health_check_skip"), on_failure=params.get("on_failure"),
         drift=params.get("drift"), drift_ignore=params.get("drift_ignore"),
+        chart_crds=params.get("chart_crds"), allow_breaking_crd_changes=params.get("allow_breaking_crd_changes"),
     )
     own.choice("preflight", params.get("preflight"), preflight.MODES, default="auto")
     if problems is None:

@@ -159,6 +159,10 @@ class Deploy(object):
                 # pull once, validate the values against the chart's own schema, install from the archive
                 chart_ref = self._pull_and_validate(comp, chart_ref, repo, flags)
                 repo = None
+            if self._managing_crds():
+                # the chart's CRDs were applied at the gate (ChartCrds): helm installs from the same archive, skipping them
+                chart_ref, repo = self._local_chart(comp, chart_ref, repo, flags), None
+                flags = list(flags or []) + ["--skip-crds"]
             if chart_ref.startswith("/"):
                 self._installed_from(comp.name, chart_ref)
             self._ensure_namespace(comp.namespace)
@@ -222,6 +226,10 @@ class Deploy(object):
             if not comp.manifest_only and st.action != "unchanged":
                 self._check_release(st, st.deployed)  # before anything of it is written ahead or applied
             self._write_ahead(st)
+            if self._managing_crds() and not comp.manifest_only and st.action != "unchanged":
+                # the chart's CRDs before anything else of the component (its pre objects may be custom resources)
+                chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
+                self._apply_chart_crds(st, self._local_chart(comp, chart_ref, repo, flags), deadline)
             self._objects_wave(st, "pre", deadline)
             if not comp.manifest_only:
                 installing = st.action != "unchanged"

@@ -52,6 +52,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 from ansible_collections.aicr.runtime.plugins.module_utils._release import drift
+from ansible_collections.aicr.runtime.plugins.module_utils._release.chartcrds import CHART_CRDS, ChartCrds
 from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
 from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
@@ -113,6 +114,12 @@ class Options(object):
         self.early_start = bool(kwargs.get("early_start", True))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
         self.on_failure = own.choice("on_failure", kwargs.get("on_failure"), ON_FAILURE, default="hold")
+        self.chart_crds = own.choice("chart_crds", kwargs.get("chart_crds"), CHART_CRDS, default="helm")
+        allow = kwargs.get("allow_breaking_crd_changes") or []
+        if not isinstance(allow, (list, tuple)) or not all(isinstance(a, str) and a for a in allow):
+            own.add("allow_breaking_crd_changes", "%s is not allowed; allowed: a list of CRD or component names" % repr(allow)[:80])
+            allow = []
+        self.allow_breaking_crd_changes = frozenset(allow)
         self.health = kwargs.get("health") or health.HealthOptions(kwargs.get("health_checks", True), kwargs.get("health_check_timeout"),
                                                                    kwargs.get("health_check_skip"), problems=own)
         # drift (issue 39): ignore (the default: not read, as before), report (read, nothing written), correct
@@ -126,7 +133,7 @@ class Options(object):
                 setattr(self, name, float(value))
 
 
-class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Rollback, Result):
+class GatedRelease(Survey, ValuesCheck, ChartCrds, Deploy, EarlyStart, Remove, Rollback, Result):
     """One run of gated_release against one cluster."""
 
     def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=cancel.pause, wall=time.time, on_transition=None, checks=None):
@@ -159,6 +166,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Rollback, Re
         self.lease = None  # the stack Lease while this run holds it
         self.rollbacks = []  # on_failure: rollback: what was decided per failed component and dependent (``_release.rollback``)
         self._init_values_check()  # the charts pulled and the values checked (ValuesCheck)
+        self._init_chart_crds()  # the charts' CRDs checked and applied (ChartCrds)
 
     # -- helpers ---------------------------------------------------------------
     def _action(self, text):
@@ -231,8 +239,8 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Rollback, Re
                 if not mutation:
                     self.survey_objects()
                     mutation = self._mutation_planned()
-            if self.opts.state == "present" and self.opts.validate_chart_schema:
-                # every chart's values checked before the first change (check mode shows the same refusal)
+            if self.opts.state == "present" and (self.opts.validate_chart_schema or self._managing_crds()):
+                # every chart's values (and its CRDs) checked before the first change (check mode shows the same refusal)
                 refused = self._check_values_up_front()
                 if refused:
                     return self._refused_up_front(refused)
@@ -286,7 +294,7 @@ class GatedRelease(Survey, ValuesCheck, Deploy, EarlyStart, Remove, Rollback, Re
                 outcomes = None
                 for st in self.states.values():
                     st.phase = PENDING
-            result = self._result(outcomes, lease)
+            result = self._chart_crds_into(self._result(outcomes, lease))
             if lost:
                 result["failed_message"] = lost + (" | " + result["failed_message"] if result.get("failed_message") else "")
             return result

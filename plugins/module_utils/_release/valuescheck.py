@@ -94,7 +94,12 @@ class ValuesCheck(object):
         def check(st):
             try:
                 chart_ref, repo, flags, _where = chart_source(st.comp.chart, st.comp.repository, self.opts.mirrors)
-                self._pull_and_validate(st.comp, chart_ref, repo, flags)
+                if self.opts.validate_chart_schema:
+                    archive = self._pull_and_validate(st.comp, chart_ref, repo, flags)
+                else:
+                    archive = self._local_chart(st.comp, chart_ref, repo, flags)
+                if self._managing_crds():
+                    self._plan_chart_crds(st, archive)  # ChartCrds: a breaking or foreign CRD refused before the first change
             except AicrError as exc:
                 st.phase = FAILED
                 named = exc.msg.startswith(("values: component %s:" % st.comp.name, "component %s:" % st.comp.name))
@@ -117,6 +122,8 @@ class ValuesCheck(object):
         # a refusal changed nothing, and in check mode would change nothing either: not the plan's "would install"
         result["changed"] = False
         result["actions"] = list(self.actions)
+        if self._managing_crds():
+            result["chart_crds"] = []  # a refused rollout applies no CRD, nor would it in check mode
         result["failed_message"] = "gated_release: %d of %d components refused before anything was installed (nothing was changed): %s" % (
             len(refused), len(self.plan.order), "; ".join("%s (%s)" % (st.comp.name, st.message) for st, _field in refused))
         result["errors"] = [{"field": field, "component": st.comp.name, "message": st.message} for st, field in refused]

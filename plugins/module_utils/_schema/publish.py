@@ -167,14 +167,14 @@ def make_cluster(params):
     return connection.client_for(params.get("kubeconfig"), params.get("context"))
 
 
-def refusal_message(name, findings):
-    """One line: how many breaking changes, each rule and path, and how to allow them."""
+def refusal_message(name, findings, field="definition", allowed="compatible changes only, or allow_breaking: true"):
+    """One line: how many breaking changes, each rule and path, and how to allow them (``field``: the option refused;
+    ``allowed``: what is allowed instead)."""
     errors = [f for f in findings if f["severity"] == "error"]
     shown = ", ".join("%s %s" % (f["rule"], f["path"]) for f in errors[:8])
     if len(errors) > 8:
         shown += " (and %d more)" % (len(errors) - 8)
-    return ("definition: %d breaking change(s) to the live CRD %s: %s; allowed: compatible changes only, or allow_breaking: true"
-            % (len(errors), name, shown))
+    return "%s: %d breaking change(s) to the live CRD %s: %s; allowed: %s" % (field, len(errors), name, shown, allowed)
 
 
 def field_managers(obj):

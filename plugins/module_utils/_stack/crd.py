@@ -87,6 +87,10 @@ def spec_schema():
                     "nothing written) or correct (only the drifted objects re-applied). Default: the operator's (ignore).",
                     enum=["ignore", "report", "correct"]),
         "driftIgnore": _free("Fields that are never drift: JSON pointers per kind, e.g. {Deployment: [/spec/template/metadata/annotations]}."),
+        "chartCrds": _s("Who installs and upgrades the charts' crds/: helm (once, never upgraded) or managed (gated_release, refusing "
+                        "breaking changes) (default: the operator's, stack_reconcile_chart_crds).", enum=["helm", "managed"]),
+        "allowBreakingCrdChanges": _list("CRD or component names whose chart CRDs may change in a breaking way (chartCrds: managed).",
+                                         {"type": "string"}),
     }, required=["catalog"])
 
 

@@ -32,6 +32,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import C
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import Revision
 
 READY_AFTER = "fake.aicr.io/ready-after-seconds"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 FAIL = "fake.aicr.io/fail"
 
 BUILTIN_KINDS = {
@@ -78,7 +79,8 @@ def _ready_status(obj):
     if kind == "Job":
         return {"conditions": [{"type": "Complete", "status": "True"}]}
     if kind == "CustomResourceDefinition":
-        return {"conditions": [{"type": "Established", "status": "True"}]}
+        return {"conditions": [{"type": "Established", "status": "True"}, {"type": "NamesAccepted", "status": "True"}],
+                "acceptedNames": copy.deepcopy((obj.get("spec") or {}).get("names") or {})}
     return {"conditions": [{"type": "Ready", "status": "True"}]}
 
 
@@ -150,8 +152,18 @@ class FakeCluster:
         """The API server's clock (``KubeClient.server_time``): this host's, plus the fake clock's offset and ``server_skew``."""
         return time.time() + self.clock.offset + self.server_skew
 
-    def request(self, method, path, **_kwargs):
-        """``GET /apis`` (the API groups served), the one raw request an engine makes of this double."""
+    def request(self, method, path, query=None, body=None, **_kwargs):
+        """``GET /apis`` (the API groups served), and a CRD read or server-side applied (``_kube.crd``): the raw requests an
+        engine makes of this double."""
+        if path.startswith(CRD_PATH + "/"):
+            name = path[len(CRD_PATH) + 1:]
+            if method == "GET":
+                found = self.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+                if found is None:
+                    raise ClusterError("customresourcedefinitions %s not found" % name, status=404)
+                return found
+            assert method == "PATCH", (method, path)
+            return self.apply(body, dry_run=bool((query or {}).get("dryRun")), field_manager=(query or {}).get("fieldManager", "aicr-runtime"))
         assert (method, path) == ("GET", "/apis"), (method, path)
         groups = sorted(set(v.split("/", 1)[0] for v, _k in self.kinds if "/" in v))
         return {"kind": "APIGroupList", "groups": [{"name": g} for g in groups]}
@@ -364,6 +376,8 @@ class FakeHelm:
         self.fail_rollback = {}  # release -> message of a failing helm rollback
         self.schemas = {}  # chart -> values.schema.json
         self.defaults = {}  # chart -> values.yaml
+        self.chart_files = {}  # chart -> {path inside the chart (crds/x.yaml, charts/sub/crds/y.yaml): text}, in its archive
+        self.flags = {}  # release -> the extra flags of its last upgrade (--skip-crds...)
 
     def _chart_name(self, chart_ref):
         return chart_ref.rstrip("/").split("/")[-1]
@@ -372,6 +386,7 @@ class FakeHelm:
         """Install the chart; the revision, with the release record as ``helm upgrade --output json`` prints it."""
         with self.lock:
             self.calls.append(("upgrade", release, namespace, chart_ref, repo, version))
+            self.flags[release] = list(extra_flags or [])
         if release in self.fail:
             raise AicrError("helm upgrade --install %s failed: %s" % (release, self.fail[release]))
         chart = self._chart_name(chart_ref)
@@ -410,6 +425,8 @@ class FakeHelm:
                      "%s/values.yaml" % chart: yaml.safe_dump(self.defaults.get(chart, {}))}
             if chart in self.schemas:
                 files["%s/values.schema.json" % chart] = json.dumps(self.schemas[chart])
+            for inner, text in self.chart_files.get(chart, {}).items():
+                files["%s/%s" % (chart, inner)] = text
             for name, text in files.items():
                 data = text.encode("utf-8")
                 info = tarfile.TarInfo(name)
