@@ -2,7 +2,8 @@
 
 ``generate(binary, golden_dir, log)`` resolves every leaf recipe of the catalog (``leaf_recipes``) with ``aicr recipe --format yaml``, bundles each with
 ``aicr bundle --recipe recipe.yaml --output bundle`` once without and once with every node-scheduling flag
-(``FLAGS``), and writes each component's ``values.yaml`` and ``cluster-values.yaml`` (nothing else of the bundle) to
+(``FLAGS``), and writes each component's ``values.yaml`` and ``cluster-values.yaml`` and the objects of its manifest wrapper charts
+(``manifests``: ``_bundle_manifests``; nothing else of the bundle) to
 ``golden_dir/aicr/bundle/values.json.gz`` (each case names its components' entries by digest in ``pool``: most
 recipes share them), with its provenance (also in ``PROVENANCE.json`` beside it). Each case also
 records ``node_scheduling``: the same flags as recipe_resolve's option, which the unit test
@@ -85,6 +86,41 @@ def _bundle_values(directory, names):
     return out
 
 
+def _bundle_manifests(directory, names):
+    """{component: {"pre": [docs], "post": [docs]}} of a helm bundle's local wrapper charts: the ``NNN-<c>-pre`` and
+    ``NNN-<c>-post`` folders beside a chart component, and the ``NNN-<c>`` folder of a manifest-only component (a
+    ``Chart.yaml`` with ``templates/``). The bundler has already rendered their templates (its own template pass with
+    the component's final values); ``helm upgrade --install ./`` applies them as they are, so their YAML documents
+    (empty ones dropped; files in name order) are the objects the bundle applies. A file still holding ``{{`` is
+    refused: it would need a helm pass here."""
+    out = {}
+    for folder in sorted(p for p in Path(directory).iterdir() if p.is_dir() and p.name[:3].isdigit()):
+        rest = folder.name[4:]
+        if rest in names:
+            component, wave = rest, "post"
+        elif rest.endswith(("-pre", "-post")) and rest.rsplit("-", 1)[0] in names:
+            component, wave = rest.rsplit("-", 1)
+        else:
+            raise RuntimeError("bundle folder %s names no component of the recipe" % folder.name)
+        if not (folder / "Chart.yaml").is_file() or not (folder / "templates").is_dir():
+            continue
+        docs = []
+        for path in sorted((folder / "templates").rglob("*")):
+            if not path.is_file():
+                continue
+            text = path.read_text(encoding="utf-8")
+            if "{{" in text:
+                raise RuntimeError("%s still holds a template" % path)
+            docs += [d for d in yaml_all(text) if d]
+        out.setdefault(component, {}).setdefault(wave, []).extend(docs)
+    return out
+
+
+def yaml_all(text):
+    import yaml  # pylint: disable=import-outside-toplevel
+    return list(yaml.safe_load_all(text))
+
+
 def generate(binary, golden_dir, log):
     if not (oracle_aicr.CATALOG / "overlays" / "base.yaml").is_file():
         raise RuntimeError("the AICR catalog is not at %s (set make's SHARED to the shared data)" % oracle_aicr.CATALOG)
@@ -116,6 +152,10 @@ def generate(binary, golden_dir, log):
                 key = oracle_aicr.digest(entry)
                 pool[key] = entry
                 components[name] = key
+            for name, waves in _bundle_manifests(cwd / out, names).items():
+                key = oracle_aicr.digest(waves)
+                pool[key] = waves
+                case.setdefault("manifests", {})[name] = key
             cases.append(case)
     provenance = dict(oracle_aicr.SOURCE, tool="aicr", binary_version=oracle_aicr.Runner(binary).version(),
                       date=datetime.date.today().isoformat(), command=COMMAND, deployer="helm (the default)",
@@ -125,8 +165,10 @@ def generate(binary, golden_dir, log):
     out = Path(golden_dir) / "aicr" / "bundle"
     oracle_aicr.write_golden(out / "values.json.gz", {"provenance": provenance, "cases": cases, "pool": pool})
     summary = {"cases": len(cases), "components": sum(len(c["components"]) for c in cases), "leaves": len(cases) // 2,
-               "distinct_values": len(pool),
-               "refused": sum(1 for c in cases if c.get("refusal"))}
+               "pooled": len(pool),
+               "refused": sum(1 for c in cases if c.get("refusal")),
+               "manifest_components": sum(len(c.get("manifests") or {}) for c in cases),
+               "manifest_objects": sum(len(d) for c in cases for k in (c.get("manifests") or {}).values() for d in pool[k].values())}
     provenance["goldens"] = summary
     (out / "PROVENANCE.json").write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return summary

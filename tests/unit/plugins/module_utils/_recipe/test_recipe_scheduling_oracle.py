@@ -48,11 +48,14 @@ def test_the_goldens_carry_their_provenance_and_every_leaf():
     assert prov["tool"] == "aicr" and prov["version"] == "v0.19.0" and prov["commit"] == "f1f63463f7fae6dea608c89f92975b0dbc27c59c"
     assert prov["date"] and "aicr bundle --recipe recipe.yaml" in prov["command"]
     assert prov["goldens"] == {"cases": len(CASES), "components": sum(len(c["components"]) for c in CASES), "leaves": len(CASES) // 2,
-                               "distinct_values": len(POOL), "refused": sum(1 for c in CASES if c.get("refusal"))}
+                               "pooled": len(POOL), "refused": sum(1 for c in CASES if c.get("refusal")),
+                               "manifest_components": sum(len(c.get("manifests") or {}) for c in CASES),
+                               "manifest_objects": sum(len(docs) for c in CASES for key in (c.get("manifests") or {}).values()
+                                                       for docs in POOL[key].values())}
     # every leaf of v0.19.0's catalog but monitoring-hpa (criteria all ``any``: not a query of its own), with and without flags
     assert len(set(c["leaf"] for c in CASES)) == 44
     assert sorted(set((c["leaf"], bool(c["flags"])) for c in CASES)) == sorted((c["leaf"], f) for c in CASES[::2] for f in (False, True))
-    assert set(c["components"][name] for c in CASES for name in c["components"]) == set(POOL)
+    assert set(key for c in CASES for part in ("components", "manifests") for key in (c.get(part) or {}).values()) == set(POOL)
 
 
 def test_the_refusals_are_the_known_ones():
