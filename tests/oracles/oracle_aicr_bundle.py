@@ -25,7 +25,6 @@ sys.path.insert(0, str(HERE))
 import oracle_aicr  # noqa: E402  pylint: disable=wrong-import-position
 
 
-
 def leaf_recipes(catalog_dir):
     """[(overlay name, criteria)] of the catalog's leaf recipes: the overlays no other overlay names as its ``base``
     (45 of v0.19.0's 103), in name order. AICR's bundle has no enumeration of its own (it bundles one resolved recipe),
