@@ -143,9 +143,10 @@ oracles-schema: venv
 # Goldens (tests/oracles/golden) regenerated from the real peer tools, built outside the clone and never committed:
 # each tool's binary from its environment variable (AICR_ORACLE_AICR=/path/to/aicr, ...) or its default build path
 # under ~/.cache/aicr-runtime/peers; a tool not found is named with where it was looked for, and its goldens kept.
-# ORACLES='aicr' limits the run to the tools named.
+# ORACLES='aicr' limits the run to the tools named (and then skips oracles-schema, which runs only when ORACLES is empty).
 ORACLES ?=
-oracles: oracles-schema
+oracles: venv
+	@if [ -z "$(ORACLES)" ]; then $(MAKE) --no-print-directory oracles-schema; fi
 	$(PY) tests/oracles/run.py $(ORACLES)
 
 clean:

@@ -67,6 +67,16 @@ options:
     type: str
     default: all
     choices: [all, recipe, components, recipe_name, catalog_digest, graph, deployment_order, relaxed_dimensions]
+  node_scheduling:
+    description:
+      - Node selectors, tolerations, node count, workload gate and selector written into each component's values, as
+        C(aicr bundle) v0.19.0 writes them from its flags - the same option, with the same checks, as
+        M(aicr.runtime.recipe_resolve)'s O(aicr.runtime.recipe_resolve#module:node_scheduling).
+      - "A mapping: C(system) and C(accelerated) (each C({node_selector: {label: value}, tolerations: [...]})), C(nodes),
+        C(workload_gate) (a taint C(key=value:effect)), C(workload_selector) (labels). Not given: AICR's default
+        tolerations C([{operator: Exists}]) only."
+      - A wrong shape is refused naming its field (for example C(node_scheduling.accelerated.tolerations[0].effect)).
+    type: raw
 notes:
   - Errors are raised as lookup errors with the same one-line messages as the module.
   - A keyword that is not one of the options above (C(critera=...)) is refused, naming the nearest option - never ignored.
@@ -83,6 +93,14 @@ EXAMPLES = r"""
 - name: Full result, criteria as a dictionary
   ansible.builtin.set_fact:
     plan: "{{ lookup('aicr.runtime.recipe', catalog=catalog_dir, criteria={'service': 'kind', 'intent': 'training'}) }}"
+
+- name: Components' values with GPU nodes selected and tainted, as aicr bundle writes them
+  ansible.builtin.set_fact:
+    components: >-
+      {{ lookup('aicr.runtime.recipe', 'service=eks', 'accelerator=h100', 'os=ubuntu', 'intent=training',
+                catalog=catalog_dir, result='components',
+                node_scheduling={'accelerated': {'node_selector': {'nodeGroup': 'gpu'},
+                                                 'tolerations': ['nvidia.com/gpu=present:NoSchedule']}}) }}
 """
 
 RETURN = r"""
@@ -139,6 +157,7 @@ class LookupModule(LookupBase):
                 cache_dir=self.get_option("cache_dir"),
                 persist_cache=self.get_option("use_cache"),
                 snapshot=self.get_option("snapshot"),
+                node_scheduling=self.get_option("node_scheduling"),
             )
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)

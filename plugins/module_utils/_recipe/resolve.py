@@ -34,7 +34,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._recipe import match
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import merge
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import order
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import check_inputs, override_problems_into
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe import scheduling
+from ansible_collections.aicr.runtime.plugins.module_utils._recipe import exposure, scheduling
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import snapshot as snapshot_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import values as values_mod
 
@@ -503,6 +503,7 @@ def resolve_loaded(cat, criteria=None, profile=None, skip_components=None, compo
         components.append(comp)
     scheduling.annotate_dra(dict((comp.name, comp.values) for comp in components),
                             dict((name, refs[name].get("version") or "") for name in result["deploymentOrder"]))
+    exposure.settle_source_ranges(dict((comp.name, comp.values) for comp in components))
     components = [comp.to_dict() for comp in components]
     answer = dict({
         "recipe": result,

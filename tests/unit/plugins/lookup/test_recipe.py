@@ -65,3 +65,20 @@ def test_use_cache_is_a_boolean_never_a_string_read_as_false(lookup, catalog_dir
     with pytest.raises(AnsibleLookupError) as err:
         lookup.run([], catalog=catalog_dir, criteria={"service": "kind", "intent": "training"}, use_cache="perhaps", cache_dir=str(tmp_path))
     assert str(err.value) == "recipe lookup: use_cache: 'perhaps' is not allowed; use true or false"
+
+
+def test_node_scheduling_is_written_into_the_values_as_the_module_does(lookup, catalog_dir, tmp_path):
+    """The lookup had no node_scheduling keyword (issue 38): it is recipe_resolve's option, the same engine."""
+    scheduling = {"accelerated": {"node_selector": {"nodeGroup": "gpu"}, "tolerations": ["nvidia.com/gpu=present:NoSchedule"]}}
+    comps = lookup.run(["service=eks", "accelerator=h100", "os=ubuntu", "intent=training"], catalog=catalog_dir, cache_dir=str(tmp_path),
+                       result="components", node_scheduling=scheduling)[0]
+    operator = [c for c in comps if c["name"] == "gpu-operator"][0]["values"]
+    assert operator["daemonsets"]["nodeSelector"] == {"nodeGroup": "gpu"}
+    assert operator["daemonsets"]["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
+
+
+def test_node_scheduling_is_checked_as_the_module_checks_it(lookup, catalog_dir, tmp_path):
+    with pytest.raises(AnsibleLookupError) as err:
+        lookup.run(["service=eks"], catalog=catalog_dir, cache_dir=str(tmp_path),
+                   node_scheduling={"accelerated": {"tolerations": [{"key": "gpu", "effect": "Sometimes"}]}})
+    assert str(err.value).startswith("node_scheduling.accelerated.tolerations[0].effect: 'Sometimes' is not allowed")
