@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(),
 @pytest.fixture
 def fleet_namespaces(lab_kube, kube):
     """The canary's namespace (the test's) and five more, each usable as a cluster of its own; deleted afterwards."""
-    others = [lab_kube.create_namespace("fleet") for _ in range(5)]
+    others = [lab_kube.create_namespace("fleet") for _index in range(5)]
     yield [kube.namespace] + others
     for name in others:
         lab_kube.rest.delete("/api/v1/namespaces/%s" % name, propagationPolicy="Background")
@@ -32,7 +32,7 @@ def fleet_namespaces(lab_kube, kube):
 
 
 def test_a_failing_canary_stops_the_fleet_before_any_other_cluster_is_touched(run_playbook, installed_collection, kube, lab_kube,
-                                                                                fleet_namespaces, example_repo, tmp_path):
+                                                                               fleet_namespaces, example_repo, tmp_path):
     hosts = {}
     for index, namespace in enumerate(fleet_namespaces):
         catalog = example_catalog(tmp_path / ("cluster-%d" % index), namespace)
