@@ -32,7 +32,7 @@ def fleet_namespaces(lab_kube, kube):
 
 
 def test_a_failing_canary_stops_the_fleet_before_any_other_cluster_is_touched(run_playbook, installed_collection, kube, lab_kube,
-                                                                               fleet_namespaces, example_repo, tmp_path):
+                                                                              fleet_namespaces, example_repo, tmp_path):
     hosts = {}
     for index, namespace in enumerate(fleet_namespaces):
         catalog = example_catalog(tmp_path / ("cluster-%d" % index), namespace)
