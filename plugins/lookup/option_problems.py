@@ -38,7 +38,7 @@ options:
       - "C(crd_publish): C(state), C(wait_timeout), C(wait_sleep), C(severities)."
       - "C(gated_release): C(state), C(concurrency), C(timeout), C(overall_timeout), C(poll_interval), C(lease_duration),
         C(lease_namespace), C(stack), C(status_stack), C(repository_mirrors), C(preflight), C(health_checks),
-        C(health_check_timeout), C(health_check_skip)."
+        C(health_check_timeout), C(health_check_skip), C(on_failure)."
       - "C(stack_info): C(backend), C(namespace), C(names), C(resync_interval)."
       - Any other option is refused, naming the nearest - never ignored.
     type: dict

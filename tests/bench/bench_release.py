@@ -14,6 +14,9 @@ Figures:
   measured per-component durations (gate open -> Ready, i.e. helm install + 1 s readiness + the
   time to observe it: a watch on the object, so no polling lag), which is the best any scheduler could do with this helm and this cluster;
   ``wall_over_measured_critical_path`` shows what the scheduler itself adds.
+* ``timeline_critical_path``: the critical path gated_release's ``timeline`` marks (names and measured seconds, gate open
+  -> Ready), checked to be a chain (each depends on the one before it) of one component per level; ``timeline_span_s``:
+  first start to last end on the timeline.
 * ``sequential_wall_s``: the same stack converged with concurrency 1 on a fresh cluster.
 * ``noop_rerun_wall_s``: a second run with nothing changed (target <= 2 s): no helm, no mutation.
 * ``helm_install_overhead_s``: median per-component duration minus the 1 s readiness.
@@ -46,6 +49,7 @@ from aicr_lab.kube import Kube  # noqa: E402  pylint: disable=wrong-import-posit
 
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.aicr.runtime.plugins.module_utils._common import timeline  # noqa: E402  pylint: disable=wrong-import-position
 # execute() imports the kubernetes client lazily (~0.2 s, once per process); import it here so the timed
 # converge measures the rollout, as it is in the module after Python start-up.
 import ansible_collections.aicr.runtime.plugins.module_utils._kube.connection  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
@@ -120,6 +124,24 @@ def critical_path(result):
     return max(longest(n) for n in comps)
 
 
+def timeline_critical_path(result):
+    """The rollout timeline's critical path (issue 40): ``[{name, seconds}]`` first to last, as gated_release's ``timeline``
+    names it, checked to be a real chain - each component depends on the one before it - and to end with the rollout."""
+    timed = timeline.schedule(timeline.from_results(result["components"]))
+    path = timeline.critical_path(timed)
+    by_name = dict((b["name"], b) for b in timed)
+    for before, after in zip(path, path[1:]):
+        if before not in by_name[after]["after"]:
+            raise RuntimeError("timeline critical path %s: %s does not depend on %s" % (path, after, before))
+    if len(path) != LEVELS:
+        raise RuntimeError("timeline critical path %s: %d components, not one per level (%d)" % (path, len(path), LEVELS))
+    if "critical path: %s (" % " -> ".join(path) not in result["timeline"]:
+        raise RuntimeError("gated_release's timeline does not name the critical path %s" % path)
+    ends = [b["start"] + b["seconds"] for b in timed]
+    span = max(ends) - min(b["start"] for b in timed)
+    return [{"name": n, "seconds": round(by_name[n]["seconds"], 2)} for n in path], round(span, 2)
+
+
 def converge(kube, workdir, concurrency, recipe, charts_dir, tag, early_start=True, **extra):
     """Roll ``recipe`` out, then re-run it (concurrency > 1) and check the re-run changed nothing: (wall, no-op wall, result).
 
@@ -181,6 +203,7 @@ def run(sequential=True):
         recipe = synthetic_recipe(charts_dir, tag="c4")
         wall, noop, result = converge(kube, workdir, 4, recipe, charts_dir, "c4")
         measured = critical_path(result)
+        timeline_path, timeline_span = timeline_critical_path(result)
         durations = [c["duration"] for c in result["components"]]
         figures = {
             "cluster": "lab control plane %s (kwok nodes), identity release" % kube.rest.get("/version")["gitVersion"],
@@ -189,6 +212,8 @@ def run(sequential=True):
             "converge_wall_s": round(wall, 2),
             "critical_path_nominal_s": LEVELS * READY_AFTER,
             "critical_path_measured_s": round(measured, 2),
+            "timeline_critical_path": timeline_path,
+            "timeline_span_s": timeline_span,
             "wall_over_nominal_critical_path": round(wall / (LEVELS * READY_AFTER), 3),
             "wall_over_measured_critical_path": round(wall / measured, 3),
             "target_wall_over_critical_path": 1.15,

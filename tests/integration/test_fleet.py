@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(),
 @pytest.fixture
 def fleet_namespaces(lab_kube, kube):
     """The canary's namespace (the test's) and five more, each usable as a cluster of its own; deleted afterwards."""
-    others = [lab_kube.create_namespace("fleet") for _ in range(5)]
+    others = [lab_kube.create_namespace("fleet") for _index in range(5)]
     yield [kube.namespace] + others
     for name in others:
         lab_kube.rest.delete("/api/v1/namespaces/%s" % name, propagationPolicy="Background")
@@ -32,7 +32,7 @@ def fleet_namespaces(lab_kube, kube):
 
 
 def test_a_failing_canary_stops_the_fleet_before_any_other_cluster_is_touched(run_playbook, installed_collection, kube, lab_kube,
-                                                                                fleet_namespaces, example_repo, tmp_path):
+                                                                              fleet_namespaces, example_repo, tmp_path):
     hosts = {}
     for index, namespace in enumerate(fleet_namespaces):
         catalog = example_catalog(tmp_path / ("cluster-%d" % index), namespace)
@@ -76,3 +76,46 @@ def test_a_failing_canary_stops_the_fleet_before_any_other_cluster_is_touched(ru
     assert lab_kube.audit(since=mark, mutating=True, namespace=fleet_namespaces[0])
     for namespace in fleet_namespaces[1:]:
         assert lab_kube.audit(since=mark, namespace=namespace) == [], namespace
+
+
+@pytest.mark.parametrize("bad", [["cluster-2"], ["cluster-1", "cluster-2"]], ids=["one-failed-goes-on", "two-failed-stop"])
+def test_stack_reconcile_fleet_with_a_failure_budget_of_half_a_wave(run_playbook, installed_collection, kube, example_repo, tmp_path, bad):
+    """fleet_role=stack_reconcile, waves [2, 4] and fleet_max_fail_percentage 50: one failed cluster of the first wave's two
+    is within the budget (50% is not more than 50%) and the second wave runs; two failed stop the fleet before it.
+
+    A cluster fails cheaply (a misspelled stack_reconcile_* variable: the role refuses it before contacting the cluster);
+    cluster-1, when it is not one of those, converges a real stack (configmap backend, example-crds and example-config) and
+    passes the gate on its status read back; cluster-3 and cluster-4 reconcile no stack of their own.
+    """
+    catalog = example_catalog(tmp_path / "catalog", kube.namespace)
+    stack = "fleet-" + kube.namespace.rsplit("-", 1)[-1]
+    spec = {"criteria": H100_KIND_TRAINING, "catalog": {"source": str(catalog)},
+            "skipComponents": ["example-operator", "example-monitoring", "example-jobs", "example-agent"]}
+    hosts = {}
+    for index in range(1, 5):
+        name = "cluster-%d" % index
+        hosts[name] = {"ansible_connection": "local", "stack_reconcile_stacks": {stack: spec} if index == 1 else {},
+                       "stack_reconcile_names": [stack] if index == 1 else ["none-%d" % index]}
+        if name in bad:
+            hosts[name]["stack_reconcile_misspelt"] = True
+    inventory = {"all": {"children": {"clusters": {"hosts": hosts}}}}
+    extravars = {"fleet_role": "stack_reconcile", "fleet_waves": [2, 4], "fleet_max_fail_percentage": 50,
+                 "stack_reconcile_backend": "configmap", "stack_reconcile_namespace": kube.namespace,
+                 "stack_reconcile_lease_namespace": kube.namespace, "stack_reconcile_kubeconfig": kube.kubeconfig_for("reconciler"),
+                 "stack_reconcile_helm_binary": str(BIN / "helm4"), "stack_reconcile_repository_mirrors": {EXAMPLE_REPO: example_repo.url},
+                 "stack_reconcile_poll_interval": 0.2, "stack_reconcile_timeout": 60, "stack_reconcile_cache_dir": str(tmp_path / "cache")}
+
+    run = run_playbook(str(installed_collection / "playbooks" / "fleet.yml"), extravars=extravars, inventory=inventory)
+    assert run.rc != 0, run.stdout[-4000:]
+    waves = [r["msg"] for r in run.results("Show the wave")]
+    hosts_seen = set(e["event_data"].get("host") for e in run.events if e.get("event", "").startswith("runner_on_"))
+    if len(bad) == 1:
+        assert waves == ["wave 1 of 2: 2 cluster(s); ready: cluster-1; failed: cluster-2", "wave 2 of 2: 2 cluster(s); ready: cluster-3, cluster-4"], waves
+        gate = [r for r in run.results("Read the stacks' status back for the gate") if r.get("stacks")]
+        assert [(s["name"], s["status"]["phase"]) for r in gate for s in r["stacks"]] == [(stack, "Ready")]
+        assert hosts_seen == {"cluster-1", "cluster-2", "cluster-3", "cluster-4"}
+    else:
+        assert waves == ["wave 1 of 2: 2 cluster(s); ready: none; failed: cluster-1, cluster-2"], waves
+        assert hosts_seen == {"cluster-1", "cluster-2"}, "the second wave is never touched: %s" % hosts_seen
+    stats = [e["event_data"].get("artifact_data") for e in run.events if e.get("event") == "playbook_on_stats"][0]
+    assert "stack_reconcile_misspelt" in stats["fleet_waves"]["wave 1"]["failed"]["cluster-2"]

@@ -52,3 +52,23 @@ def plan_waves(hosts, sizes, field="fleet_waves"):
         at += counts[index]
         index = min(index + 1, len(counts) - 1)
     return waves
+
+
+def stack_gate(stacks):
+    """Why the stacks of one cluster (``stack_info``'s ``stacks``) do not pass a wave's gate, one line per stack (none: passed).
+
+    A stack passes when its status is ``Ready`` and its ``HealthChecksPassed`` condition ``True`` (checks passed, or the
+    stack has none); a suspended stack is not reconciled, so it is not gated.
+    """
+    problems = []
+    for stack in stacks or []:
+        if (stack.get("decision") or {}).get("suspended"):
+            continue
+        status = stack.get("status") or {}
+        health = [c for c in status.get("conditions") or [] if c.get("type") == "HealthChecksPassed"]
+        if status.get("phase") != "Ready":
+            problems.append("%s: phase %s" % (stack.get("name"), status.get("phase") or "none"))
+        elif not health or health[0].get("status") != "True":
+            reason = (health[0].get("reason") or health[0].get("status")) if health else "not run"
+            problems.append("%s: health checks not passed (%s)" % (stack.get("name"), reason))
+    return problems

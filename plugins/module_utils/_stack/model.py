@@ -165,6 +165,8 @@ def rollback_entry(rollback):
     entry = dict((k, str(rollback[k])[:1024]) for k in ("status", "reason", "message") if rollback.get(k))
     entry.update((k, int(rollback[k])) for k in ("from", "to", "revision") if isinstance(rollback.get(k), int))
     return entry
+
+
 def drift_entries(found, limit=20):
     """A status ``drift`` list (``Kind namespace/name: /path (manager), ...`` or ``... missing``) from a gated_release
     component's ``drift`` (or strings already in status shape); None when the result says nothing of drift."""

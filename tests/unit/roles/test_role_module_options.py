@@ -39,8 +39,7 @@ def module_calls(tasks):
     """(module, its parameters) of every task calling a module of this collection, blocks included."""
     for task in tasks or []:
         for section in ("block", "rescue", "always"):
-            for call in module_calls(task.get(section)):
-                yield call
+            yield from module_calls(task.get(section))
         for key, params in task.items():
             if key.startswith("aicr.runtime.") and isinstance(params, dict):
                 yield key.rsplit(".", 1)[1], params
@@ -51,8 +50,7 @@ def option_values(options, params, path=()):
     for name, value in params.items():
         spec = options.get(name)
         if spec is not None and isinstance(value, dict) and spec.get("suboptions"):
-            for found in option_values(spec["suboptions"], value, path + (name,)):
-                yield found
+            yield from option_values(spec["suboptions"], value, path + (name,))
         else:
             yield path + (name,), spec, value
 

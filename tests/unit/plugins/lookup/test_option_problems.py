@@ -59,3 +59,10 @@ def test_options_that_are_no_mapping_are_refused():
     with pytest.raises(option_problems.AicrError) as err:
         option_problems.problems_of("stack_info", "resync_interval=5m")
     assert err.value.msg == "option_problems lookup: options: a str is not allowed; use a mapping of stack_info's options"
+
+
+def test_on_failure_is_checked_as_the_stack_reconcile_role_passes_it(lookup):
+    """The role hands on_failure to the lookup (issue 39): it must be an option the lookup checks, not an unknown one."""
+    assert lookup.run(["gated_release"], options={"on_failure": "rollback"}) == [[]]
+    [problems] = lookup.run(["gated_release"], options={"on_failure": "retry"})
+    assert len(problems) == 1 and problems[0].startswith("on_failure: 'retry' is not allowed"), problems

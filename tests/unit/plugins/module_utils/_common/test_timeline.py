@@ -14,11 +14,12 @@ DAG = [("crds", 2.0, []), ("config", 1.0, ["crds"]), ("operator", 5.0, ["crds"])
 
 
 def _bars(with_starts):
-    bars = [{"name": n, "start": None, "seconds": s, "check": None, "after": a, "phase": "Ready", "blocked_by": []} for n, s, a in DAG]
+    bars = [{"name": name, "start": None, "seconds": seconds, "check": None, "after": after, "phase": "Ready", "blocked_by": []}
+            for name, seconds, after in DAG]
     if with_starts:
         timed = dict((b["name"], b) for b in timeline.schedule(bars))
-        for bar in bars:
-            bar["start"] = 1796047200.0 + timed[bar["name"]]["start"]
+        for entry in bars:
+            entry["start"] = 1796047200.0 + timed[entry["name"]]["start"]
     return bars
 
 
@@ -92,8 +93,8 @@ def test_names_are_escaped_for_the_gantt_grammar():
 
 
 def test_nothing_ran_in_check_mode():
-    assert "%% nothing ran" in timeline.gantt([{"name": "a", "start": None, "seconds": None, "check": None, "after": [], "phase": "Pending",
-                                                 "blocked_by": []}])
+    pending = {"name": "a", "start": None, "seconds": None, "check": None, "after": [], "phase": "Pending", "blocked_by": []}
+    assert "%% nothing ran" in timeline.gantt([pending])
 
 
 def test_the_status_keeps_the_last_rollouts_timing_and_the_filter_draws_it():
@@ -103,8 +104,8 @@ def test_the_status_keeps_the_last_rollouts_timing_and_the_filter_draws_it():
     status_components, _events = model.merge_components([], results)
     assert status_components[1]["timing"] == {"start": "2026-12-05T12:00:02.000Z", "seconds": 5.0, "checkSeconds": 1.5, "after": ["crds"]}
     # a new rollout in flight (Deploying, no duration yet) keeps the last finished timing
-    again, _events = model.merge_components(status_components, [{"name": "operator", "phase": "Deploying", "started": "2026-12-05T13:00:00.000Z",
-                                                                  "duration": None, "dependencies": ["crds"]}])
+    deploying = {"name": "operator", "phase": "Deploying", "started": "2026-12-05T13:00:00.000Z", "duration": None, "dependencies": ["crds"]}
+    again, _events = model.merge_components(status_components, [deploying])
     assert again[1]["timing"]["start"] == "2026-12-05T12:00:02.000Z"
     from_status = timeline_filter({"name": "gpu", "status": {"components": status_components}})
     from_result = timeline.gantt(timeline.from_results(results), title="last rollout of gpu")

@@ -5,6 +5,7 @@ import pytest
 from ansible.playbook.play import Play
 from ansible.executor.playbook_executor import PlaybookExecutor
 
+from ansible_collections.aicr.runtime.plugins.filter.fleet_gate import fleet_gate
 from ansible_collections.aicr.runtime.plugins.filter.fleet_waves import fleet_waves
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.waves import plan_waves
@@ -47,3 +48,25 @@ def test_bad_wave_sizes_are_refused_naming_the_entry(sizes, field):
     with pytest.raises(AicrError) as info:
         plan_waves(HOSTS, sizes)
     assert info.value.msg.startswith(field + ": ") and "allowed:" in info.value.msg and "\n" not in info.value.msg
+
+
+def _stack(name, phase=None, health=None, suspended=False):
+    status = {}
+    if phase:
+        status["phase"] = phase
+    if health:
+        status["conditions"] = [{"type": "Ready", "status": "True"}, {"type": "HealthChecksPassed", "status": health[0], "reason": health[1]}]
+    return {"name": name, "status": status, "decision": {"suspended": suspended}}
+
+
+def test_stack_gate_passes_ready_stacks_with_health_checks_passed_or_none():
+    assert fleet_gate([_stack("a", "Ready", ("True", "Passed")), _stack("b", "Ready", ("True", "NoChecks")),
+                       _stack("s", "Failed", suspended=True)]) == []
+    assert fleet_gate([]) == []
+
+
+def test_stack_gate_names_each_stack_that_is_not_through_its_wave():
+    assert fleet_gate([_stack("a", "Degraded", ("False", "HealthCheckFailed")), _stack("b"), _stack("c", "Ready", ("False", "HealthCheckFailed")),
+                       _stack("d", "Ready", ("Unknown", "NotRun")), _stack("e", "Ready")]) == [
+        "a: phase Degraded", "b: phase none", "c: health checks not passed (HealthCheckFailed)",
+        "d: health checks not passed (NotRun)", "e: health checks not passed (not run)"]
