@@ -172,7 +172,11 @@ plans:
           path, message}])), C(reason) why they were not judged.
       type: list
       elements: dict
-    not_judged: {description: "What the plan did not look at: each component whose charts could not be read (with why), or the charts' CRDs with O(judge_crds=false).", type: list, elements: str}
+    not_judged:
+      description: "What the plan did not look at: each component whose charts could not be read (with why), or the charts' CRDs
+        with O(judge_crds=false)."
+      type: list
+      elements: str
   sample:
     - cluster: lab-1
       verdict: blocked
@@ -213,7 +217,8 @@ def run(params):
     crds = dict((k, params.get(k)) for k in ("judge_crds", "helm_binary", "repository_mirrors", "repository_credentials"))
     for field in ("current", "cluster_stack"):
         if params.get(field) is not None:
-            return plan_many([params[field]], params["catalog"], params.get("current_catalog"), params.get("cache_dir"), field=field, **crds)
+            return plan_many([params[field]], params["catalog"], params.get("current_catalog"), params.get("cache_dir"), field=field,
+                             **crds)
     return plan_many(params.get("clusters"), params["catalog"], params.get("current_catalog"), params.get("cache_dir"), **crds)
 
 

@@ -38,6 +38,8 @@ from ansible_collections.aicr.runtime.plugins.module_utils._schema.chartcrds imp
 
 CHART_CRDS = ("helm", "managed")
 HELM_MANAGER = "helm"  # the field manager of helm's own crds/ install (helm 3 create, helm 4 apply)
+
+
 def spec_managers(live):
     """The field managers of a live CRD, status updates left out (the API server's own)."""
     entries = ((live or {}).get("metadata") or {}).get("managedFields") or []

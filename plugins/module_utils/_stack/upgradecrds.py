@@ -72,7 +72,8 @@ def compare_crds(component, old_crds, new_crds):
                 findings.append(("crd_breaking", "%s chart CRD %s: breaking change %s at %s (version %s): %s"
                                  % (component, name, f["rule"], f["path"], f["version"], f["message"])))
             for f in entry["warnings"]:
-                findings.append(("crd_warning", "%s chart CRD %s: %s at %s (version %s): %s" % (component, name, f["rule"], f["path"], f["version"], f["message"])))
+                findings.append(("crd_warning", "%s chart CRD %s: %s at %s (version %s): %s"
+                                 % (component, name, f["rule"], f["path"], f["version"], f["message"])))
             if entry["added_fields"]:
                 findings.append(("crd_fields_added", "%s chart CRD %s adds %s" % (component, name, _shown(entry["added_fields"]))))
             if old.get("spec") == new.get("spec"):

@@ -48,8 +48,8 @@ EXAMPLE_CHARTS = EXAMPLE_CATALOG.parent / "charts"
 EXAMPLE_REPOSITORY = "https://charts.aicr.example/examples"
 # CRD edits of examples/charts/example-crds: a field added (compatible), a field removed (breaking)
 CRD_EDITS = {
-    "add-field": ("                owner:\n", "                label:\n                  description: A free label.\n"
-                                             "                  type: string\n                owner:\n"),
+    "add-field": ("                owner:\n",
+                  "                label:\n                  description: A free label.\n                  type: string\n                owner:\n"),
     "remove-field": ("                owner:\n                  description: Who asked for the widget.\n"
                      "                  type: string\n                  nullable: true\n", ""),
 }
@@ -57,7 +57,8 @@ CRD_EDITS = {
 
 def chart_versions(directory, versions):
     """Local versions of examples/charts/example-crds as the catalog's repository mirror sees them:
-    ``directory/examples/example-crds-<version>/`` (the chart ``examples/example-crds``: helm names it by its last part) for each ``{version: crd edit or None}``. Returns the mirror mapping."""
+    ``directory/examples/example-crds-<version>/`` (the chart ``examples/example-crds`` of the repository
+    ``.../examples``) for each ``{version: crd edit or None}``. Returns the mirror mapping."""
     base = Path(str(directory)) / "examples"
     for version, edit in versions.items():
         target = base / ("example-crds-%s" % version)
