@@ -40,6 +40,18 @@ options:
     type: str
     choices: [all, verdict, plans, fleet]
     default: all
+  judge_crds:
+    description: Compare the CRDs of both chart versions of every component whose chart changes (see M(aicr.runtime.upgrade_plan)).
+    type: bool
+    default: true
+  helm_binary:
+    description: The helm executable that pulls remote charts for O(judge_crds).
+    type: str
+    default: helm
+  repository_mirrors:
+    description: Map of upstream repository URL to a mirror (as M(aicr.runtime.upgrade_plan) takes it), for O(judge_crds).
+    type: dict
+    default: {}
 notes:
   - An unknown keyword (a misspelled option) is refused, naming the nearest known one.
 """
@@ -81,7 +93,9 @@ class LookupModule(LookupBase):
         for term in terms or []:
             clusters.extend(term if isinstance(term, list) else [term])
         try:
-            result = plan_many(clusters, self.get_option("catalog"), self.get_option("current_catalog"), self.get_option("cache_dir"))
+            result = plan_many(clusters, self.get_option("catalog"), self.get_option("current_catalog"), self.get_option("cache_dir"),
+                               judge_crds=self.get_option("judge_crds"), helm_binary=self.get_option("helm_binary"),
+                               repository_mirrors=self.get_option("repository_mirrors"))
         except AicrError as exc:
             raise AnsibleLookupError("upgrade_plan lookup: %s" % exc.msg)
         part = self.get_option("result")

@@ -19,17 +19,26 @@ description:
     (C(patch), C(minor), C(major), C(downgrade), C(changed) when not C(MAJOR.MINOR.PATCH)), chart or repository change,
     added and removed components, dependency and order changes, the values paths the cluster overrides that the catalog
     removed or whose default it changed, and health-check changes.
-  - "Verdicts, worst wins: C(blocked) - a values key the cluster overrides was removed upstream; C(review) - a major bump,
+  - "Verdicts, worst wins: C(blocked) - a values key the cluster overrides was removed upstream, or a CRD of the
+    component's chart has a breaking change (O(judge_crds)); C(review) - a CRD removed from the chart, a CRD warning, - a major bump,
     a downgrade, a chart or repository change, an added or removed component, changed dependencies, a changed default of
     an overridden key, a changed health check, or a cluster whose recorded catalog digest is not the catalog compared;
     C(safe) - patch and minor bumps with nothing else."
   - The plan names values paths, never values (an overridden value may be a secret).
-  - The charts' CRDs are not compared yet (the charts are not pulled); each plan says so in RV(plans[].not_judged).
-  - Changes nothing, on the cluster or elsewhere; no cluster is contacted.
+  - With O(judge_crds) (the default), a component whose chart (name, repository or version) changes has both chart
+    versions read - pulled with O(helm_binary) through O(repository_mirrors) and O(repository_credentials) into a
+    temporary directory removed afterwards, a local chart (a mirror or repository that is a directory) read where it is
+    (C(<chart>-<version>.tgz), C(<chart>-<version>/), else C(<chart>) if its C(Chart.yaml) has that version) - and each
+    CRD of their C(crds/) (and subcharts' C(crds/)) is compared by name with the breaking-change rules of
+    M(aicr.runtime.crd_publish) - C(crd_breaking) (C(blocked), naming the CRD, rule and field), C(crd_warning) and
+    C(crd_removed) (C(review)), C(crd_added), C(crd_fields_added) and C(crd_changed) (noted, C(safe)). A chart that
+    cannot be read is named, with why, in RV(plans[].not_judged); the verdict is then made without its CRDs.
+  - Changes nothing, on the cluster or elsewhere; no cluster is contacted (chart repositories are, with O(judge_crds)).
 author:
   - aicr.runtime contributors (@aicr)
 extends_documentation_fragment:
   - aicr.runtime.attributes
+  - aicr.runtime.repository_credentials
 attributes:
   check_mode:
     support: full
@@ -76,6 +85,23 @@ options:
     description:
       - Directory for the parsed-catalog cache and unpacked catalog archives (as M(aicr.runtime.recipe_resolve)).
     type: path
+  judge_crds:
+    description:
+      - Compare the CRDs of both chart versions of every component whose chart changes (see above). C(false) - the
+        charts are not read and every plan says so in RV(plans[].not_judged).
+    type: bool
+    default: true
+  helm_binary:
+    description:
+      - The helm executable that pulls remote charts for O(judge_crds) (helm 3.13+ or helm 4).
+    type: str
+    default: helm
+  repository_mirrors:
+    description:
+      - Map of upstream repository URL to a mirror, as M(aicr.runtime.gated_release) takes it (a URL, a local directory,
+        or a dict with C(url), C(plain_http) and C(insecure_skip_tls_verify)), for O(judge_crds).
+    type: dict
+    default: {}
 seealso:
   - module: aicr.runtime.recipe_resolve
   - module: aicr.runtime.stack_info
@@ -140,10 +166,17 @@ plans:
         - Every component of either side, the new order first. C(change) is C(added), C(removed), C(changed) or
           C(unchanged); C(version) is C({from, to, class, pinned?}); C(order) C({from, to}); C(values) the overridden
           paths the catalog C(removed) or C(changed) (C({path, change})); C(health_check) C(unchanged), C(none),
-          C(added), C(removed) or C(changed); C(findings) C([{code, verdict, message}]); C(verdict); C(crds) C({judged}).
+          C(added), C(removed) or C(changed); C(findings) C([{code, verdict, message}]); C(verdict); C(crds)
+          C({judged, changes, reason}) - C(changes) C([{name, change, breaking, warnings, added_fields}]) (C(change) one of
+          C(added), C(removed), C(breaking), C(changed), C(unchanged); C(breaking) and C(warnings) C([{rule, version,
+          path, message}])), C(reason) why they were not judged.
       type: list
       elements: dict
-    not_judged: {description: What the plan did not look at., type: list, elements: str}
+    not_judged:
+      description: "What the plan did not look at: each component whose charts could not be read (with why), or the charts' CRDs
+        with O(judge_crds=false)."
+      type: list
+      elements: str
   sample:
     - cluster: lab-1
       verdict: blocked
@@ -169,19 +202,24 @@ zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
+from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import REPOSITORY_CREDENTIALS_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.upgrade import plan_many
 
 
 def argument_spec():
     return dict(catalog=dict(type="path", required=True), current=dict(type="dict"), cluster_stack=dict(type="dict"),
-                clusters=dict(type="list", elements="dict"), current_catalog=dict(type="path"), cache_dir=dict(type="path"))
+                clusters=dict(type="list", elements="dict"), current_catalog=dict(type="path"), cache_dir=dict(type="path"),
+                judge_crds=dict(type="bool", default=True), helm_binary=dict(type="str", default="helm"),
+                repository_mirrors=dict(type="dict", default={}), repository_credentials=REPOSITORY_CREDENTIALS_SPEC)
 
 
 def run(params):
+    crds = dict((k, params.get(k)) for k in ("judge_crds", "helm_binary", "repository_mirrors", "repository_credentials"))
     for field in ("current", "cluster_stack"):
         if params.get(field) is not None:
-            return plan_many([params[field]], params["catalog"], params.get("current_catalog"), params.get("cache_dir"), field=field)
-    return plan_many(params.get("clusters"), params["catalog"], params.get("current_catalog"), params.get("cache_dir"))
+            return plan_many([params[field]], params["catalog"], params.get("current_catalog"), params.get("cache_dir"), field=field,
+                             **crds)
+    return plan_many(params.get("clusters"), params["catalog"], params.get("current_catalog"), params.get("cache_dir"), **crds)
 
 
 def _secrets(params):

@@ -12,8 +12,10 @@ the values paths the cluster overrides that the catalog removed or changed, and 
 
 Each finding has a code and a verdict by :data:`RULES` (the one place the verdicts live); a component's verdict is its
 worst finding's (``safe`` when there is none), the cluster's the worst of its components'. The plan names no value,
-only paths (a value the cluster overrides may be a secret). The charts' CRDs are not compared yet: every plan says so
-in ``not_judged``.
+only paths (a value the cluster overrides may be a secret). With a :class:`~.upgradecrds.ChartCrdJudge` (``judge_crds``)
+the CRDs of both chart versions of a component whose chart changes are compared (``crds``; a breaking change blocks, a
+removed CRD needs a review, an added field or CRD is noted); a chart that cannot be read is named in ``not_judged``.
+Without one, every plan says in ``not_judged`` that the charts' CRDs were not compared.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,6 +29,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import releases
+from ansible_collections.aicr.runtime.plugins.module_utils._stack.upgradecrds import ChartCrdJudge
 
 SAFE, REVIEW, BLOCKED = "safe", "review", "blocked"
 VERDICTS = (SAFE, REVIEW, BLOCKED)  # mildest first
@@ -44,9 +47,15 @@ RULES = {
     "override_default_changed": REVIEW,
     "health_check_changed": REVIEW,
     "catalog_digest_mismatch": REVIEW,
+    "crd_breaking": BLOCKED,  # the charts' CRDs (judge_crds): compat's breaking-change rules
+    "crd_warning": REVIEW,
+    "crd_removed": REVIEW,
+    "crd_added": SAFE,  # noted
+    "crd_fields_added": SAFE,  # noted
+    "crd_changed": SAFE,  # noted
 }
 CURRENT_KEYS = ("name", "catalog", "criteria", "profile", "skip_components", "component_overrides", "components", "catalog_digest")
-NOT_JUDGED = "chart CRDs: not compared (the charts are not pulled); judge CRD changes with values_schema/crd_publish"
+NOT_JUDGED = "chart CRDs: not compared (judge_crds: false); judge CRD changes with judge_crds: true or crd_publish"
 _SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
@@ -175,8 +184,9 @@ def _finding(code, message):
     return {"code": code, "verdict": RULES[code], "message": message}
 
 
-def _compare(name, old, new, override, deployed):
-    """One component's findings and its version change; ``old``/``new`` None when it is absent on that side."""
+def _compare(name, old, new, override, deployed, judge=None, not_judged=None):
+    """One component's findings and its version change; ``old``/``new`` None when it is absent on that side. With
+    ``judge`` (a ChartCrdJudge) its charts' CRDs too; why they were not compared is appended to ``not_judged``."""
     findings = []
     pinned = override.get("version")
     before = (deployed or {}).get("version") or (old or {}).get("version") or ""
@@ -221,15 +231,22 @@ def _compare(name, old, new, override, deployed):
             findings.append(_finding("health_check_changed", "%s health check %s" % (name, how)))
         else:
             entry["health_check"] = "unchanged" if old["health"] else "none"
+        entry["crds"] = {"judged": False}
+        if judge is not None:
+            entry["crds"], crd_findings, why = judge.judge(name, old, new, before, after)
+            findings.extend(_finding(code, message) for code, message in crd_findings)
+            if why:
+                not_judged.append(why)
         entry["change"] = "changed" if findings or values else "unchanged"
     entry["findings"] = findings
     entry["verdict"] = worst([f["verdict"] for f in findings])
-    entry["crds"] = {"judged": False}
+    entry.setdefault("crds", {"judged": False})
     return entry
 
 
-def plan(current, catalog, resolutions=None, field="current"):
-    """The upgrade plan of one cluster (``current`` as :func:`current_of` returns it) onto ``catalog``."""
+def plan(current, catalog, resolutions=None, field="current", judge=None):
+    """The upgrade plan of one cluster (``current`` as :func:`current_of` returns it) onto ``catalog``; ``judge``: a
+    ChartCrdJudge to compare the charts' CRDs (None: not compared, said in ``not_judged``)."""
     check_current(current, field)
     resolutions = resolutions or Resolutions()
     old_result = resolutions.get(current["catalog"], current)
@@ -239,7 +256,8 @@ def plan(current, catalog, resolutions=None, field="current"):
     overrides = current.get("component_overrides") or {}
     old_order, new_order = old_result["recipe"]["deploymentOrder"], new_result["recipe"]["deploymentOrder"]
     names = list(new_order) + [n for n in old_order if n not in new]
-    components = [_compare(n, old.get(n), new.get(n), overrides.get(n) or {}, deployed.get(n)) for n in names]
+    not_judged = [] if judge is not None else [NOT_JUDGED]
+    components = [_compare(n, old.get(n), new.get(n), overrides.get(n) or {}, deployed.get(n), judge, not_judged) for n in names]
     findings = []
     recorded = current.get("catalog_digest")
     if recorded and recorded != old_result["catalog_digest"]:
@@ -253,7 +271,7 @@ def plan(current, catalog, resolutions=None, field="current"):
             "added": [c["name"] for c in components if c["change"] == "added"],
             "removed": [c["name"] for c in components if c["change"] == "removed"],
             "order": {"from": old_order, "to": new_order, "changed": old_order != new_order},
-            "components": components, "not_judged": [NOT_JUDGED]}
+            "components": components, "not_judged": not_judged}
 
 
 def _row_key(comp):
@@ -285,9 +303,12 @@ def fleet(plans):
     return out
 
 
-def plan_many(clusters, catalog, current_catalog=None, cache_dir=None, persist_cache=True, field="clusters"):
+def plan_many(clusters, catalog, current_catalog=None, cache_dir=None, persist_cache=True, field="clusters", judge_crds=False,
+              helm_binary="helm", repository_mirrors=None, repository_credentials=None):
     """``{verdict, plans, fleet}`` for every cluster (a current mapping or a ClusterStack) onto ``catalog``; ``field`` names
-    the option the clusters came from (``clusters``: each ``clusters[i]``; else the one cluster is ``field``)."""
+    the option the clusters came from (``clusters``: each ``clusters[i]``; else the one cluster is ``field``). With
+    ``judge_crds`` the charts' CRDs are compared (charts pulled with ``helm_binary``, ``repository_mirrors`` and
+    ``repository_credentials``; each chart version once for every cluster)."""
     problems = Problems("upgrade_plan")
     problems.text("catalog", catalog)
     problems.text("current_catalog", current_catalog)
@@ -303,7 +324,12 @@ def plan_many(clusters, catalog, current_catalog=None, cache_dir=None, persist_c
                             field="%s.name" % fields[i], value=current.get("name"))
         seen.add(current.get("name"))
     resolutions = Resolutions(cache_dir, persist_cache)
-    plans = [plan(current, catalog, resolutions, fields[i]) for i, current in enumerate(currents)]
+    judge = ChartCrdJudge(helm_binary, repository_mirrors, repository_credentials) if judge_crds else None
+    try:
+        plans = [plan(current, catalog, resolutions, fields[i], judge) for i, current in enumerate(currents)]
+    finally:
+        if judge is not None:
+            judge.close()
     return {"changed": False, "verdict": worst([p["verdict"] for p in plans]), "plans": plans, "fleet": fleet(plans)}
 
 

@@ -41,3 +41,36 @@ def catalog_version(directory, version, changes=None):
         assert old in text, "%s no longer holds %r: update upgrade_helpers.CHANGES" % (relpath, old)
         path.write_text(text.replace(old, new, 1))
     return str(target)
+
+
+EXAMPLE_CHARTS = EXAMPLE_CATALOG.parent / "charts"
+# the catalog's chart repository (registry.yaml), mirrored to a local directory by ``chart_versions``
+EXAMPLE_REPOSITORY = "https://charts.aicr.example/examples"
+# CRD edits of examples/charts/example-crds: a field added (compatible), a field removed (breaking)
+CRD_EDITS = {
+    "add-field": ("                owner:\n",
+                  "                label:\n                  description: A free label.\n                  type: string\n                owner:\n"),
+    "remove-field": ("                owner:\n                  description: Who asked for the widget.\n"
+                     "                  type: string\n                  nullable: true\n", ""),
+}
+
+
+def chart_versions(directory, versions):
+    """Local versions of examples/charts/example-crds as the catalog's repository mirror sees them:
+    ``directory/examples/example-crds-<version>/`` (the chart ``examples/example-crds`` of the repository
+    ``.../examples``) for each ``{version: crd edit or None}``. Returns the mirror mapping."""
+    base = Path(str(directory)) / "examples"
+    for version, edit in versions.items():
+        target = base / ("example-crds-%s" % version)
+        if target.exists():
+            shutil.rmtree(str(target))
+        shutil.copytree(str(EXAMPLE_CHARTS / "example-crds"), str(target))
+        chart = target / "Chart.yaml"
+        chart.write_text(chart.read_text().replace("version: 0.1.0", "version: %s" % version, 1))
+        if edit:
+            crd = target / "crds" / "widgets.example.aicr.io.yaml"
+            old, new = CRD_EDITS[edit]
+            text = crd.read_text()
+            assert old in text, "the example CRD no longer holds %r: update upgrade_helpers.CRD_EDITS" % old
+            crd.write_text(text.replace(old, new, 1))
+    return {EXAMPLE_REPOSITORY: str(base)}

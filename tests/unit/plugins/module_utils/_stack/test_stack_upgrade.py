@@ -8,9 +8,9 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import engine as stack_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._stack import upgrade
+from ansible_collections.aicr.runtime.plugins.module_utils._stack import upgrade, upgradecrds
 
-from upgrade_helpers import CURRENT, catalog_version  # pylint: disable=import-error
+from upgrade_helpers import CURRENT, catalog_version, chart_versions  # pylint: disable=import-error
 
 
 @pytest.fixture(name="versions", scope="module")
@@ -144,3 +144,58 @@ def test_auto_update_applies_only_a_safe_plan(tmp_path, versions, newer, applied
     else:
         assert out["catalog"]["held_back"]["verdict"] == verdict and out["catalog"]["held_back"]["version"] == "1.1.0"
         assert out["catalog"]["message"].startswith("autoUpdate held back catalog 1.1.0 (upgrade plan: %s: example-operator" % verdict)
+
+
+def _crd_plan(versions, tmp_path, edit):
+    """The minor bump of example-crds (0.1.0 -> 0.2.0) with the charts' CRDs judged; 0.2.0's CRD changed by ``edit``."""
+    mirrors = chart_versions(tmp_path, {"0.1.0": None, "0.2.0": edit})
+    state = dict(copy.deepcopy(CURRENT), catalog=versions["v1"])
+    return upgrade.plan_many([state], versions["minor"], persist_cache=False, judge_crds=True, repository_mirrors=mirrors)
+
+
+def test_chart_crd_field_added_is_noted_and_safe(versions, tmp_path):
+    result = _crd_plan(versions, tmp_path, "add-field")
+    plan = result["plans"][0]
+    assert result["verdict"] == "safe" and plan["reasons"] == [] and plan["not_judged"] == []
+    comp = _component(result, "example-crds")
+    assert [f["code"] for f in comp["findings"]] == ["version_minor", "crd_fields_added"]
+    assert comp["findings"][1]["message"] == "example-crds chart CRD widgets.example.aicr.io adds v1alpha1:^.spec.label"
+    assert comp["crds"]["judged"] and comp["crds"]["changes"][0]["change"] == "changed"
+    assert _component(result, "example-operator")["crds"] == {"judged": True, "changes": []}  # its chart did not change
+
+
+def test_chart_crd_field_removed_blocks(versions, tmp_path):
+    result = _crd_plan(versions, tmp_path, "remove-field")
+    assert result["verdict"] == "blocked"
+    comp = _component(result, "example-crds")
+    assert comp["verdict"] == "blocked" and comp["crds"]["changes"][0]["change"] == "breaking"
+    reason = result["plans"][0]["reasons"][0]
+    assert reason.startswith("example-crds chart CRD widgets.example.aicr.io: breaking change existingFieldRemoval at ^.spec.owner")
+    assert result["fleet"]["blocked"]["rows"][0]["component"] == "example-crds"
+
+
+def test_chart_crd_removed_needs_review(versions, tmp_path):
+    mirrors = chart_versions(tmp_path, {"0.1.0": None, "0.2.0": None})
+    (tmp_path / "examples" / "example-crds-0.2.0" / "crds" / "widgets.example.aicr.io.yaml").unlink()
+    state = dict(copy.deepcopy(CURRENT), catalog=versions["v1"])
+    result = upgrade.plan_many([state], versions["minor"], persist_cache=False, judge_crds=True, repository_mirrors=mirrors)
+    assert result["verdict"] == "review"
+    assert result["plans"][0]["reasons"] == ["example-crds chart CRD widgets.example.aicr.io removed: helm keeps the CRD and its resources, "
+                                             "and nothing upgrades it any more"]
+
+
+def test_chart_that_cannot_be_read_is_not_judged(versions, tmp_path):
+    mirrors = chart_versions(tmp_path, {"0.1.0": None})  # no 0.2.0
+    state = dict(copy.deepcopy(CURRENT), catalog=versions["v1"])
+    result = upgrade.plan_many([state], versions["minor"], persist_cache=False, judge_crds=True, repository_mirrors=mirrors)
+    plan = result["plans"][0]
+    assert result["verdict"] == "safe" and _component(result, "example-crds")["crds"]["judged"] is False
+    assert len(plan["not_judged"]) == 1 and plan["not_judged"][0].startswith("chart CRDs of example-crds: not compared (no local chart ")
+
+
+def test_local_chart_of_another_version_is_not_read(tmp_path):
+    chart_versions(tmp_path, {"0.1.0": None})
+    chart = str(tmp_path / "examples" / "example-crds-0.1.0")  # a chart directory without a version in its name
+    assert upgradecrds.ChartCrdJudge.local_chart(chart, "0.1.0") == chart
+    with pytest.raises(AicrError, match="is version 0.1.0, not 0.3.0"):
+        upgradecrds.ChartCrdJudge.local_chart(chart, "0.3.0")
