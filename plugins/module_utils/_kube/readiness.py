@@ -83,6 +83,16 @@ def _shortfall(want, unit, *counts):
     return None
 
 
+def _terminating(status, want):
+    """``(PENDING, "<n> old replicas pending termination")`` while the controller still counts more replicas than are
+    wanted (kstatus: ``status.replicas > spec.replicas``): a scale-down is not done - the pods it removes may still be
+    counted ready, and a health check run now would read them. None otherwise."""
+    total = _int(status.get("replicas"))
+    if total > want:
+        return PENDING, "%d old replicas pending termination" % (total - want)
+    return None
+
+
 def _deployment(obj, conds):
     status = obj.get("status") or {}
     want = _replicas_wanted(obj)
@@ -94,7 +104,8 @@ def _deployment(obj, conds):
         return _shortfall(want, "replicas", (updated, "updated"))
     if total > updated:
         return PENDING, "%d old replicas pending termination" % (total - updated)
-    return _shortfall(want, "replicas", (_int(status.get("readyReplicas")), "ready"), (_int(status.get("availableReplicas")), "available")) \
+    return _terminating(status, want) \
+        or _shortfall(want, "replicas", (_int(status.get("readyReplicas")), "ready"), (_int(status.get("availableReplicas")), "available")) \
         or (READY, "%d replicas available" % want)
 
 
@@ -105,6 +116,9 @@ def _statefulset(obj, conds):
     ready = _int(status.get("readyReplicas"))
     if ready < want:
         return PENDING, "%d of %d replicas ready" % (ready, want)
+    terminating = _terminating(status, want)
+    if terminating:
+        return terminating
     strategy = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate")
     if strategy == "RollingUpdate":
         updated = _int(status.get("updatedReplicas"), want) if "updatedReplicas" in status else want
@@ -134,7 +148,7 @@ def _replicaset(obj, conds):
     available = _int(status.get("availableReplicas"))
     if ready < want or available < want:
         return PENDING, "%d of %d replicas available" % (min(ready, available), want)
-    return READY, "%d replicas available" % want
+    return _terminating(status, want) or (READY, "%d replicas available" % want)
 
 
 def _job(obj, conds):

@@ -25,6 +25,16 @@ def cond(ctype, status, **extra):
     (dep({"observedGeneration": 3, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 2, "availableReplicas": 1}), PENDING),
     (dep({"observedGeneration": 3, "conditions": [cond("Progressing", "False", reason="ProgressDeadlineExceeded")]}), FAILED),
     (dep({"observedGeneration": 3}, replicas=0), READY),
+    # scaled down to 0 (the template unchanged): the controller has seen it, the pod it removes still counts (and reads
+    # ready) - a health check run now would pass on it (the CI run of stop 46: on_failure's lab test)
+    (dep({"observedGeneration": 3, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}, replicas=0), PENDING),
+    (dep({"observedGeneration": 3, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3}, replicas=2), PENDING),
+    ({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"}, "spec": {"replicas": 1},
+      "status": {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2, "currentRevision": "b", "updateRevision": "b"}}, PENDING),
+    ({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"}, "spec": {"replicas": 0},
+      "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}}, PENDING),
+    ({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"}, "spec": {"replicas": 1},
+      "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1}}, READY),
     ({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"}, "spec": {"replicas": 1},
       "status": {"readyReplicas": 1, "updatedReplicas": 1, "currentRevision": "a", "updateRevision": "b"}}, PENDING),
     ({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"}, "spec": {"replicas": 1},
@@ -62,6 +72,11 @@ def test_assess(obj, state):
     got, reason = assess(obj)
     assert got == state, reason
     assert reason
+
+
+def test_a_scale_down_in_progress_says_so():
+    state, reason = assess(dep({"observedGeneration": 3, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}, replicas=0))
+    assert (state, reason) == (PENDING, "1 old replicas pending termination")
 
 
 def test_reason_names_the_shortfall():
