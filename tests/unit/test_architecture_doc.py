@@ -36,4 +36,3 @@ def test_every_package_and_file_is_in_the_architecture_table():
             if path.stem != "__init__" and named_as(path.stem) not in table[package.name]:
                 missing.append("%s/%s is not named in its row" % (package.name, path.name))
     assert not missing, "docs/architecture.md, the package table:\n" + "\n".join(missing)
-
