@@ -166,28 +166,25 @@ def manager_of(live, path):
     return owner
 
 
-def _present(body, path):
-    """Whether ``body`` sets ``path`` (the fields a dry-run apply of it can change)."""
-    node = body
+def _walk(node, path):
+    """``(True, the value at path)`` when ``node`` holds ``path`` (dict keys, list indexes), else ``(False, None)``."""
     for seg in path:
         if isinstance(node, dict) and seg in node:
             node = node[seg]
         elif isinstance(node, list) and isinstance(seg, int) and seg < len(node):
             node = node[seg]
         else:
-            return False
-    return True
+            return False, None
+    return True, node
+
+
+def _present(body, path):
+    """Whether ``body`` sets ``path`` (the fields a dry-run apply of it can change)."""
+    return _walk(body, path)[0]
 
 
 def _value(obj, path):
-    for seg in path:
-        if isinstance(obj, dict) and seg in obj:
-            obj = obj[seg]
-        elif isinstance(obj, list) and isinstance(seg, int) and seg < len(obj):
-            obj = obj[seg]
-        else:
-            return None
-    return obj
+    return _walk(obj, path)[1]
 
 
 def object_drift(cluster, doc, namespace, rules):
