@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicr.runtime contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The fabric's model names and free pools, for :class:`~._fabric.service.FabricService` (a mixin).
+"""The fabric's model names and free pools (:class:`ModelsAndPools`, given the run's backend), before anything changes.
 
 - A model that differs only in case is the fabric's spelling (machine devices, then ``backend.pool_models``, then -
   FTI FM, which cannot list its models - the free pool under other spellings), with a warning.
@@ -16,10 +16,13 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 
 
-class ModelsAndPools(object):
-    """Needs ``self.backend``."""
+class ModelsAndPools:
+    """Model spellings and the all-or-nothing pool check over one fabric ``backend``."""
 
-    def _resolve_model(self, run, target, devices):
+    def __init__(self, backend):
+        self.backend = backend
+
+    def resolve_model(self, run, target, devices):
         """The fabric's spelling of ``target.model``: exact, else the one model on the machine (or in the pool) that differs
         only in case (with a warning naming it). A present target whose model the fabric does not know fails listing the
         models it has; an absent one of a model the machine does not hold says so."""
@@ -31,26 +34,26 @@ class ModelsAndPools(object):
             return
         folded = [m for m in held if m.lower() == requested.lower()]
         if len(folded) == 1:
-            return self._respell(run, target, folded[0], "on the machine")
+            return self.respell(run, target, folded[0], "on the machine")
         if target.state == "absent":
-            if not target.devices and not self._known_model(run, target):
+            if not target.devices and not self.known_model(run, target):
                 run.warnings.append("%s: no %s of model %s on the machine (it holds: %s); nothing to detach"
                                     % (target.label, target.type, requested, ", ".join(held) or "no %s" % target.type))
             return
         offered = self.backend.pool_models(run.machine_id, target.type)
         if offered is None:
-            return  # FTI FM cannot list its models: the free-pool check tries the other spellings (_pool_need)
+            return  # FTI FM cannot list its models: the free-pool check tries the other spellings (pool_need)
         if requested in offered:
             return
         folded = [m for m in offered if m.lower() == requested.lower()]
         if len(folded) == 1:
-            return self._respell(run, target, folded[0], "in the pool")
+            return self.respell(run, target, folded[0], "in the pool")
         if target.count:
             raise AicrError("%s: model %s is not a %s model of this fabric; the machine holds %s, the pool offers %s"
                             % (target.label, requested, target.type, ", ".join(held) or "none", ", ".join(offered) or "none"),
                             field="model", machine_models=held, pool_models=list(offered))
 
-    def _known_model(self, run, target):
+    def known_model(self, run, target):
         """Whether the fabric knows ``target.model`` exactly: in its model list, or (FTI FM, no list) free in its pool."""
         offered = self.backend.pool_models(run.machine_id, target.type)
         if offered is not None:
@@ -61,13 +64,14 @@ class ModelsAndPools(object):
             return False
 
     @staticmethod
-    def _respell(run, target, spelling, where):
+    def respell(run, target, spelling, where):
+        """``target.model`` becomes the fabric's ``spelling`` (the one given kept as ``requested_model``), with a warning."""
         run.warnings.append("%s: model %s matched the fabric's %s %s (case-insensitive); write model: %s to silence this warning"
                             % (target.label, target.model, spelling, where, spelling))
         target.requested_model = target.model
         target.model = spelling
 
-    def _pool_need(self, run, target, devices, deficit):
+    def pool_need(self, run, target, devices, deficit):
         """Note the deficit and the free pool for it; with FTI FM (no model list) a pool with nothing free under the spelling
         given is asked for its lower- and upper-case forms too."""
         free = self.backend.free_count(run.machine_id, target.type, target.model)
@@ -81,13 +85,13 @@ class ModelsAndPools(object):
                     tried.append(spelling)
                     other = self.backend.free_count(run.machine_id, target.type, spelling)
                     if other:
-                        self._respell(run, target, spelling, "in the pool")
+                        self.respell(run, target, spelling, "in the pool")
                         free = other
                         break
         run.needs.append({"target": target, "deficit": deficit, "free": free, "tried": tried,
                           "held": sorted(set(d.model for d in devices if d.type == target.type and d.model))})
 
-    def _check_pools(self, runs):
+    def check_pools(self, runs):
         """All or nothing: the deficits drawing on one free pool are added up; when the pool cannot cover them every machine
         that draws on it fails before its first attach."""
         demand = {}

@@ -23,7 +23,9 @@ else - whose back-dated first-seen times would make orphans detachable at once -
 sweep's ``foreign_claims``) and its times are not used; the next write replaces it. The sweep reports the device
 records' foreign claims (``records.py``) the same way.
 
-:class:`OrphanSweep` is a section of :class:`~.service.FabricService` (a mixin).
+:class:`OrphanSweep` is given the run's :class:`~.context.RunContext` (backend, cluster view, every stack's records, the
+ledger, options) and the collaborators it uses: the drain check (``checks.py``), the detach (``detach.py``) and the
+recorder of changes (``changes.py``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -102,23 +104,35 @@ class OrphanLedger:
         self.writes += 1
 
 
-class OrphanSweep(object):
-    """The orphan sweep of :class:`~.service.FabricService`."""
+class OrphanSweep:
+    """The orphan sweep of one fabric run, after its targets."""
 
-    def _sweep_machines(self, runs):
+    def __init__(self, context, checks, detacher, changes):
+        self.context = context
+        self.checks = checks
+        self.detacher = detacher
+        self.changes = changes
+
+    def sweep_machines(self, runs):
         """{machine: node}: the targets' machines and every node of the cluster that resolves to a fabric machine."""
         machines = dict((run.machine_id, run.node) for run in runs)
-        if self.cluster is not None:
-            for node, machine in self.cluster.fabric_machines():
+        cluster = self.context.cluster
+        if cluster is not None:
+            for node, machine in cluster.fabric_machines():
                 if machines.get(machine) is None:
                     machines[machine] = node
         return machines
 
-    def _sweep(self, runs):
-        if self.all_records is None or self.ledger is None:
-            raise AicrError("orphans: %s needs Kubernetes access to read the stacks' device records" % self.orphans, field="orphans")
+    def sweep(self, runs):
+        """Sweep the targets' machines (``runs``; the machines only the cluster's nodes name are appended) and report (and,
+        with ``detach``, detach) the orphans; returns the result's ``orphans``."""
+        ctx = self.context
+        options = ctx.options
+        ledger = ctx.ledger
+        if ctx.all_records is None or ledger is None:
+            raise AicrError("orphans: %s needs Kubernetes access to read the stacks' device records" % options.orphans, field="orphans")
         by_machine = dict((run.machine_id, run) for run in runs)
-        machines = self._sweep_machines(runs)
+        machines = self.sweep_machines(runs)
         sweeps = []
         for machine in sorted(machines):
             run = by_machine.get(machine)
@@ -126,18 +140,18 @@ class OrphanSweep(object):
                 run = MachineRun(machine, machines[machine])
                 runs.append(run)
             sweeps.append(run)
-        records = self.all_records
+        records = ctx.all_records
         recorded = records.recorded_by_anyone()
         intents = records.open_intents() + records.open_intents(others=True)
         now = records.clock()
-        self.ledger.load()
+        ledger.load()
         found = {}
 
         def scan(run):
             def work():
                 devices = run.devices if run.initial is not None else None
                 if devices is None:
-                    devices = self.backend.read_machine(run.machine_id)
+                    devices = ctx.backend.read_machine(run.machine_id)
                     run.initial = devices
                     run.devices = devices
                     run.before = [d.to_result() for d in devices]
@@ -152,21 +166,21 @@ class OrphanSweep(object):
             if run.error is not None:
                 return
             if run.machine_id in by_machine:
-                self._guard(run, work)
+                ctx.guard(run, work)
                 return
             try:  # a machine only the cluster's nodes name: a failing read is a warning, the sweep goes on
                 work()
             except AicrError as exc:
                 run.warnings.append("orphans: machine %s (node %s) not swept: %s" % (run.machine_id, run.node, exc.msg))
 
-        self._each(sweeps, scan)
+        ctx.each(sweeps, scan)
         current = {}
         for uuid, (run, device, claim) in found.items():
             if claim is None:
-                entry = self.ledger.entries.get(uuid) or {}
+                entry = ledger.entries.get(uuid) or {}
                 current[uuid] = {"first_seen": entry.get("first_seen") or millis_from_epoch(now), "machine": run.machine_id,
                                  "type": device.type, "model": device.model}
-        self.ledger.entries = current
+        ledger.entries = current
         report = []
         for uuid in sorted(found, key=lambda u: (found[u][0].machine_id, u)):
             run, device, claim = found[uuid]
@@ -177,14 +191,14 @@ class OrphanSweep(object):
                 report.append(item)
                 continue
             first_seen = current[uuid]["first_seen"]
-            left = grace_left(first_seen, now, self.orphan_grace)
+            left = grace_left(first_seen, now, options.orphan_grace)
             item.update(first_seen=first_seen, detach_after=round(left, 1))
-            if self.orphans == "report":
+            if options.orphans == "report":
                 item["action"] = "reported"
             elif left > 0:
                 item["action"] = "within_grace"
             else:
-                item["action"] = self._detach_orphan(run, device)
+                item["action"] = self.detach_orphan(run, device)
                 if item["action"] == "detached":
                     current.pop(uuid, None)
                 elif item["action"] == "pending":
@@ -192,12 +206,12 @@ class OrphanSweep(object):
                 elif item["action"].startswith("refused"):
                     item["reason"], item["action"] = item["action"][len("refused: "):], "refused"
             report.append(item)
-        self.ledger.save()
+        ledger.save()
         for run in sweeps:
-            run.after = self._planned_after(run) if self.check_mode else [d.to_result() for d in run.devices or []]
+            run.after = self.changes.planned_after(run) if options.check_mode else [d.to_result() for d in run.devices or []]
         reported = [i for i in report if i["action"] != "held"]
         run0 = sweeps[0] if sweeps else None
-        claims = self.ledger.foreign_claims + ([] if self.records is not None else records.foreign_claims)  # a stack's run reports its own
+        claims = ledger.foreign_claims + ([] if ctx.records is not None else records.foreign_claims)  # a stack's run reports its own
         if run0 is not None:
             run0.warnings.extend(c["message"] for c in claims)
         if reported:
@@ -206,24 +220,26 @@ class OrphanSweep(object):
                                          for i in reported))
             if run0 is not None:
                 run0.warnings.append(text)
-        return {"mode": self.orphans, "grace": self.orphan_grace, "machines": len(sweeps), "devices": report, "ledger_writes": self.ledger.writes,
-                "foreign_claims": self.ledger.foreign_claims + records.foreign_claims}
+        return {"mode": options.orphans, "grace": options.orphan_grace, "machines": len(sweeps), "devices": report, "ledger_writes": ledger.writes,
+                "foreign_claims": ledger.foreign_claims + records.foreign_claims}
 
-    def _detach_orphan(self, run, device):
+    def detach_orphan(self, run, device):
+        """Detach one orphan past its grace (drain check first); returns its action: ``detached``, ``would_detach`` (check
+        mode), ``pending`` or ``refused: <why>``."""
         target = Target(machine_id=run.machine_id, node=run.node, dtype=device.type, model=device.model, state="absent")
         try:
-            self._check_detach(run, target, device)
+            self.checks.check_detach(run, target, device)
         except AicrError as exc:
             run.warnings.append("orphans: %s; orphan %s left attached" % (exc.msg, device.res_uuid))
             return "refused: %s" % exc.msg
-        if self.check_mode:
-            self._action(run, "detach", target, device, orphan=True)
+        if self.context.options.check_mode:
+            self.changes.action(run, "detach", target, device, orphan=True)
             return "would_detach"
         devices = run.devices
         before = len(run.actions)
         outcome = "detached"
         try:
-            run.devices = self._detach_one(run, target, device, devices, safety=False, notify=False)
+            run.devices = self.detacher.detach_one(run, target, device, devices, safety=False, notify=False)
         except AicrError as exc:
             run.warnings.append("orphans: detaching %s failed: %s" % (device.res_uuid, exc.msg))
             # sent, its outcome open (a pending action, the run changed something), or refused by the fabric
