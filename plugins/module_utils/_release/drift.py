@@ -209,7 +209,7 @@ def in_sync(body, live):
                 return False
         return True
     if isinstance(body, list):
-        return isinstance(live, list) and len(body) == len(live) and all(in_sync(b, l) for b, l in zip(body, live))
+        return isinstance(live, list) and len(body) == len(live) and all(in_sync(item, other) for item, other in zip(body, live))
     if isinstance(body, bool) or isinstance(live, bool):
         return body is live  # never True == 1
     return body == live  # 1 == 1.0: both JSON numbers
