@@ -18,8 +18,9 @@ audit log after the no-op began (dry runs not counted, reported apart).
 Figures per code (``base``, ``head``): ``noop_wall_s`` per round, median and min-max, the no-op's CPU seconds
 (the child and its helms), its writes and its requests; ``head_minus_base_median_s`` against
 ``target_difference_s`` (0.1), and ``os.getloadavg()`` at start and end. After each of this tree's no-ops the same no-op
-runs again with ``drift: report`` (issue 39; ``$AICR_BENCH_NOOP_DRIFT=0`` leaves it out): ``head_drift_report`` has its
-walls, the median of (drift report - no-op) per round against ``target_added_s`` (0.3), its writes (must be 0) and requests.
+runs again with ``drift: report`` (issue 39; ``$AICR_BENCH_NOOP_DRIFT=0`` leaves it out), and so does the base tree's:
+``head_drift_report`` (``base_drift_report``) has its walls, the median of (drift report - no-op) per round against
+``target_added_s`` (0.3), its CPU seconds (and minus the no-op's), its writes (must be 0) and requests.
 """
 
 import json
@@ -87,9 +88,9 @@ def _child(tree, request):
         answer.update(noop_wall_s=time.perf_counter() - began, noop_cpu_s=_cpu_seconds() - cpu, noop_changed=bool(second["changed"]),
                       noop_failed=second.get("failed_message"))
         if request.get("drift_report"):  # the same no-op reading drift (issue 39): every release object dry-run applied
-            answer["drift_began"], began = time.time(), time.perf_counter()
+            cpu, answer["drift_began"], began = _cpu_seconds(), time.time(), time.perf_counter()
             third = engine.execute(dict(params, drift="report"))
-            answer.update(drift_report_wall_s=time.perf_counter() - began, drift_report_changed=bool(third["changed"]),
+            answer.update(drift_report_wall_s=time.perf_counter() - began, drift_report_cpu_s=_cpu_seconds() - cpu, drift_report_changed=bool(third["changed"]),
                           drift_report_failed=third.get("failed_message"),
                           drift_report_drifted=(third.get("summary") or {}).get("drifted"))
     return answer
@@ -105,7 +106,7 @@ def converge_noop(kube, workdir, tree, tag):
                   poll_interval=0.1, state="present", stack="bench-%s" % tag, lease_namespace="aicr-system",
                   cache_dir=os.path.join(workdir, "cache-%s" % tag), early_start=True)
     mark = kube.audit_mark()
-    request = {"params": params, "drift_report": tag.endswith("head") and DRIFT_REPORT}
+    request = {"params": params, "drift_report": DRIFT_REPORT}
     child = subprocess.run([sys.executable, str(HERE), "--child", str(tree)], input=json.dumps(request),
                            capture_output=True, text=True, check=False, cwd=str(tree))
     if child.returncode != 0:
@@ -175,12 +176,16 @@ def run():
         figures["order"] = order
         for label, _tree in trees:
             figures[label] = _summary(answers[label])
-        drift_rounds = [a for a in answers["head"] if "drift_report_wall_s" in a]
-        if drift_rounds:
+        for label, _tree in trees:
+            drift_rounds = [a for a in answers[label] if "drift_report_wall_s" in a]
+            if not drift_rounds:
+                continue
             walls = [a["drift_report_wall_s"] for a in drift_rounds]
-            figures["head_drift_report"] = {
+            figures["%s_drift_report" % label] = {
                 "wall_s": [round(w, 3) for w in walls], "wall_median_s": round(statistics.median(walls), 3),
                 "minus_noop_median_s": round(statistics.median(a["drift_report_wall_s"] - a["noop_wall_s"] for a in drift_rounds), 3),
+                "cpu_median_s": round(statistics.median(a["drift_report_cpu_s"] for a in drift_rounds), 3),
+                "cpu_minus_noop_median_s": round(statistics.median(a["drift_report_cpu_s"] - a["noop_cpu_s"] for a in drift_rounds), 3),
                 "target_added_s": DRIFT_TARGET_ADDED_S, "writes": [a["drift_report_writes"] for a in drift_rounds],
                 "requests": [a["drift_report_requests"] for a in drift_rounds], "changed": [a["drift_report_changed"] for a in drift_rounds]}
         if base_tree:

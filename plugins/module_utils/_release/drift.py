@@ -17,6 +17,12 @@ not ours owns it (an HPA or ``kubectl scale``): the HPA's replicas are never dri
 
 Correcting (:func:`correct`) applies that same body for real (server-side apply, our field manager): force takes only
 the fields the body sets, which never include an ignored one.
+
+Cost (the no-op run with ``drift: report`` must stay cheap, issue 39): an object whose live form already holds every field
+the body sets, with the body's value (:func:`in_sync`: lists of the same length, item by item), is not dry-run - a dry-run
+apply of it changes no field the body sets, so none can differ; only an object that fails that test pays for the dry run
+(a field we set changed or removed, a value the server writes in another form, an item added to a list). The objects of a
+release are read concurrently (:func:`detect`, at most the run's concurrency at once).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,6 +31,7 @@ __metaclass__ = type
 
 import copy
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import FIELD_MANAGER
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.client import comparable
@@ -187,6 +194,27 @@ def _value(obj, path):
     return _walk(obj, path)[1]
 
 
+def in_sync(body, live):
+    """Whether ``live`` holds every field ``body`` sets, with the same value (a ``None`` in the body: absent or None in
+    live); lists must have the same length and match item by item. Then a dry-run apply of ``body`` changes none of the
+    fields it sets (it sets each to the value it has), so the object has no drift; otherwise the dry run decides."""
+    if isinstance(body, dict):
+        if not isinstance(live, dict):
+            return False
+        for key, value in body.items():
+            if value is None:
+                if live.get(key) is not None:
+                    return False
+            elif key not in live or not in_sync(value, live[key]):
+                return False
+        return True
+    if isinstance(body, list):
+        return isinstance(live, list) and len(body) == len(live) and all(in_sync(item, other) for item, other in zip(body, live))
+    if isinstance(body, bool) or isinstance(live, bool):
+        return body is live  # never True == 1
+    return body == live  # 1 == 1.0: both JSON numbers
+
+
 def object_drift(cluster, doc, namespace, rules):
     """The drift of one object: None when it matches what a dry-run apply of ``doc`` would make of it, else an entry
     ``{apiVersion, kind, name, namespace, state: missing|drifted, fields: [{path, manager}]}`` with the body to apply
@@ -215,6 +243,8 @@ def object_drift(cluster, doc, namespace, rules):
         _strip(body, pattern)
     if kind in SCALABLE and manager_of(live, ("spec", "replicas")) not in OUR_MANAGERS + (None,):
         _strip(body, ["spec", "replicas"])  # an HPA's (or kubectl scale's): never drift, never forced back
+    if in_sync(body, live):
+        return None  # every field the body sets holds its value: no dry run needed
     try:
         dry = cluster.apply(body, dry_run=True)
     except ClusterError as exc:
@@ -233,16 +263,17 @@ def object_drift(cluster, doc, namespace, rules):
     return entry
 
 
-def detect(cluster, docs, namespace, rules):
-    """The drift entries of the objects ``docs`` (dicts with apiVersion, kind and metadata.name) of one component."""
-    found = []
-    for doc in docs:
-        if not isinstance(doc, dict) or not doc.get("kind") or not (doc.get("metadata") or {}).get("name"):
-            continue
-        entry = object_drift(cluster, doc, namespace, rules)
-        if entry is not None:
-            found.append(entry)
-    return found
+def detect(cluster, docs, namespace, rules, workers=1):
+    """The drift entries of the objects ``docs`` (dicts with apiVersion, kind and metadata.name) of one component, in
+    their order; up to ``workers`` objects read (and dry-run) at once."""
+    docs = [doc for doc in docs if isinstance(doc, dict) and doc.get("kind") and (doc.get("metadata") or {}).get("name")]
+    workers = max(1, min(int(workers or 1), len(docs)))
+    if workers == 1:
+        entries = [object_drift(cluster, doc, namespace, rules) for doc in docs]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            entries = list(pool.map(lambda doc: object_drift(cluster, doc, namespace, rules), docs))
+    return [entry for entry in entries if entry is not None]
 
 
 def reported(entries):

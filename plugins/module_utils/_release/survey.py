@@ -62,7 +62,8 @@ class Survey(object):
             st.drift = []
             if st.deployed is not None and st.action == "unchanged" and not st.release_foreign:
                 # every object of the release's stored manifest, against what helm last applied
-                st.drift = drift.detect(self.cluster, manifest_docs(st.deployed.manifest), comp.namespace, self.opts.drift_rules)
+                st.drift = drift.detect(self.cluster, manifest_docs(st.deployed.manifest), comp.namespace, self.opts.drift_rules,
+                                        workers=self.opts.concurrency)
         return st
 
     def _release_standing(self, st):

@@ -1,6 +1,7 @@
 """Drift (issue 39, item 1): every object of a release and of a manifest component against what the stack last applied."""
 
 import copy
+import threading
 
 import pytest
 import yaml
@@ -208,9 +209,60 @@ def test_the_stack_status_gets_a_drifted_condition_and_per_component_entries(lab
 
 def test_an_object_that_cannot_be_read_or_dry_run_is_unknown_never_corrected(lab):
     cluster, helm, recipe = lab
+    edit(cluster, "Deployment", "app", set_image, api_version="apps/v1")  # only an object out of sync is dry-run
     cluster.fail_apply[("Deployment", "app")] = "admission webhook refused"
     mutations = len(cluster.mutations())
     result = engine(cluster, helm, recipe, drift="correct").run()
     found = by_name(result, "app")["drift"]
     assert [(e["kind"], e["state"]) for e in found] == [("Deployment", "unknown")] and "admission webhook refused" in found[0]["message"]
     assert "failed_message" not in result and cluster.mutations()[mutations:] == [], "no Lease taken: nothing to correct"
+
+
+def test_an_object_in_sync_is_read_but_never_dry_run_and_a_drifted_one_is(lab):
+    cluster, helm, recipe = lab
+    reads = len(cluster.audit)
+    assert by_name(engine(cluster, helm, recipe, drift="report").run(), "app")["drift"] == []
+    release_dry_runs = [a for a in cluster.audit[reads:] if a[0] == "dry-run-apply" and a[3].startswith("app")]
+    assert release_dry_runs == [], "the no-op with drift: report dry-runs no release object in sync"
+    edit(cluster, "Deployment", "app", set_image, api_version="apps/v1")
+    reads = len(cluster.audit)
+    assert by_name(engine(cluster, helm, recipe, drift="report").run(), "app")["drift"][0]["name"] == "app"
+    assert [a[1] for a in cluster.audit[reads:] if a[0] == "dry-run-apply" and a[3].startswith("app")] == ["Deployment"]
+
+
+@pytest.mark.parametrize("body, live, expected", [
+    ({"spec": {"a": 1, "l": [{"n": "x"}]}}, {"spec": {"a": 1.0, "b": 2, "l": [{"n": "x", "d": 1}]}, "status": {}}, True),  # more in live: no drift
+    ({"spec": {"l": [1]}}, {"spec": {"l": [1, 2]}}, False),  # an item added to a list: the dry run decides
+    ({"spec": {"a": 1}}, {"spec": {"a": "1"}}, False), ({"spec": {"a": 1}}, {"spec": {"a": True}}, False),
+    ({"spec": {"a": 1}}, {"spec": {}}, False), ({"metadata": {"creationTimestamp": None}}, {"metadata": {}}, True),
+    ({"metadata": {"creationTimestamp": None}}, {"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}, False),
+])
+def test_in_sync_holds_only_when_live_has_every_field_the_body_sets_with_its_value(body, live, expected):
+    assert drift.in_sync(body, live) is expected
+
+
+class _Pairs(object):
+    """A cluster whose reads meet in pairs (a barrier of two): read one at a time, the second read never comes."""
+
+    def __init__(self):
+        self.barrier, self.lock, self.running, self.most = threading.Barrier(2, timeout=10), threading.Lock(), 0, 0
+
+    def is_namespaced(self, _api_version, _kind):
+        return True
+
+    def get(self, _api_version, _kind, _name, _namespace):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        self.barrier.wait()
+        with self.lock:
+            self.running -= 1
+        return None  # missing
+
+
+def test_detect_reads_the_objects_of_a_release_concurrently_bounded_and_in_order():
+    cluster = _Pairs()
+    docs = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-%d" % i}} for i in range(4)]
+    found = drift.detect(cluster, docs, "apps", {}, workers=2)
+    assert [(e["name"], e["state"]) for e in found] == [("cm-%d" % i, "missing") for i in range(4)]
+    assert cluster.most == 2
