@@ -163,19 +163,25 @@ def test_right_credentials_install_from_the_https_repository_and_the_oci_registr
     registry = private.registry(helm)
     comps = [component("agent-https", private.repo.url, kube, private.version),
              component("agent-oci", registry.url + "/private", kube, private.version)]
+    served = len(private.repo.requests)
     run, log, tmpdir = run_with(run_playbook, kube, tmp_path, helm, comps, [private.repo_entry(), private.registry_entry(helm)])
     assert run.rc == 0, run.stdout[-4000:]
     res = run.result("Roll out")
     assert dict((c["name"], c["phase"]) for c in res["components"]) == {"agent-https": "Ready", "agent-oci": "Ready"}
-    releases = [c for c in calls(log) if c.startswith("upgrade\n")]
+    releases = [c.split("\n") for c in calls(log) if c.startswith("upgrade\n")]
     assert len(releases) == 2
-    # the HTTPS repository is a repository *name* of the private repositories.yaml, never --repo URL with flags
-    # (the chart is pulled first, its values checked against its schema; the upgrade installs that archive)
+    # the OCI chart is pulled by helm (its login in the private registry config); the HTTPS chart is fetched without helm
+    # (_helm/chartfetch): the private index once, then the archive (or none: already in the chart cache), with the password
+    # and the client certificate - the repository answers nothing without both -, checked against the index's digest;
+    # the upgrade installs that archive
     pulls = [c.split("\n") for c in calls(log) if c.startswith("pull\n")]
-    assert sorted(p[1].split("/")[0] == "oci:" for p in pulls) == [False, True], pulls
-    [https_pull] = [p for p in pulls if not p[1].startswith("oci://")]
-    assert https_pull[1].startswith("aicr-") and https_pull[1].endswith("/example-agent") and "--repo" not in https_pull
-    assert any(c.startswith("repo\nupdate\naicr-") for c in calls(log))
+    assert [p[1].split("/")[0] for p in pulls] == ["oci:"], pulls
+    assert not any(c.startswith("repo\nupdate\n") for c in calls(log))
+    requests = private.repo.requests[served:]
+    assert [(m, s) for m, path, s in requests if path.endswith("/index.yaml")] == [("GET", 200)], requests
+    assert [(m, s) for m, path, s in requests if path.endswith(".tgz")] in ([], [("GET", 200)]), requests
+    [https_release] = [r for r in releases if r[1] == "agent-https"]
+    assert https_release[2].endswith("/example-agent-%s.tgz" % private.version) and "--repo" not in https_release
     for call in calls(log):
         argv = call.split("\nPATH=")[0] if "\nPATH=" in call else call
         assert "--username" not in argv and "--password" not in argv and "--password-stdin" not in argv

@@ -154,25 +154,46 @@ def test_a_second_run_downloads_only_the_index_and_a_corrupt_entry_is_fetched_ag
         assert handle.read() == repo.archives["alpha-1.0.0.tgz"]
 
 
-def test_concurrent_writers_and_readers_see_whole_entries_and_the_bound_holds(tmp_path):
-    blobs = [os.urandom(40000 + i) for i in range(12)]
+def test_concurrent_writers_never_show_a_reader_half_an_entry(tmp_path):
+    blobs = [os.urandom(200000 + i) for i in range(6)]
     digests = [hashlib.sha256(b).hexdigest() for b in blobs]
-    caches = [chartfetch.ChartCache(str(tmp_path / "cache"), max_bytes=300000) for _ in range(4)]  # four runs, one directory
-    seen = []
+    written = [threading.Event() for _ in blobs]
+    caches = [chartfetch.ChartCache(str(tmp_path / "cache"), max_bytes=10 ** 8) for _ in range(4)]  # four runs, one directory
+    misses = []
 
     def work(index):
         cache = caches[index % 4]
         which = index % len(blobs)
-        cache.put(digests[which], blobs[which])
+        cache.put(digests[which], blobs[which])  # the same entries written again and again, by every run
+        written[which].set()
         for other in range(len(blobs)):
-            data = cache.get(digests[other], 10 ** 6)
-            seen.append(data is None or data == blobs[other])
+            if written[other].is_set():
+                data = cache.get(digests[other], 10 ** 7)
+                if data != blobs[other]:
+                    misses.append(other)  # a whole entry was there: a reader must get it
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(work, range(120)))
+    assert misses == []
+    names = os.listdir(str(tmp_path / "cache"))
+    assert sorted(names) == sorted(d + ".tgz" for d in digests), names  # no temporary file left
+
+
+def test_concurrent_runs_keep_the_cache_within_its_bound(tmp_path):
+    blobs = [os.urandom(40000 + i) for i in range(12)]
+    digests = [hashlib.sha256(b).hexdigest() for b in blobs]
+    caches = [chartfetch.ChartCache(str(tmp_path / "cache"), max_bytes=300000) for _ in range(4)]
+    seen = []
+
+    def work(index):
+        cache = caches[index % 4]
+        cache.put(digests[index % len(blobs)], blobs[index % len(blobs)])
+        seen.extend(cache.get(d, 10 ** 6) in (None, b) for d, b in zip(digests, blobs))
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(work, range(96)))
     assert seen and all(seen)
     names = os.listdir(str(tmp_path / "cache"))
-    assert not [n for n in names if n.startswith(".partial-")], names
     assert sum(os.path.getsize(str(tmp_path / "cache" / n)) for n in names) <= 300000
     for name in names:
         with open(str(tmp_path / "cache" / name), "rb") as handle:
