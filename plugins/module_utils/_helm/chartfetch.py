@@ -52,7 +52,7 @@ import time
 from http.client import HTTPException
 from urllib import error as urlerror, parse as urlparse, request as urlrequest
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
+from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, cancel, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
@@ -63,6 +63,7 @@ STALE_PARTIAL_S = 3600  # a temporary file older than this is a crashed writer's
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.tgz$")
 _CHUNK = 256 * 1024
+STALL_S = 30.0  # a connection, or one read, waiting longer than this: the download is left to helm (with the time left)
 _TRANSPORT_FLAGS = ("--insecure-skip-tls-verify", "--plain-http")
 _FAILURES = (OSError, ValueError, AicrError, HTTPException, ssl.SSLError)
 
@@ -123,8 +124,7 @@ class ChartCache(object):
         cannot be written (a cache only saves work)."""
         staging = None
         try:
-            if not os.path.isdir(self.directory):
-                os.makedirs(self.directory, mode=0o700)
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)  # concurrent runs may create it at the same time
             handle, staging = tempfile.mkstemp(dir=self.directory, prefix=".partial-", suffix=".tgz")
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
@@ -281,8 +281,7 @@ class ChartFetcher(object):
                 self.cache.put(digest, data)
         name = os.path.basename(urlparse.urlsplit(url).path)
         name = name if _FILE_NAME.match(name) else "%s-%s.tgz" % (re.sub(r"[^A-Za-z0-9._+-]", "_", str(chart)), re.sub(r"[^A-Za-z0-9._+-]", "_", str(version)))
-        if not os.path.isdir(dest):
-            os.makedirs(dest)
+        os.makedirs(dest, exist_ok=True)
         path = os.path.join(dest, name)
         with open(path, "wb") as out:
             out.write(data)
@@ -329,10 +328,12 @@ class ChartFetcher(object):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise Unavailable("out of time")
-        response = where.opener.open(request, timeout=remaining)
+        cancel.check("download of %s" % repos.redact_url(url))
+        response = where.opener.open(request, timeout=min(remaining, STALL_S))
         try:
             parts, total = [], 0
             while True:
+                cancel.check("download of %s" % repos.redact_url(url))  # SIGTERM: stopped between two reads, as a helm child is stopped
                 if time.monotonic() > deadline:
                     raise Unavailable("out of time")
                 piece = response.read(_CHUNK)

@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import chartfetch, helm
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
@@ -157,8 +158,8 @@ def test_a_second_run_downloads_only_the_index_and_a_corrupt_entry_is_fetched_ag
 def test_concurrent_writers_never_show_a_reader_half_an_entry(tmp_path):
     blobs = [os.urandom(200000 + i) for i in range(6)]
     digests = [hashlib.sha256(b).hexdigest() for b in blobs]
-    written = [threading.Event() for _ in blobs]
-    caches = [chartfetch.ChartCache(str(tmp_path / "cache"), max_bytes=10 ** 8) for _ in range(4)]  # four runs, one directory
+    written = [threading.Event() for _blob in blobs]
+    caches = [chartfetch.ChartCache(str(tmp_path / "cache"), max_bytes=10 ** 8) for _run in range(4)]  # four runs, one directory
     misses = []
 
     def work(index):
@@ -182,7 +183,7 @@ def test_concurrent_writers_never_show_a_reader_half_an_entry(tmp_path):
 def test_concurrent_runs_keep_the_cache_within_its_bound(tmp_path):
     blobs = [os.urandom(40000 + i) for i in range(12)]
     digests = [hashlib.sha256(b).hexdigest() for b in blobs]
-    caches = [chartfetch.ChartCache(str(tmp_path / "cache"), max_bytes=300000) for _ in range(4)]
+    caches = [chartfetch.ChartCache(str(tmp_path / "cache"), max_bytes=300000) for _run in range(4)]
     seen = []
 
     def work(index):
@@ -265,3 +266,13 @@ def test_helm_pull_is_used_only_when_the_direct_path_cannot_serve(repo, tmp_path
     runner.pull("beta", repo.url, "^2", str(tmp_path / "range"))
     assert [c[:2] for c in calls] == [["pull", "beta"]] and "--repo" in calls[0]
     assert helm.HelmRunner("helm", runner=run).fetcher is None  # off unless asked for
+
+
+def test_sigterm_stops_a_download(repo, tmp_path):
+    cancel._event.set()  # pylint: disable=protected-access  # what the SIGTERM handler does
+    try:
+        with pytest.raises(cancel.Cancelled):
+            fetcher().fetch("alpha", repo.url, "1.0.0", [], str(tmp_path / "a"))
+    finally:
+        cancel.reset()
+    assert repo.requests == []
