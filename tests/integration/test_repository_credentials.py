@@ -14,6 +14,7 @@ nor in ansible-playbook's ``-v`` output, the job's artifacts, or any file left i
 home is removed).
 """
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -25,7 +26,7 @@ import pytest
 
 from aicr_lab import pki
 from aicr_lab.charts.oci import push_chart, start_registry
-from aicr_lab.charts.pytest_fixture import example_charts_dir
+from aicr_lab.charts.pytest_fixture import example_charts_dir, start_chart_repo
 from aicr_lab.charts.repo import ChartRepoServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -187,6 +188,35 @@ def test_right_credentials_install_from_the_https_repository_and_the_oci_registr
         assert "--username" not in argv and "--password" not in argv and "--password-stdin" not in argv
         assert "HELM_REPOSITORY_CONFIG=" in call and "HELM_REGISTRY_CONFIG=" in call
     assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)
+
+
+def test_a_changed_archive_is_refused_naming_both_digests_before_anything_is_installed(run_playbook, kube, tmp_path):
+    """Issue 36: gated_release fetches an HTTP chart without helm and checks it against the repository index's digest.
+    An archive changed after the index was written (a proxy, a mirror, anyone on a clear-text path) is refused in one
+    line naming the chart and both digests, before anything is installed; helm is not asked to fetch it instead, and
+    the chart cache keeps nothing of it."""
+    (tmp_path / "repo").mkdir()
+    server = start_chart_repo(tmp_path / "repo")
+    try:
+        [repo] = server.repositories
+        [tgz] = sorted(repo.index_path.parent.glob("example-agent-*.tgz"))
+        version = tgz.name[len("example-agent-"):-len(".tgz")]
+        want = hashlib.sha256(tgz.read_bytes()).hexdigest()
+        tgz.write_bytes(tgz.read_bytes() + b"changed")
+        got = hashlib.sha256(tgz.read_bytes()).hexdigest()
+        cache = tmp_path / "cache"
+        run, log, _tmpdir = run_with(run_playbook, kube, tmp_path / "run", "helm4", [component("agent-changed", server.url, kube, version)], [],
+                                     cache_dir=str(cache))
+    finally:
+        server.stop()
+    assert run.rc != 0
+    res = run.result("Roll out")
+    msg = res["msg"]
+    assert "\n" not in msg and "chart example-agent %s from %s: the archive's sha256 is %s, but the repository's index.yaml gives digest %s;" % (
+        version, server.url, got, want) in msg, msg
+    assert [c["phase"] for c in res["components"]] == ["Failed"] and res["changed"] is False
+    assert [c for c in calls(log) if c.startswith(("upgrade\n", "pull\n", "repo\n"))] == []  # nothing installed, helm fetched nothing
+    assert not (cache / "charts" / "sha256" / (got + ".tgz")).exists()
 
 
 def test_the_credential_files_are_private_while_helm_runs(run_playbook, kube, tmp_path, private):
