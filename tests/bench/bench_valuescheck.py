@@ -19,7 +19,13 @@ Figures per source:
   stack; ``added_wall_s`` = on - off (the figure the target is about; noisy by the rollout's own spread, see the pairs);
 * ``upfront_check_s``: the check itself, timed in this process on a fresh stack (survey done, nothing deployed: every
   release will be installed), median of ``$AICR_BENCH_REPEAT`` x 2 runs - the part of the rollout it adds before the
-  first change, without the rollout's noise.
+  first change, without the rollout's noise. For ``http`` it is what gated_release does (``chart_cache`` on): one
+  index.yaml download for the repository, each archive downloaded and digest-checked without helm, into an empty chart
+  cache (a first run); and side by side in the same run, on the same stacks' shape:
+  ``upfront_check_cached_s`` - a later run, every archive in the chart cache (only the index downloaded);
+  ``upfront_check_helm_pull_s`` - the same check with a ``helm pull`` per chart (the fetch before chartfetch).
+
+``$AICR_BENCH_SOURCES`` (default ``local,http``) picks the sources.
 """
 
 import json
@@ -89,9 +95,10 @@ def _recipe(workdir, tag):
     return bench_release.synthetic_recipe(Path(workdir) / "unused-charts" / tag, tag=tag)
 
 
-def _check_alone(kube, workdir, source, tag):
+def _check_alone(kube, workdir, source, tag, fetch="direct"):
     """The up-front check alone, timed in this process: a fresh stack surveyed (nothing deployed), then every chart brought
-    to local disk and every component's values validated. Seconds."""
+    to local disk and every component's values validated. Seconds. ``fetch``: ``direct`` (gated_release's: without helm,
+    into an empty chart cache), ``cached`` (the shared chart cache of earlier runs), ``helm`` (``helm pull`` per chart)."""
     # pylint: disable=import-outside-toplevel,protected-access
     import bench_release
     from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection
@@ -100,7 +107,9 @@ def _check_alone(kube, workdir, source, tag):
     from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
     home = tempfile.mkdtemp(prefix="helm-", dir=workdir)
-    helm = HelmRunner(str(REPO / ".venv" / "bin" / os.environ.get("AICR_BENCH_HELM", "helm")), home=home, version_cache_dir=os.path.join(workdir, "cache"))
+    chart_cache = os.path.join(workdir, "chart-cache") if fetch == "cached" else tempfile.mkdtemp(prefix="charts-", dir=workdir)
+    helm = HelmRunner(str(REPO / ".venv" / "bin" / os.environ.get("AICR_BENCH_HELM", "helm")), home=home, version_cache_dir=os.path.join(workdir, "cache"),
+                      fetch_charts=fetch != "helm", chart_cache_dir=chart_cache if fetch != "helm" else None)
     helm.major  # pylint: disable=pointless-statement
     options = Options(stack="bench-%s" % tag, validate_values=True, repository_mirrors={bench_release.REPOSITORY: str(source)}, concurrency=4,
                       lease_namespace="aicr-system")
@@ -128,13 +137,24 @@ def _source_figures(kube, workdir, label, source):
                 raise RuntimeError(result["failed_message"])
             walls[validate] = wall
         pairs.append(walls)
-    alone = [_check_alone(kube, workdir, source, "%salone%d" % (label, index)) for index in range(REPEATS * 2)]
+    fetches = ("direct", "cached", "helm") if label == "http" else ("direct",)
+    if label == "http":
+        _check_alone(kube, workdir, source, "%swarm" % label, "cached")  # fills the shared chart cache
+    alone = dict((fetch, []) for fetch in fetches)
+    for index in range(REPEATS * 2):
+        for fetch in fetches:  # interleaved: the same load for each
+            alone[fetch].append(_check_alone(kube, workdir, source, "%s%s%d" % (label, fetch, index), fetch))
     off, on = statistics.median(p[False] for p in pairs), statistics.median(p[True] for p in pairs)
-    return {
+    figures = {
         "converge_wall_off_s": round(off, 2), "converge_wall_on_s": round(on, 2), "added_wall_s": round(on - off, 2),
         "pairs": [{"off": round(p[False], 2), "on": round(p[True], 2)} for p in pairs],
-        "upfront_check_s": round(statistics.median(alone), 3), "upfront_check_runs_s": [round(a, 3) for a in alone],
+        "upfront_check_s": round(statistics.median(alone["direct"]), 3), "upfront_check_runs_s": [round(a, 3) for a in alone["direct"]],
     }
+    for fetch, name in (("cached", "upfront_check_cached"), ("helm", "upfront_check_helm_pull")):
+        if fetch in alone:
+            figures[name + "_s"] = round(statistics.median(alone[fetch]), 3)
+            figures[name + "_runs_s"] = [round(a, 3) for a in alone[fetch]]
+    return figures
 
 
 def run():
@@ -152,8 +172,10 @@ def run():
         repo = start_chart_repo(Path(workdir), charts=[charts], url_prefix="/bench")
         figures = {"components": 20, "levels": 5, "concurrency": 4, "repeats": REPEATS, "target_added_s": TARGET_ADDED_S,
                    "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+        sources = os.environ.get("AICR_BENCH_SOURCES", "local,http").split(",")
         for label, source in (("local", charts), ("http", repo.url)):
-            figures[label] = _source_figures(kube, workdir, label, source)
+            if label in sources:
+                figures[label] = _source_figures(kube, workdir, label, source)
         figures["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         return figures
     finally:

@@ -14,6 +14,7 @@ nor in ansible-playbook's ``-v`` output, the job's artifacts, or any file left i
 home is removed).
 """
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -25,7 +26,7 @@ import pytest
 
 from aicr_lab import pki
 from aicr_lab.charts.oci import push_chart, start_registry
-from aicr_lab.charts.pytest_fixture import example_charts_dir
+from aicr_lab.charts.pytest_fixture import example_charts_dir, start_chart_repo
 from aicr_lab.charts.repo import ChartRepoServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,24 +164,59 @@ def test_right_credentials_install_from_the_https_repository_and_the_oci_registr
     registry = private.registry(helm)
     comps = [component("agent-https", private.repo.url, kube, private.version),
              component("agent-oci", registry.url + "/private", kube, private.version)]
+    served = len(private.repo.requests)
     run, log, tmpdir = run_with(run_playbook, kube, tmp_path, helm, comps, [private.repo_entry(), private.registry_entry(helm)])
     assert run.rc == 0, run.stdout[-4000:]
     res = run.result("Roll out")
     assert dict((c["name"], c["phase"]) for c in res["components"]) == {"agent-https": "Ready", "agent-oci": "Ready"}
-    releases = [c for c in calls(log) if c.startswith("upgrade\n")]
+    releases = [c.split("\n") for c in calls(log) if c.startswith("upgrade\n")]
     assert len(releases) == 2
-    # the HTTPS repository is a repository *name* of the private repositories.yaml, never --repo URL with flags
-    # (the chart is pulled first, its values checked against its schema; the upgrade installs that archive)
+    # the OCI chart is pulled by helm (its login in the private registry config); the HTTPS chart is fetched without helm
+    # (_helm/chartfetch): the private index once, then the archive (or none: already in the chart cache), with the password
+    # and the client certificate - the repository answers nothing without both -, checked against the index's digest;
+    # the upgrade installs that archive
     pulls = [c.split("\n") for c in calls(log) if c.startswith("pull\n")]
-    assert sorted(p[1].split("/")[0] == "oci:" for p in pulls) == [False, True], pulls
-    [https_pull] = [p for p in pulls if not p[1].startswith("oci://")]
-    assert https_pull[1].startswith("aicr-") and https_pull[1].endswith("/example-agent") and "--repo" not in https_pull
-    assert any(c.startswith("repo\nupdate\naicr-") for c in calls(log))
+    assert [p[1].split("/")[0] for p in pulls] == ["oci:"], pulls
+    assert not any(c.startswith("repo\nupdate\n") for c in calls(log))
+    requests = private.repo.requests[served:]
+    assert [(m, s) for m, path, s in requests if path.endswith("/index.yaml")] == [("GET", 200)], requests
+    assert [(m, s) for m, path, s in requests if path.endswith(".tgz")] in ([], [("GET", 200)]), requests
+    [https_release] = [r for r in releases if r[1] == "agent-https"]
+    assert https_release[2].endswith("/example-agent-%s.tgz" % private.version) and "--repo" not in https_release
     for call in calls(log):
         argv = call.split("\nPATH=")[0] if "\nPATH=" in call else call
         assert "--username" not in argv and "--password" not in argv and "--password-stdin" not in argv
         assert "HELM_REPOSITORY_CONFIG=" in call and "HELM_REGISTRY_CONFIG=" in call
     assert_no_secret_anywhere(private, run, log, tmpdir, tmp_path)
+
+
+def test_a_changed_archive_is_refused_naming_both_digests_before_anything_is_installed(run_playbook, kube, tmp_path):
+    """Issue 36: gated_release fetches an HTTP chart without helm and checks it against the repository index's digest.
+    An archive changed after the index was written (a proxy, a mirror, anyone on a clear-text path) is refused in one
+    line naming the chart and both digests, before anything is installed; helm is not asked to fetch it instead, and
+    the chart cache keeps nothing of it."""
+    (tmp_path / "repo").mkdir()
+    server = start_chart_repo(tmp_path / "repo")
+    try:
+        [repo] = server.repositories
+        [tgz] = sorted(repo.index_path.parent.glob("example-agent-*.tgz"))
+        version = tgz.name[len("example-agent-"):-len(".tgz")]
+        want = hashlib.sha256(tgz.read_bytes()).hexdigest()
+        tgz.write_bytes(tgz.read_bytes() + b"changed")
+        got = hashlib.sha256(tgz.read_bytes()).hexdigest()
+        cache = tmp_path / "cache"
+        run, log, _tmpdir = run_with(run_playbook, kube, tmp_path / "run", "helm4", [component("agent-changed", server.url, kube, version)], [],
+                                     cache_dir=str(cache))
+    finally:
+        server.stop()
+    assert run.rc != 0
+    res = run.result("Roll out")
+    msg = res["msg"]
+    assert "\n" not in msg and "chart example-agent %s from %s: the archive's sha256 is %s, but the repository's index.yaml gives digest %s;" % (
+        version, server.url, got, want) in msg, msg
+    assert [c["phase"] for c in res["components"]] == ["Failed"] and res["changed"] is False
+    assert [c for c in calls(log) if c.startswith(("upgrade\n", "pull\n", "repo\n"))] == []  # nothing installed, helm fetched nothing
+    assert not (cache / "charts" / "sha256" / (got + ".tgz")).exists()
 
 
 def test_the_credential_files_are_private_while_helm_runs(run_playbook, kube, tmp_path, private):

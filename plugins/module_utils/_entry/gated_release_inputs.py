@@ -20,12 +20,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible_collections.aicr.runtime.plugins.module_utils._common import jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import check_stack_name
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive, override_secrets
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import chartfetch
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options, validate_values
@@ -137,6 +140,8 @@ def options_from(params, recipe, check_mode, diff, problems=None, local=True):
         if problems is None or not params.get("stack"):  # a given stack was checked with status_stack (check_stack_options)
             check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
         cache_dir = _private_cache_dir(params) if local and params.get("render_cache", True) else None
+        if local and params.get("chart_cache", True):
+            chart_cache_dir(params)  # the same rule for the chart cache's directory and its bound, in this pass
     except AicrError as exc:
         own.extend(exc)
     options = Options(
@@ -193,6 +198,17 @@ def _private_cache_dir(params):
     ``cache_dir`` (or ``$AICR_RUNTIME_CACHE_DIR``) that is not is refused, the built-in default is then not used."""
     path, given = jsoncache.chosen_cache_dir(params.get("cache_dir"))
     return jsoncache.checked_cache_dir(path, given=given)
+
+
+def chart_cache_dir(params):
+    """Where gated_release keeps chart archives by digest (``_helm.chartfetch.ChartCache``): ``charts/sha256`` in the
+    private cache directory, or None with ``chart_cache: false`` (or when the default directory is not private). Its bound
+    (``$AICR_RUNTIME_CHART_CACHE_MAX_MB``) is checked here too."""
+    if not params.get("chart_cache", True):
+        return None
+    chartfetch.cache_max_bytes()
+    base = _private_cache_dir(params)
+    return os.path.join(base, "charts", "sha256") if base else None
 
 
 def repository_url_secrets(params):

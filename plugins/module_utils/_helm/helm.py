@@ -39,7 +39,7 @@ import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, cancel, jsoncache
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._helm import children, helmretry, storage
+from ansible_collections.aicr.runtime.plugins.module_utils._helm import chartfetch, children, helmretry, storage
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
 
 HELM_SOFT_MEMORY_LIMIT = "256MiB"
@@ -166,10 +166,14 @@ class HelmRunner(object):
 
     ``repository_credentials`` (the module option) are written into ``credentials_dir`` (private to the run; the caller
     removes it) when helm first runs.
+
+    ``fetch_charts``: charts of HTTP(S) repositories are fetched without helm (``chartfetch.ChartFetcher``: one index per
+    repository per run, each archive checked against the index's digest), kept in ``chart_cache_dir`` when given
+    (``chartfetch.ChartCache``); :meth:`pull` falls back to ``helm pull`` for everything else.
     """
 
     def __init__(self, binary="helm", kubeconfig_path=None, context=None, home=None, runner=None, version_cache_dir=None,
-                 repository_credentials=None, credentials_dir=None):
+                 repository_credentials=None, credentials_dir=None, fetch_charts=False, chart_cache_dir=None):
         self.binary = binary or "helm"
         self.version_cache_dir = version_cache_dir
         self.kubeconfig_path = kubeconfig_path
@@ -177,6 +181,8 @@ class HelmRunner(object):
         self.home = home
         self._run = runner
         self.repositories = repos.Repositories(repos.normalize_credentials(repository_credentials), credentials_dir or os.path.join(home or ".", "auth"))
+        self.fetcher = chartfetch.ChartFetcher(self.repositories, cache=chartfetch.ChartCache(chart_cache_dir) if chart_cache_dir else None) \
+            if fetch_charts else None
         # The server validates fields (SERVER_FIELD_VALIDATION_SINCE): helm is told --disable-openapi-validation, which
         # skips only the OpenAPI download and parse (about 30 ms of CPU per helm, after its gate opens) - the same objects
         # reach the same API server, and what it refuses or warns about is the same (tested on the lab, helm 3 and 4).
@@ -429,6 +435,12 @@ class HelmRunner(object):
         (``<what> failed: <helm's reason>``; default ``helm pull <chart_ref>``)."""
         if chart_ref.startswith("/"):
             return chart_ref
+        if self.fetcher is not None:
+            began = self.clock()
+            archive = self.fetcher.fetch(chart_ref, repo, version, extra_flags, dest, timeout=timeout)
+            if archive:
+                return archive
+            timeout = max(1, timeout - (self.clock() - began)) if timeout else timeout  # helm has what is left
         os.makedirs(dest, exist_ok=True)
         where, what = repo or chart_ref, what or "helm pull %s" % chart_ref
         chart_ref, repo, extra_flags, cred = self._source(chart_ref, repo, extra_flags, timeout=timeout)

@@ -51,3 +51,25 @@ def test_a_cache_dir_given_by_the_environment_is_refused_too(tmp_path, monkeypat
     monkeypatch.setenv("AICR_RUNTIME_CACHE_DIR", str(shared))
     with pytest.raises(AicrError):
         inputs._private_cache_dir({"cache_dir": None})  # pylint: disable=protected-access
+
+
+def test_the_chart_cache_lives_in_the_private_cache_dir_unless_switched_off(tmp_path):
+    base = tmp_path / "cache"
+    assert inputs.chart_cache_dir({"cache_dir": str(base)}) == os.path.join(str(base), "charts", "sha256")
+    assert inputs.chart_cache_dir({"cache_dir": str(base), "chart_cache": False}) is None
+
+
+def test_the_chart_cache_checks_its_directory_even_without_the_render_cache(tmp_path):
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    os.chmod(str(shared), 0o777)
+    params = {"cache_dir": str(shared), "render_cache": False, "stack": "s"}
+    with pytest.raises(AicrError, match="cache_dir: .* is writable by group or others"):
+        inputs.options_from(params, {}, False, False)
+    inputs.options_from(dict(params, chart_cache=False), {}, False, False)  # neither cache: the directory is not used
+
+
+def test_a_bad_chart_cache_bound_is_refused_in_the_validation_pass(tmp_path, monkeypatch):
+    monkeypatch.setenv("AICR_RUNTIME_CHART_CACHE_MAX_MB", "-5")
+    with pytest.raises(AicrError, match="AICR_RUNTIME_CHART_CACHE_MAX_MB: '-5' is not allowed"):
+        inputs.options_from({"cache_dir": str(tmp_path / "c"), "stack": "s"}, {}, False, False)
