@@ -36,9 +36,8 @@ options:
     description:
       - The module's options, as the task that calls the module gives them. Options left out take the module's defaults.
       - "C(crd_publish): C(state), C(wait_timeout), C(wait_sleep), C(severities)."
-      - "C(gated_release): C(state), C(concurrency), C(timeout), C(overall_timeout), C(poll_interval), C(lease_duration),
-        C(lease_namespace), C(stack), C(status_stack), C(repository_mirrors), C(preflight), C(health_checks),
-        C(health_check_timeout), C(health_check_skip), C(on_failure)."
+      - "C(gated_release): every option it checks without a recipe, a cluster or a file of this host (those its option
+        declarations mark so) - its numbers, choices and names, such as C(concurrency), C(timeout), C(stack) and C(on_failure)."
       - "C(stack_info): C(backend), C(namespace), C(names), C(resync_interval)."
       - Any other option is refused, naming the nearest - never ignored.
     type: dict
@@ -77,6 +76,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import roleva
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, check_lookup_keywords, unknown_name_message
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import check_options
+from ansible_collections.aicr.runtime.plugins.module_utils._release import spec as gated_release_spec
 from ansible_collections.aicr.runtime.plugins.module_utils._schema.publish import checked_params
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import check_info
 
@@ -96,10 +96,7 @@ def _stack_info(options, problems):
 # module -> (the options its check reads, the check): each check is the module's own, adding to ``problems`` or raising
 CHECKS = {
     "crd_publish": (("state", "wait_timeout", "wait_sleep", "severities"), _crd_publish),
-    "gated_release": (("state", "concurrency", "timeout", "overall_timeout", "poll_interval", "lease_duration", "lease_namespace", "stack",
-                       "status_stack", "repository_mirrors", "preflight", "health_checks", "health_check_timeout", "health_check_skip",
-                       "on_failure", "drift", "drift_ignore"),
-                      _gated_release),
+    "gated_release": (gated_release_spec.OFFLINE, _gated_release),
     "stack_info": (("backend", "namespace", "names", "resync_interval"), _stack_info),
 }
 

@@ -82,6 +82,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
             helm = HelmRunner(params.get("helm_binary") or "helm", kubeconfig_path=kubeconfig_path, context=context,
                               home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir,
                               repository_credentials=params.get("repository_credentials"), credentials_dir=os.path.join(tmp, "helm-auth"))
+            helm.release_flags = list(options.helm_flags)
             # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
             helm.start_version_probe()
         live, live_warning = None, None
