@@ -478,6 +478,14 @@ options:
     type: list
     elements: str
     default: []
+  history_max:
+    description:
+      - How many revisions helm keeps per release (C(helm upgrade --install --history-max), and C(helm rollback
+        --history-max) for O(on_failure=rollback)); older revisions' release Secrets are deleted. V(0) keeps every revision.
+      - At least V(2) with O(on_failure=rollback) (or V(0)) - the last known good revision must still exist to roll back to;
+        a negative number or V(1) with O(on_failure=rollback) is refused before the cluster is contacted.
+    type: int
+    default: 10
 notes:
   - Every parameter and the recipe's shape are checked in one pass before the cluster is contacted - types, ranges, names,
     component overrides, and dependencies (one that names no component of the recipe is refused; what the recipe does not

@@ -76,6 +76,7 @@ OPTIONS = dict(
     drift_ignore=dict(type="dict", default={}, offline=True),
     chart_crds=dict(type="str", choices=list(CHART_CRDS), default="helm"),
     allow_breaking_crd_changes=dict(type="list", elements="str", default=[]),
+    history_max=dict(type="int", default=HELM_HISTORY_MAX, minimum=0, helm_flag="--history-max", offline=True),
 )
 OPTIONS.update(KUBE_ARG_SPEC)
 OPTIONS.update(LIVE_STATUS_ARG_SPEC)
@@ -107,7 +108,9 @@ def helm_flags(values):
 
 def check_together(options, problems):
     """The rules between options (each option's own range is its declaration): added to ``problems``."""
-    del options, problems  # none yet
+    if options.on_failure == "rollback" and options.history_max == 1:  # 0: every revision kept
+        problems.add("history_max", "1 is not allowed with on_failure: rollback; use 0 (unlimited) or at least 2 (the last known good "
+                     "revision must still exist to roll back to)", value=1, allowed=">= 2 or 0")
 
 
 def _copy(value):
