@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.lookup import option_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
+from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import options_from
 from ansible_collections.aicr.runtime.plugins.module_utils._release import spec
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options
 from ansible_collections.aicr.runtime.plugins.modules import gated_release
@@ -66,3 +67,29 @@ def test_ranged_options_are_checked_by_their_declaration(monkeypatch):
     problems = Problems("gated_release")
     Options(problems=problems, example_count=0)
     assert [e["message"] for e in problems.errors] == ["example_count: 0 is not allowed; use 1 to 9"]
+
+
+def test_history_max_is_given_to_helm():
+    assert Options().helm_flags == ["--history-max", "10"], "helm's own default, said explicitly"
+    assert Options(history_max=0).helm_flags == ["--history-max", "0"], "0: every revision kept"
+    assert Options(history_max=3, on_failure="rollback").helm_flags == ["--history-max", "3"]
+    assert options_from({"history_max": 25}, {}, False, False, local=False).helm_flags == ["--history-max", "25"]
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"history_max": -1}, "history_max: -1 is not allowed; use 0 or more"),
+    ({"history_max": "lots"}, "history_max: 'lots' is not allowed; use an integer (0 or more)"),
+    ({"history_max": 1, "on_failure": "rollback"}, "history_max: 1 is not allowed with on_failure: rollback; use 0 (unlimited) or at least 2 "
+                                                   "(the last known good revision must still exist to roll back to)"),
+])
+def test_history_max_refused_in_one_line_naming_it(given, message):
+    problems = Problems("gated_release")
+    Options(problems=problems, **given)
+    assert [e["message"] for e in problems.errors] == [message]
+    assert problems.errors[0]["field"] == "history_max"
+
+
+def test_history_max_one_is_fine_without_rollback():
+    assert Options(history_max=1).history_max == 1
+    assert Options(history_max=0, on_failure="rollback").history_max == 0
+    assert option_problems.problems_of("gated_release", {"history_max": 1, "on_failure": "rollback"})[0]["field"] == "history_max"
