@@ -204,9 +204,10 @@ class LookupModule(LookupBase):
         params["chart"] = chart
         params["values_files"] = files
         try:
-            result, failure = engine.run(params)
+            result = engine.run(params)
         except AicrError as exc:
             raise AnsibleLookupError(exc.msg)
+        failure = result.pop("failed_message", None)
         if failure:
             raise AnsibleLookupError(failure)
         for warning in result.get("warnings") or []:

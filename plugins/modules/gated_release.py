@@ -822,11 +822,6 @@ def main():
                            required_one_of=[["recipe", "resolve"]], mutually_exclusive=[["recipe", "resolve"], ["catalog", "resolve"]])
     result = call_engine(module, "gated_release", lambda: execute(module.params, check_mode=module.check_mode, diff=module._diff),
                          requires=["kubernetes", "PyYAML"], secrets=secret_params(module.params))
-    for warning in result.pop("warnings", None) or []:
-        module.warn(warning)
-    failed_message = result.pop("failed_message", None)
-    if failed_message:
-        module.fail_json(msg=failed_message, **result)
     module.exit_json(**result)
 
 

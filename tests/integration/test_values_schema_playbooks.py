@@ -175,14 +175,15 @@ def test_compare_with_live_crd_by_name(kube_with_crd_cleanup, shared_dir, tmp_pa
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
     client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
-    live = engine.run({"values_files": [original], "output": "crd", "name": "juicepair"})[0]["crd"]
-    missing, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                   "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
-    assert failure is None and missing["old_found"] is False and missing["findings"] == []
+    live = engine.run({"values_files": [original], "output": "crd", "name": "juicepair"})["crd"]
+    missing = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
+                          "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
+    assert "failed_message" not in missing and missing["old_found"] is False and missing["findings"] == []
     _create_crd(kube_with_crd_cleanup, ext, live)
     _wait_established(ext, live["metadata"]["name"])
-    result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                  "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
+    result = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
+                         "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
+    failure = result.pop("failed_message", None)
     assert result["old_found"] is True
     assert ("existingFieldRemoval", "^.spec.values.removedKey") in set((f["rule"], f["path"]) for f in result["findings"])
     assert failure.startswith("breaking changes from juicepairs.juicepair.bundles.aicr.io: 5 breaking change(s)")
