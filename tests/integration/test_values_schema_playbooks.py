@@ -194,7 +194,7 @@ def test_module_compares_with_live_crd(run_playbook, kube_with_crd_cleanup, shar
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
     client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
-    live = engine.run({"values_files": [original], "output": "crd", "name": "juicelive"})[0]["crd"]
+    live = engine.run({"values_files": [original], "output": "crd", "name": "juicelive"})["crd"]
     _create_crd(kube_with_crd_cleanup, ext, live)
     _wait_established(ext, live["metadata"]["name"])
     run = run_playbook("values_schema_live.yml", extravars={
@@ -305,8 +305,8 @@ def test_unions_hints_and_peer_testdata_round_trip(kube_with_crd_cleanup, shared
     assert len(inputs) > 40
     for index, path in enumerate(inputs):
         kind = "peer%d" % index
-        result, failure = engine.run({"values_files": [str(path)], "output": "crd", "name": kind})
-        assert failure is None
+        result = engine.run({"values_files": [str(path)], "output": "crd", "name": kind})
+        assert "failed_message" not in result
         doc = result["crd"]
         _create_crd(kube_with_crd_cleanup, ext, doc)
         _wait_established(ext, doc["metadata"]["name"])
