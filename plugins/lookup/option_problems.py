@@ -36,9 +36,8 @@ options:
     description:
       - The module's options, as the task that calls the module gives them. Options left out take the module's defaults.
       - "C(crd_publish): C(state), C(wait_timeout), C(wait_sleep), C(severities)."
-      - "C(gated_release): C(state), C(concurrency), C(timeout), C(overall_timeout), C(poll_interval), C(lease_duration),
-        C(lease_namespace), C(stack), C(status_stack), C(repository_mirrors), C(preflight), C(health_checks),
-        C(health_check_timeout), C(health_check_skip), C(on_failure)."
+      - "C(gated_release): every option it checks without a recipe, a cluster or a file of this host (those its option
+        declarations mark so) - its numbers, choices and names, such as C(concurrency), C(timeout), C(stack) and C(on_failure)."
       - "C(stack_info): C(backend), C(namespace), C(names), C(resync_interval)."
       - Any other option is refused, naming the nearest - never ignored.
     type: dict
@@ -70,15 +69,14 @@ _raw:
 
 import os
 
-from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
-
 from ansible_collections.aicr.runtime.plugins.module_utils._common import rolevars
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, check_lookup_keywords, unknown_name_message
+from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems, unknown_name_message
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import check_options
+from ansible_collections.aicr.runtime.plugins.module_utils._release import spec as gated_release_spec
 from ansible_collections.aicr.runtime.plugins.module_utils._schema.publish import checked_params
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.engine import check_info
+from ansible_collections.aicr.runtime.plugins.plugin_utils.lookup import EngineLookup
 
 
 def _crd_publish(options, problems):
@@ -96,10 +94,7 @@ def _stack_info(options, problems):
 # module -> (the options its check reads, the check): each check is the module's own, adding to ``problems`` or raising
 CHECKS = {
     "crd_publish": (("state", "wait_timeout", "wait_sleep", "severities"), _crd_publish),
-    "gated_release": (("state", "concurrency", "timeout", "overall_timeout", "poll_interval", "lease_duration", "lease_namespace", "stack",
-                       "status_stack", "repository_mirrors", "preflight", "health_checks", "health_check_timeout", "health_check_skip",
-                       "on_failure", "drift", "drift_ignore"),
-                      _gated_release),
+    "gated_release": (gated_release_spec.OFFLINE, _gated_release),
     "stack_info": (("backend", "namespace", "names", "resync_interval"), _stack_info),
 }
 
@@ -147,22 +142,16 @@ def _declared(role_path):
         return set()
 
 
-class LookupModule(LookupBase):
+class LookupModule(EngineLookup):
 
-    def run(self, terms, variables=None, **kwargs):
-        try:  # first: a misspelled required option is named as a misspelling, not as a missing option
-            check_lookup_keywords("option_problems lookup", kwargs, self.option_definitions)
-        except AicrError as exc:
-            raise AnsibleLookupError(exc.msg)
-        self.set_options(var_options=variables, direct=kwargs)
-        role_path = (variables or {}).get("role_path")
-        try:
-            if len(terms or []) != 1:
-                raise AicrError("option_problems lookup: _terms: give one module, one of %s; got %d" % (", ".join(sorted(CHECKS)), len(terms or [])),
-                                field="_terms")
-            problems = problems_of(str(terms[0]), self.get_option("options"))
-            if role_path:
-                problems = named_by_role(problems, os.path.basename(str(role_path).rstrip("/")), _declared(str(role_path)))
-        except AicrError as exc:
-            raise AnsibleLookupError(exc.msg)
+    name = "option_problems lookup"
+
+    def evaluate(self, terms, variables):
+        if len(terms or []) != 1:
+            raise AicrError("option_problems lookup: _terms: give one module, one of %s; got %d" % (", ".join(sorted(CHECKS)), len(terms or [])),
+                            field="_terms")
+        problems = problems_of(str(terms[0]), self.get_option("options"))
+        role_path = variables.get("role_path")
+        if role_path:
+            problems = named_by_role(problems, os.path.basename(str(role_path).rstrip("/")), _declared(str(role_path)))
         return [[entry["message"] for entry in problems]]

@@ -113,16 +113,12 @@ _raw:
 """
 
 from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
-from ansible.utils.display import Display
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import check_lookup_keywords
-from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe.criteria import DIMENSIONS
+from ansible_collections.aicr.runtime.plugins.plugin_utils.lookup import EngineLookup
 
 _DIMENSIONS = DIMENSIONS + ("nodes",)  # the criteria dimensions and the node count
-display = Display()
 
 
 def criteria_from_terms(terms, base):
@@ -138,31 +134,24 @@ def criteria_from_terms(terms, base):
     return criteria
 
 
-class LookupModule(LookupBase):
+class LookupModule(EngineLookup):
 
-    def run(self, terms, variables=None, **kwargs):
-        try:  # first: a misspelled required option is named as a misspelling, not as a missing option
-            check_lookup_keywords("recipe lookup", kwargs, self.option_definitions)
-        except AicrError as exc:
-            raise AnsibleLookupError(exc.msg)
-        self.set_options(var_options=variables, direct=kwargs)
+    name = "recipe lookup"
+
+    def evaluate(self, terms, variables):
         criteria = criteria_from_terms(terms, self.get_option("criteria"))
-        try:
-            result = resolve_mod.resolve(
-                self.get_option("catalog"),
-                criteria=criteria,
-                profile=self.get_option("profile"),
-                skip_components=self.get_option("skip_components"),
-                component_overrides=self.get_option("component_overrides"),
-                cache_dir=self.get_option("cache_dir"),
-                persist_cache=self.get_option("use_cache"),
-                snapshot=self.get_option("snapshot"),
-                node_scheduling=self.get_option("node_scheduling"),
-            )
-        except AicrError as exc:
-            raise AnsibleLookupError(exc.msg)
-        for warning in result.get("warnings") or []:
-            display.warning(warning)
+        result = resolve_mod.resolve(
+            self.get_option("catalog"),
+            criteria=criteria,
+            profile=self.get_option("profile"),
+            skip_components=self.get_option("skip_components"),
+            component_overrides=self.get_option("component_overrides"),
+            cache_dir=self.get_option("cache_dir"),
+            persist_cache=self.get_option("use_cache"),
+            snapshot=self.get_option("snapshot"),
+            node_scheduling=self.get_option("node_scheduling"),
+        )
+        self.warn(result)
         part = self.get_option("result")
         if part == "all":
             return [result]

@@ -47,21 +47,24 @@ _raw:
 import os
 
 from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import rolevars
+from ansible_collections.aicr.runtime.plugins.plugin_utils.lookup import EngineLookup
 
 
-class LookupModule(LookupBase):
+class LookupModule(EngineLookup):
 
-    def run(self, terms, variables=None, **kwargs):
-        variables = variables or {}
-        role_path = variables.get("role_path")
+    name = "unknown_variables lookup"
+
+    def check_input(self, terms, kwargs):
         if terms:
             raise AnsibleLookupError("unknown_variables lookup: _terms: %d given; it takes no terms (call it from a task of a role)" % len(terms))
         if kwargs:
             raise AnsibleLookupError("unknown_variables lookup: %s: not an option; it takes no options (call it from a task of a role)"
                                      % ", ".join(sorted(str(k) for k in kwargs)))
+
+    def evaluate(self, terms, variables):
+        role_path = variables.get("role_path")
         if not role_path:
             raise AnsibleLookupError("unknown_variables lookup: role_path is not defined; call it from a task of a role")
         role_path = str(role_path)

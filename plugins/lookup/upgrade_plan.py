@@ -73,30 +73,21 @@ _raw:
   elements: raw
 """
 
-from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
-
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import check_lookup_keywords
-from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.upgrade import plan_many
+from ansible_collections.aicr.runtime.plugins.plugin_utils.lookup import EngineLookup
 
 
-class LookupModule(LookupBase):
+class LookupModule(EngineLookup):
 
-    def run(self, terms, variables=None, **kwargs):
-        try:
-            check_lookup_keywords("upgrade_plan lookup", kwargs, self.option_definitions)
-        except AicrError as exc:
-            raise AnsibleLookupError(exc.msg)
-        self.set_options(var_options=variables, direct=kwargs)
+    name = "upgrade_plan lookup"
+    error_prefix = "upgrade_plan lookup: "
+
+    def evaluate(self, terms, variables):
         clusters = []
         for term in terms or []:
             clusters.extend(term if isinstance(term, list) else [term])
-        try:
-            result = plan_many(clusters, self.get_option("catalog"), self.get_option("current_catalog"), self.get_option("cache_dir"),
-                               judge_crds=self.get_option("judge_crds"), helm_binary=self.get_option("helm_binary"),
-                               repository_mirrors=self.get_option("repository_mirrors"))
-        except AicrError as exc:
-            raise AnsibleLookupError("upgrade_plan lookup: %s" % exc.msg)
+        result = plan_many(clusters, self.get_option("catalog"), self.get_option("current_catalog"), self.get_option("cache_dir"),
+                           judge_crds=self.get_option("judge_crds"), helm_binary=self.get_option("helm_binary"),
+                           repository_mirrors=self.get_option("repository_mirrors"))
         part = self.get_option("result")
         return [result if part == "all" else result[part]]

@@ -164,12 +164,9 @@ _raw:
 import os
 
 from ansible.errors import AnsibleLookupError
-from ansible.plugins.lookup import LookupBase
-from ansible.utils.display import Display
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import check_lookup_keywords
-from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
+from ansible_collections.aicr.runtime.plugins.plugin_utils.lookup import EngineLookup
 
 _PASSED = ("output", "chart_version", "repository", "helm_binary", "plain_http", "values", "set", "schema", "draft", "name", "group", "kind", "plural",
            "domain", "api_version", "scope", "versions", "preserve_unknown_fields", "old_crd", "new_crd", "severities", "compat_profile",
@@ -191,26 +188,20 @@ def split_terms(terms):
     return chart, files
 
 
-class LookupModule(LookupBase):
+class LookupModule(EngineLookup):
 
-    def run(self, terms, variables=None, **kwargs):
-        try:  # first: a misspelled required option is named as a misspelling, not as a missing option
-            check_lookup_keywords("values_schema lookup", kwargs, self.option_definitions)
-        except AicrError as exc:
-            raise AnsibleLookupError(exc.msg)
-        self.set_options(var_options=variables, direct=kwargs)
+    name = "values_schema lookup"
+
+    def evaluate(self, terms, variables):
         chart, files = split_terms(terms)
         params = dict((key, self.get_option(key)) for key in _PASSED)
         params["chart"] = chart
         params["values_files"] = files
-        try:
-            result, failure = engine.run(params)
-        except AicrError as exc:
-            raise AnsibleLookupError(exc.msg)
+        result = engine.run(params)
+        failure = result.pop("failed_message", None)
         if failure:
             raise AnsibleLookupError(failure)
-        for warning in result.get("warnings") or []:
-            Display().warning(warning)
+        self.warn(result)
         if self.get_option("result") == "all":
             return [result]
         return [result[engine.RESULT_KEYS[params["output"]]]]

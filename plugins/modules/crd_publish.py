@@ -233,10 +233,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True, mutually_exclusive=[("definition", "src")],
                            required_one_of=[("definition", "src")])
-    result = call_engine(module, "crd_publish", lambda: publish(module.params, check_mode=module.check_mode), requires=["kubernetes"])
-    if not module._diff:
-        result.pop("diff", None)
-    module.exit_json(**result)
+    module.exit_json(**call_engine(module, "crd_publish", lambda: publish(module.params, check_mode=module.check_mode), requires=["kubernetes"]))
 
 
 if __name__ == "__main__":

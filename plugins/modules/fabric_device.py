@@ -651,17 +651,8 @@ def main():
     # listing what was done (the machine threads stop at their next step, see _fabric/service.py)
     result = call_engine(module, "fabric_device", lambda: fabric.run(module.params, check_mode=module.check_mode, secret=module.no_log_values.add),
                          requires=["requests", "kubernetes"] if fabric.needs_kubernetes(module.params, module.check_mode) else ["requests"],
-                         temporary=False, on_failure=lambda failed: surface_warnings(module, failed))
-    module.exit_json(**surface_warnings(module, result))
-
-
-def surface_warnings(module, result):
-    """Engine warnings become Ansible warnings and stay readable in ``fabric_warnings``."""
-    warnings = result.pop("warnings", None) or []
-    for warning in warnings:
-        module.warn(warning)
-    result["fabric_warnings"] = warnings
-    return result
+                         temporary=False, warnings_as="fabric_warnings")  # engine warnings: Ansible's, and readable in fabric_warnings
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -494,6 +494,14 @@ options:
       - V(false) keeps no archive between runs (each run downloads every chart it needs once).
     type: bool
     default: true
+  history_max:
+    description:
+      - How many revisions helm keeps per release (C(helm upgrade --install --history-max), and C(helm rollback
+        --history-max) for O(on_failure=rollback)); older revisions' release Secrets are deleted. V(0) keeps every revision.
+      - At least V(2) with O(on_failure=rollback) (or V(0)) - the last known good revision must still exist to roll back to;
+        a negative number or V(1) with O(on_failure=rollback) is refused before the cluster is contacted.
+    type: int
+    default: 10
 notes:
   - Every parameter and the recipe's shape are checked in one pass before the cluster is contacted - types, ranges, names,
     component overrides, and dependencies (one that names no component of the recipe is refused; what the recipe does not
@@ -820,61 +828,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import zipimp
 zipimports.install()
 
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.module import call_engine
-from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import DEFAULT_SENSITIVE_VALUES
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import KUBE_ARG_SPEC
-from ansible_collections.aicr.runtime.plugins.module_utils._recipe.options import RESOLVE_SPEC, SNAPSHOT_SPEC
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release_inputs import secret_params
-from ansible_collections.aicr.runtime.plugins.module_utils._helm.repositories import REPOSITORY_CREDENTIALS_SPEC
-from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import LIVE_STATUS_ARG_SPEC
-
-
-def argument_spec():
-    spec = dict(
-        recipe=dict(type="raw"),
-        resolve=dict(type="dict", options=dict(RESOLVE_SPEC, **SNAPSHOT_SPEC)),
-        catalog=dict(type="path"),
-        stack=dict(type="str"),
-        state=dict(type="str", choices=["present", "absent"], default="present"),
-        prune=dict(type="bool", default=False),
-        helm_binary=dict(type="str", default="helm"),
-        helm_home=dict(type="path"),
-        repository_mirrors=dict(type="dict", default={}),
-        repository_credentials=REPOSITORY_CREDENTIALS_SPEC,
-        skip_components=dict(type="list", elements="str", default=[]),
-        component_overrides=dict(type="dict", default={}),
-        skip_deployment_order=dict(type="bool", default=False),
-        concurrency=dict(type="int", default=4),
-        validate_values=dict(type="bool", default=True),
-        early_start=dict(type="bool", default=True),
-        values_schemas=dict(type="dict", default={}),
-        atomic=dict(type="bool", default=False),
-        clear_pending=dict(type="bool", default=False),
-        adopt=dict(type="bool", default=False),
-        sensitive_values=dict(type="list", elements="str", default=list(DEFAULT_SENSITIVE_VALUES)),
-        lease_namespace=dict(type="str", default="aicr-system"),
-        lease_duration=dict(type="int", default=60),
-        holder_message=dict(type="str"),
-        cache_dir=dict(type="path"),
-        render_cache=dict(type="bool", default=True),
-        timeout=dict(type="int", default=600),
-        overall_timeout=dict(type="int", default=3600),
-        poll_interval=dict(type="float", default=0.5),
-        snapshot=dict(type="raw"),
-        preflight=dict(type="str", choices=["auto", "live", "never"], default="auto"),
-        health_checks=dict(type="bool", default=True),
-        health_check_timeout=dict(type="float"),
-        health_check_skip=dict(type="list", elements="str", default=[]),
-        on_failure=dict(type="str", choices=["hold", "rollback"], default="hold"),
-        drift=dict(type="str", choices=["ignore", "report", "correct"], default="ignore"),
-        drift_ignore=dict(type="dict", default={}),
-        chart_crds=dict(type="str", choices=["helm", "managed"], default="helm"),
-        allow_breaking_crd_changes=dict(type="list", elements="str", default=[]),
-        chart_cache=dict(type="bool", default=True),
-    )
-    spec.update(KUBE_ARG_SPEC)
-    spec.update(LIVE_STATUS_ARG_SPEC)
-    return spec
+from ansible_collections.aicr.runtime.plugins.module_utils._release.spec import argument_spec
 
 
 def main():
@@ -882,11 +838,6 @@ def main():
                            required_one_of=[["recipe", "resolve"]], mutually_exclusive=[["recipe", "resolve"], ["catalog", "resolve"]])
     result = call_engine(module, "gated_release", lambda: execute(module.params, check_mode=module.check_mode, diff=module._diff),
                          requires=["kubernetes", "PyYAML"], secrets=secret_params(module.params))
-    for warning in result.pop("warnings", None) or []:
-        module.warn(warning)
-    failed_message = result.pop("failed_message", None)
-    if failed_message:
-        module.fail_json(msg=failed_message, **result)
     module.exit_json(**result)
 
 

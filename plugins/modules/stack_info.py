@@ -192,10 +192,8 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    result = call_engine(module, "stack_info", lambda: info(module.params), requires=["kubernetes"])
-    for warning in result.pop("warnings", None) or []:  # foreign claims and refused stacks, as Ansible warnings
-        module.warn(warning)
-    module.exit_json(**result)
+    # foreign claims and refused stacks become Ansible warnings (call_engine)
+    module.exit_json(**call_engine(module, "stack_info", lambda: info(module.params), requires=["kubernetes"]))
 
 
 if __name__ == "__main__":

@@ -363,12 +363,7 @@ def main():
         required_if=[("output", "compare", ["old_crd"])],
     )
     requires = ["PyYAML", "jsonschema"] if module.params["output"] == "validate" else ["PyYAML"]
-    result, failure = call_engine(module, "values_schema", lambda: engine.run(dict(module.params), check_mode=module.check_mode), requires=requires)
-    if not module._diff:  # pylint: disable=protected-access
-        result.pop("diff", None)
-    if failure:
-        module.fail_json(msg=failure, **result)
-    module.exit_json(**result)
+    module.exit_json(**call_engine(module, "values_schema", lambda: engine.run(dict(module.params), check_mode=module.check_mode), requires=requires))
 
 
 if __name__ == "__main__":

@@ -214,8 +214,8 @@ def _peer_inputs():
 
 
 def _own_values_pass(params, values):
-    schema = engine.run(dict(params, output="json_schema"))[0]["schema"]
-    values_schema = crd.values_schema_of(engine.run(dict(params, output="crd", name="bench"))[0]["crd"])
+    schema = engine.run(dict(params, output="json_schema"))["schema"]
+    values_schema = crd.values_schema_of(engine.run(dict(params, output="crd", name="bench"))["crd"])
     crd_json = dict(structural.to_json_schema(values_schema), **{"$schema": jsonschema.DRAFTS["2020-12"]})
     return not validation.validate(schema, values) and not validation.validate(crd_json, values) and not structural.prune(values, values_schema)[1]
 

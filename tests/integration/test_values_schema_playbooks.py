@@ -175,14 +175,15 @@ def test_compare_with_live_crd_by_name(kube_with_crd_cleanup, shared_dir, tmp_pa
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
     client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
-    live = engine.run({"values_files": [original], "output": "crd", "name": "juicepair"})[0]["crd"]
-    missing, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                   "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
-    assert failure is None and missing["old_found"] is False and missing["findings"] == []
+    live = engine.run({"values_files": [original], "output": "crd", "name": "juicepair"})["crd"]
+    missing = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
+                          "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
+    assert "failed_message" not in missing and missing["old_found"] is False and missing["findings"] == []
     _create_crd(kube_with_crd_cleanup, ext, live)
     _wait_established(ext, live["metadata"]["name"])
-    result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
-                                  "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
+    result = engine.run({"values_files": [updated], "output": "compare", "name": "juicepair", "old_crd": live["metadata"]["name"],
+                         "kubeconfig": kube_with_crd_cleanup.kubeconfig_for(IDENTITY)})
+    failure = result.pop("failed_message", None)
     assert result["old_found"] is True
     assert ("existingFieldRemoval", "^.spec.values.removedKey") in set((f["rule"], f["path"]) for f in result["findings"])
     assert failure.startswith("breaking changes from juicepairs.juicepair.bundles.aicr.io: 5 breaking change(s)")
@@ -193,7 +194,7 @@ def test_module_compares_with_live_crd(run_playbook, kube_with_crd_cleanup, shar
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
     client = build_api_client(kube_with_crd_cleanup.kubeconfig)
     ext = kubernetes.client.ApiextensionsV1Api(client)
-    live = engine.run({"values_files": [original], "output": "crd", "name": "juicelive"})[0]["crd"]
+    live = engine.run({"values_files": [original], "output": "crd", "name": "juicelive"})["crd"]
     _create_crd(kube_with_crd_cleanup, ext, live)
     _wait_established(ext, live["metadata"]["name"])
     run = run_playbook("values_schema_live.yml", extravars={
@@ -304,8 +305,8 @@ def test_unions_hints_and_peer_testdata_round_trip(kube_with_crd_cleanup, shared
     assert len(inputs) > 40
     for index, path in enumerate(inputs):
         kind = "peer%d" % index
-        result, failure = engine.run({"values_files": [str(path)], "output": "crd", "name": kind})
-        assert failure is None
+        result = engine.run({"values_files": [str(path)], "output": "crd", "name": kind})
+        assert "failed_message" not in result
         doc = result["crd"]
         _create_crd(kube_with_crd_cleanup, ext, doc)
         _wait_established(ext, doc["metadata"]["name"])

@@ -377,7 +377,7 @@ def corpus_charts(shared):
 def chart_crd(chart_dir):
     """values_schema's structural CRD of a chart directory (the whole engine: references, the safety net)."""
     from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine  # pylint: disable=import-outside-toplevel
-    return engine.run({"chart": str(chart_dir), "output": "crd"})[0]["crd"]
+    return engine.run({"chart": str(chart_dir), "output": "crd"})["crd"]
 
 
 def _first_crd(path):

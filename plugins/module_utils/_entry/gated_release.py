@@ -83,6 +83,7 @@ def execute(params, check_mode=False, diff=False, cluster=None, helm=None, statu
                               home=params.get("helm_home") or os.path.join(tmp, "helm"), version_cache_dir=options.cache_dir,
                               repository_credentials=params.get("repository_credentials"), credentials_dir=os.path.join(tmp, "helm-auth"),
                               fetch_charts=True, chart_cache_dir=inputs.chart_cache_dir(params))
+            helm.release_flags = list(options.helm_flags)
             # checked before the first mutation (GatedRelease.run) and at the end; read meanwhile
             helm.start_version_probe()
         live, live_warning = None, None

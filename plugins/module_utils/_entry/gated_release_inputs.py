@@ -30,7 +30,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive imp
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.recipe_resolve import resolve_from_options
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import chartfetch
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import repositories as repos
-from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight
+from ansible_collections.aicr.runtime.plugins.module_utils._release import health, preflight, spec
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options, validate_values
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 from ansible_collections.aicr.runtime.plugins.module_utils._stack.options import check_stack_options
@@ -75,7 +75,7 @@ def checked(params, check_mode=False, diff=False):
         plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
                           skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"), problems=found)
     schemas = _mapping(found, "values_schemas", params.get("values_schemas"))
-    if plan is not None and params.get("validate_values", True):
+    if plan is not None and _given(params, "validate_values"):
         found.run(validate_values, plan, schemas)
     options = found.run(options_from, params, recipe if recipe is not None else {}, check_mode, diff, problems=found)
     found.run(_check_repositories, params, options)
@@ -139,29 +139,25 @@ def options_from(params, recipe, check_mode, diff, problems=None, local=True):
     try:
         if problems is None or not params.get("stack"):  # a given stack was checked with status_stack (check_stack_options)
             check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
-        cache_dir = _private_cache_dir(params) if local and params.get("render_cache", True) else None
-        if local and params.get("chart_cache", True):
+        cache_dir = _private_cache_dir(params) if local and _given(params, "render_cache") else None
+        if local and _given(params, "chart_cache"):
             chart_cache_dir(params)  # the same rule for the chart cache's directory and its bound, in this pass
     except AicrError as exc:
         own.extend(exc)
-    options = Options(
-        problems=own,
-        stack=stack, state=params.get("state"), concurrency=params.get("concurrency"),
-        timeout=params.get("timeout"), overall_timeout=params.get("overall_timeout"), poll_interval=params.get("poll_interval"),
-        prune=params.get("prune"), check_mode=check_mode, diff=diff, repository_mirrors=params.get("repository_mirrors"),
-        atomic=params.get("atomic"), clear_pending=params.get("clear_pending"), adopt=params.get("adopt"), sensitive_values=params.get("sensitive_values"),
-        lease_namespace=params.get("lease_namespace"), lease_duration=params.get("lease_duration"),
-        holder_message=params.get("holder_message"), recipe_name=recipe_name, cache_dir=cache_dir,
-        validate_chart_schema=params.get("validate_values", True), early_start=params.get("early_start", True),
-        health_checks=params.get("health_checks", True), health_check_timeout=params.get("health_check_timeout"),
-        health_check_skip=params.get("health_check_skip"), on_failure=params.get("on_failure"),
-        drift=params.get("drift"), drift_ignore=params.get("drift_ignore"),
-        chart_crds=params.get("chart_crds"), allow_breaking_crd_changes=params.get("allow_breaking_crd_changes"),
-    )
-    own.choice("preflight", params.get("preflight"), preflight.MODES, default="auto")
+    given = dict((name, params.get(name)) for name in spec.OPTIONS if name in params)  # every declared option, by name
+    given.update(stack=stack, recipe_name=recipe_name, cache_dir=cache_dir, check_mode=check_mode, diff=diff,
+                 validate_chart_schema=_given(params, "validate_values"))
+    options = Options(problems=own, **given)
+    own.choice("preflight", params.get("preflight"), preflight.MODES, default=spec.default("preflight"))
     if problems is None:
         own.raise_if_any()
     return options
+
+
+def _given(params, name):
+    """``params[name]``, or the option's declared default when it is not given (None)."""
+    value = params.get(name)
+    return spec.default(name) if value is None else value
 
 
 def under_resolve(error):

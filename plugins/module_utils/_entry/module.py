@@ -70,8 +70,14 @@ def hide(module, secrets):
         values.update(s for s in secrets if s)
 
 
-def call_engine(module, name, engine, requires=(), secrets=(), temporary=True, on_failure=None):
-    """``engine()``'s result; the task fails in one line when a library is missing or the engine raises.
+def call_engine(module, name, engine, requires=(), secrets=(), temporary=True, on_failure=None, warnings_as=None):
+    """``engine()``'s result, delivered by the one result protocol; the task fails in one line when a library is missing
+    or the engine raises.
+
+    The protocol (every engine returns a dict): its ``warnings`` become Ansible warnings (and, with ``warnings_as``, stay
+    in the result under that key); its ``diff`` is dropped unless the task runs with ``--diff``; a ``failed_message``
+    fails the task with that ``msg`` and the rest of the result, as an ``AicrError`` fails it with its ``msg`` and
+    details. The module then only calls ``exit_json(**result)``.
 
     Before the engine runs, ``secrets`` and the secrets of a ``kubeconfig`` given as a dict (its tokens, passwords and
     key data; :func:`hide_kubeconfig_secrets`) are added to the module's no_log values.
@@ -83,22 +89,43 @@ def call_engine(module, name, engine, requires=(), secrets=(), temporary=True, o
     ``actions``, ``pending``...) and ``changed`` when anything was done. ``on_failure(result)``, when given, shapes a
     failed task's result dict.
     """
-    on_failure = on_failure or (lambda result: result)
+    shape = on_failure or (lambda result: result)
+
+    def failed(result):
+        return shape(_delivered(module, result, warnings_as))
+
     hide(module, secrets)
     require_libraries(module, requires)
     cancel.reset()
     try:
         with cancel.sigterm_cancels():
-            return engine()
+            result = engine()
     except cancel.Cancelled as exc:
         stopped = cancel.stopped() or list(exc.details.get("stopped") or [])
         done = cancel.notes()
         result = cancel.partial_result()
         result.update(msg=cancel.message(name, stopped, temporary=temporary), cancelled=True, stopped=stopped, done=done)
         result["changed"] = bool(result.get("changed")) or bool(done)  # a note is a change: never "changed: false" after one
-        module.fail_json(**on_failure(result))
+        module.fail_json(**failed(result))
     except AicrError as exc:
-        module.fail_json(**on_failure(exc.to_result()))
+        module.fail_json(**failed(exc.to_result()))
     except Exception as exc:  # pylint: disable=broad-except  # never a raw traceback for the user
         module.fail_json(msg="%s: unexpected %s: %s" % (name, exc.__class__.__name__, first_line(exc)), exception=traceback.format_exc())
+    else:
+        failed_message = result.pop("failed_message", None)
+        if failed_message:
+            module.fail_json(msg=failed_message, **failed(result))
+        return _delivered(module, result, warnings_as)
     return None  # pragma: no cover - fail_json exits
+
+
+def _delivered(module, result, warnings_as):
+    """``result`` with its ``warnings`` given to Ansible (kept as ``warnings_as`` when named) and its ``diff`` only with ``--diff``."""
+    warnings = result.pop("warnings", None) or []
+    for warning in warnings:
+        module.warn(warning)
+    if warnings_as:
+        result[warnings_as] = list(warnings)
+    if not getattr(module, "_diff", True):
+        result.pop("diff", None)
+    return result

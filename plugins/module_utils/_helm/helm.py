@@ -191,6 +191,9 @@ class HelmRunner(object):
         self._probe = None
         self._probe_error = None
         self.calls = []
+        # flags every install, upgrade and rollback carries (gated_release's options declared with a helm flag, such as
+        # --history-max: ``_release.spec.helm_flags``)
+        self.release_flags = []
         # Retries of helm calls the API server did not answer (``helmretry``), within the call's deadline.
         # ``release_client``: the run's client (lease-guarded), to clear a pending revision our own failed helm left; None: such a
         # revision fails the retry as any pending one does. ``retried``: (what, why) of each retry, for the run's warnings.
@@ -400,7 +403,7 @@ class HelmRunner(object):
             argv += ["--atomic"] if self.major < 4 else ["--rollback-on-failure"]
         if self.server_validates_fields:
             argv += ["--disable-openapi-validation"]
-        argv += list(extra_flags or [])
+        argv += list(self.release_flags) + list(extra_flags or [])
         return argv + self._global()
 
     def upgrade(self, release, namespace, chart_ref, repo, version, values, labels, extra_flags=None, atomic=False, timeout=None, workdir=None):
@@ -511,7 +514,7 @@ class HelmRunner(object):
         what = "helm rollback %s %s" % (release, revision)
 
         def attempt(remaining):
-            argv = self.rollback_argv(release, namespace, revision, _whole_seconds(remaining))
+            argv = self.rollback_argv(release, namespace, revision, _whole_seconds(remaining)) + list(self.release_flags)
             return self.run(argv + self._global(), timeout=(remaining + 30) if remaining is not None else None, what=what)
 
         self._retrying(attempt, self.clock() + timeout if timeout else None, what)

@@ -61,13 +61,13 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.result impor
 from ansible_collections.aicr.runtime.plugins.module_utils._release.rollback import ON_FAILURE, Rollback
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
+from ansible_collections.aicr.runtime.plugins.module_utils._release import spec
 from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
 from ansible_collections.aicr.runtime.plugins.module_utils._release.valuescheck import ValuesCheck
 
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
 MAX_CONCURRENCY = 64
 MAX_POLL_INTERVAL = 60  # seconds
-LEASE_NAMESPACE = "aicr-system"  # the stack Lease and inventory live here by default, never in `default`
 
 
 class Options(object):
@@ -84,12 +84,13 @@ class Options(object):
         # a zero is a value and is refused where it is not allowed, never turned into the default
         own = problems if problems is not None else Problems("gated_release")
         self.stack = kwargs.get("stack") or "default"
-        self.state = own.choice("state", kwargs.get("state"), ("present", "absent"), default="present")
-        self.concurrency = own.number("concurrency", kwargs.get("concurrency"), default=4, minimum=1, maximum=MAX_CONCURRENCY, integer=True)
-        self.timeout = own.positive("timeout", kwargs.get("timeout"), default=600.0, maximum=MAX_SECONDS)
-        self.overall_timeout = own.positive("overall_timeout", kwargs.get("overall_timeout"), default=3600.0, maximum=MAX_SECONDS)
-        self.poll_interval = own.positive("poll_interval", kwargs.get("poll_interval"), default=0.5, maximum=MAX_POLL_INTERVAL)
-        self.lease_duration = own.number("lease_duration", kwargs.get("lease_duration"), default=60, minimum=MIN_DURATION,
+        self.state = own.choice("state", kwargs.get("state"), spec.OPTIONS["state"]["choices"], default=spec.default("state"))
+        self.concurrency = own.number("concurrency", kwargs.get("concurrency"), default=spec.default("concurrency"), minimum=1, maximum=MAX_CONCURRENCY,
+                                      integer=True)
+        self.timeout = own.positive("timeout", kwargs.get("timeout"), default=spec.default("timeout"), maximum=MAX_SECONDS)
+        self.overall_timeout = own.positive("overall_timeout", kwargs.get("overall_timeout"), default=spec.default("overall_timeout"), maximum=MAX_SECONDS)
+        self.poll_interval = own.positive("poll_interval", kwargs.get("poll_interval"), default=spec.default("poll_interval"), maximum=MAX_POLL_INTERVAL)
+        self.lease_duration = own.number("lease_duration", kwargs.get("lease_duration"), default=spec.default("lease_duration"), minimum=MIN_DURATION,
                                          maximum=MAX_DURATION, integer=True, unit="seconds")
         self.prune = bool(kwargs.get("prune"))
         self.check_mode = bool(kwargs.get("check_mode"))
@@ -103,7 +104,7 @@ class Options(object):
         self.clear_pending = bool(kwargs.get("clear_pending"))
         self.adopt = bool(kwargs.get("adopt"))
         self.sensitive = Sensitive(kwargs.get("sensitive_values"))
-        self.lease_namespace = kwargs.get("lease_namespace") or LEASE_NAMESPACE
+        self.lease_namespace = kwargs.get("lease_namespace") or spec.default("lease_namespace")
         wrong = stack_name_problem(self.lease_namespace)  # a namespace name: the same DNS-1123 label rule
         if wrong:
             own.add("lease_namespace", "%s %s; allowed: %s" % (repr(self.lease_namespace)[:80], wrong, STACK_NAME_ALLOWED),
@@ -111,26 +112,38 @@ class Options(object):
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
         self.cache_dir = kwargs.get("cache_dir")
-        self.early_start = bool(kwargs.get("early_start", True))
+        self.early_start = bool(_given(kwargs, "early_start"))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
-        self.on_failure = own.choice("on_failure", kwargs.get("on_failure"), ON_FAILURE, default="hold")
-        self.chart_crds = own.choice("chart_crds", kwargs.get("chart_crds"), CHART_CRDS, default="helm")
+        self.on_failure = own.choice("on_failure", kwargs.get("on_failure"), ON_FAILURE, default=spec.default("on_failure"))
+        self.chart_crds = own.choice("chart_crds", kwargs.get("chart_crds"), CHART_CRDS, default=spec.default("chart_crds"))
         allow = kwargs.get("allow_breaking_crd_changes") or []
         if not isinstance(allow, (list, tuple)) or not all(isinstance(a, str) and a for a in allow):
             own.add("allow_breaking_crd_changes", "%s is not allowed; allowed: a list of CRD or component names" % repr(allow)[:80])
             allow = []
         self.allow_breaking_crd_changes = frozenset(allow)
-        self.health = kwargs.get("health") or health.HealthOptions(kwargs.get("health_checks", True), kwargs.get("health_check_timeout"),
+        self.health = kwargs.get("health") or health.HealthOptions(_given(kwargs, "health_checks"), kwargs.get("health_check_timeout"),
                                                                    kwargs.get("health_check_skip"), problems=own)
         # drift (issue 39): ignore (the default: not read, as before), report (read, nothing written), correct
-        self.drift = own.choice("drift", kwargs.get("drift"), drift.MODES, default="ignore")
+        self.drift = own.choice("drift", kwargs.get("drift"), drift.MODES, default=spec.default("drift"))
         self.drift_rules = drift.ignore_rules(drift.check_ignore(kwargs.get("drift_ignore"), own))
+        for name in spec.RANGED:  # declared with their range (``spec.OPTIONS``), read by name
+            declared = spec.OPTIONS[name]
+            setattr(self, name, own.number(name, kwargs.get(name), default=spec.default(name), minimum=declared.get("minimum"),
+                                           maximum=declared.get("maximum"), integer=declared["type"] == "int"))
+        spec.check_together(self, own)
+        self.helm_flags = spec.helm_flags(dict((name, getattr(self, name, None)) for name in spec.OPTIONS))
         if problems is None:
             own.raise_if_any()
         for name in ("timeout", "overall_timeout", "poll_interval"):
             value = getattr(self, name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 setattr(self, name, float(value))
+
+
+def _given(kwargs, name):
+    """``kwargs[name]``, or the option's declared default when it is not given (None)."""
+    value = kwargs.get(name)
+    return spec.default(name) if value is None else value
 
 
 class GatedRelease(Survey, ValuesCheck, ChartCrds, Deploy, EarlyStart, Remove, Rollback, Result):

@@ -302,7 +302,8 @@ def write_dest(dest, content, fmt="auto", check_mode=False):
 
 
 def run(params, check_mode=False):
-    """Do what ``output`` asks. Returns (result, failure message or None)."""
+    """Do what ``output`` asks. Returns the result (``call_engine``'s protocol: a ``failed_message`` when ``fail_on_error``
+    and the values do not validate or the CRD change is breaking)."""
     infer.require_yaml()
     params = _params(params)
     output = params["output"]
@@ -359,4 +360,6 @@ def run(params, check_mode=False):
         result["actions"] = actions
         if diff:
             result["diff"] = diff
-    return result, failure
+    if failure:
+        result["failed_message"] = failure
+    return result

@@ -2,7 +2,7 @@
 
 import yaml
 
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import infer, jsonschema
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine, infer, jsonschema
 
 
 def corpus_charts(shared_dir):
@@ -27,3 +27,9 @@ def node_at(schema, dotted):
         else:
             node = node["properties"][part]
     return node
+
+
+def run_engine(params, check_mode=False):
+    """``(result, failed_message or None)`` of the values_schema engine (its one result carries ``failed_message``)."""
+    result = engine.run(params, check_mode=check_mode)
+    return result, result.pop("failed_message", None)

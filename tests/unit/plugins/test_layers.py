@@ -43,6 +43,7 @@ LAYERS = (
     ("_stack",),
     ("_release", "_fabric"),
     ("_entry",),
+    ("plugin_utils",),
     ("modules", "lookup", "filter", "doc_fragments"),
 )
 LAYER = dict((package, level) for level, packages in enumerate(LAYERS) for package in packages)

@@ -63,6 +63,8 @@ def disagreements(option, variable, filters):
         found.append("type %s, the role's %s" % (module_type, role_type))
     if module_type == "list" and option.get("elements") != variable.get("elements"):
         found.append("elements %s, the role's %s" % (option.get("elements"), variable.get("elements")))
+    if not filters and module_type != "raw" and option.get("default") is not None and "default" in variable and _normal(option.get("default"), module_type) != _normal(variable["default"], module_type):
+        found.append("default %r, the role's %r" % (option.get("default"), variable["default"]))
     if option.get("choices"):
         allowed = set(str(c) for c in option["choices"])
         if "default(omit" in (filters or ""):
@@ -70,6 +72,13 @@ def disagreements(option, variable, filters):
         if set(str(c) for c in variable.get("choices") or ()) != allowed and set(str(c) for c in variable.get("choices") or ()) != allowed - {""}:
             found.append("choices %s, the role's %s" % (sorted(option["choices"]), variable.get("choices")))
     return found
+
+
+def _normal(value, kind):
+    """A default as the module would take it (a role's ``4`` for a float option is ``4.0``; an empty list or mapping is none)."""
+    if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return None if value in ([], {}) and kind in ("list", "dict") else value
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -101,3 +110,16 @@ def test_a_disagreement_is_named():
     assert disagreements({"type": "str", "choices": ["a", "b"]}, {"type": "str", "choices": ["a"]}, None)
     assert disagreements({"type": "str", "choices": ["a", "b"]}, {"type": "str", "choices": ["", "a", "b"]}, "| default(omit, true)") == []
     assert disagreements({"type": "raw"}, {"type": "dict"}, None) == []
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_default_is_the_one_its_argument_spec_declares(role):
+    """defaults/main.yml and meta/argument_specs.yml both give a variable's default: they say the same (a templated
+    default, such as one picked up from a shared inventory name, is the role's to document; a required variable's is a
+    placeholder)."""
+    specs = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    defaults = yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text()) or {}
+    wrong = ["%s: defaults/main.yml %r, meta/argument_specs.yml %r" % (name, value, specs[name].get("default"))
+             for name, value in sorted(defaults.items())
+             if not (isinstance(value, str) and "{{" in value) and name in specs and not specs[name].get("required") and _normal(value, "raw") != _normal(specs[name].get("default"), "raw")]
+    assert not wrong, "\n".join(wrong)

@@ -83,6 +83,21 @@ def test_upgrade_argv_helm3_and_helm4(tmp_path):
         assert json.loads(Path(argv[argv.index("--values") + 1]).read_text()) == {"a": 1}
 
 
+def test_release_flags_reach_every_upgrade_and_rollback(tmp_path):
+    """gated_release's options declared with a helm flag (history_max: --history-max) are on every install/upgrade and
+    rollback, helm 3 and 4 alike, before the global flags."""
+    for version in ("v3.17.3", "v4.3.1"):
+        run = Recorder([(version, 0, ""), ('{"version": 2}', 0, ""), ("", 0, "")])
+        runner = helm.HelmRunner("helmX", kubeconfig_path="/k", runner=run)
+        runner.release_flags = ["--history-max", "3"]
+        runner.upgrade("r", "ns", "/charts/r", None, None, {}, {}, atomic=True, workdir=str(tmp_path))  # atomic: the version is read first
+        runner.rollback("r", "ns", 1)
+        for argv in run.argv[1:]:
+            assert argv[argv.index("--history-max") + 1] == "3", argv
+            assert argv[-2:] == ["--kubeconfig", "/k"]
+        assert [argv[1] for argv in run.argv[1:]] == ["upgrade", "rollback"], run.argv
+
+
 def test_openapi_download_skipped_only_where_the_server_validates_fields(tmp_path):
     """helm's client-side OpenAPI check validates nothing on a server that validates fields itself (1.27+): only there is
     it skipped (--disable-openapi-validation); the server's answers are the same (integration: test_early_start)."""

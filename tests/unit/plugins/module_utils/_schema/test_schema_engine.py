@@ -6,12 +6,14 @@ import pytest
 import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine, structural
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import structural
+
+from schema_helpers import run_engine
 
 
 def first(params, check_mode=False):
     """The result of engine.run, without the failure message."""
-    return engine.run(params, check_mode=check_mode)[0]
+    return run_engine(params, check_mode=check_mode)[0]
 
 
 @pytest.fixture
@@ -20,7 +22,7 @@ def chart_dir(shared_dir):
 
 
 def test_json_schema_and_crd(chart_dir):
-    result, failure = engine.run({"chart": chart_dir})
+    result, failure = run_engine({"chart": chart_dir})
     assert failure is None and result["changed"] is False
     assert result["schema"]["$schema"].endswith("2020-12/schema")
     assert result["chart"]["name"] == "nvidia-device-plugin"
@@ -45,23 +47,23 @@ def test_values_files_only_and_name(tmp_path):
 def test_validate_merges_files_values_and_set(chart_dir, tmp_path):
     site = tmp_path / "site.yaml"
     site.write_text("allowDefaultNamespace: maybe\nfailOnInitError: anything-goes\n")
-    result, failure = engine.run({"chart": chart_dir, "output": "validate", "values_files": [str(site)],
+    result, failure = run_engine({"chart": chart_dir, "output": "validate", "values_files": [str(site)],
                                   "values": {"nodeSelector": {"a": "b"}}, "set": ["fullnameOverride=3"], "fail_on_error": False})
     assert failure is None and result["valid"] is False
     assert sorted((e["path"], e["rule"], e["value"]) for e in result["errors"]) == [("allowDefaultNamespace", "type", "maybe"),
                                                                                     ("fullnameOverride", "type", 3)]
-    result, failure = engine.run({"chart": chart_dir, "output": "validate", "set": ["fullnameOverride=3"]})
+    result, failure = run_engine({"chart": chart_dir, "output": "validate", "set": ["fullnameOverride=3"]})
     assert failure == "values do not validate: 1 violation(s): fullnameOverride: 3 is not of type 'string'"
-    result, failure = engine.run({"chart": chart_dir, "output": "validate", "set_string": ["fullnameOverride=3"]})
+    result, failure = run_engine({"chart": chart_dir, "output": "validate", "set_string": ["fullnameOverride=3"]})
     assert failure is None and result["valid"] is True and result["changed"] is False
 
 
 def test_validate_against_shipped_schema(shared_dir):
     chart = shared_dir / "values-corpus" / "prometheus-ipmi-exporter"
-    result, failure = engine.run({"chart": str(chart), "output": "validate", "schema": str(chart / "values.schema.json")})
+    result, failure = run_engine({"chart": str(chart), "output": "validate", "schema": str(chart / "values.schema.json")})
     assert failure is None and result["errors"] == []
     with pytest.raises(AicrError) as exc:
-        engine.run({"output": "validate", "values": {"a": 1}})
+        run_engine({"output": "validate", "values": {"a": 1}})
     assert exc.value.msg == ("schema: required with output=validate when no chart is given (a chart's schema is generated); allowed: a JSON Schema "
                              "mapping or file")
 
@@ -80,7 +82,7 @@ def test_dest_is_idempotent_with_check_mode_and_diff(chart_dir, tmp_path):
     result = first(dict(params, draft="2020-12"), check_mode=True)
     assert result["changed"] is True and "draft-07" in result["diff"]["before"] and "2020-12" in result["diff"]["after"]
     crd_dest = tmp_path / "crd.yaml"
-    engine.run({"chart": chart_dir, "output": "crd", "dest": str(crd_dest)})
+    run_engine({"chart": chart_dir, "output": "crd", "dest": str(crd_dest)})
     assert yaml.safe_load(crd_dest.read_text())["kind"] == "CustomResourceDefinition"
 
 
@@ -88,37 +90,37 @@ def test_compare_files_and_generated(shared_dir, tmp_path):
     original = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-original" / "values.yaml")
     updated = str(shared_dir / "values-corpus" / "juiceshop-helmetica-pair-updated" / "values.yaml")
     old = first({"values_files": [original], "output": "crd", "name": "juiceshop", "dest": str(tmp_path / "old.yaml")})
-    result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juiceshop", "old_crd": str(tmp_path / "old.yaml")})
+    result, failure = run_engine({"values_files": [updated], "output": "compare", "name": "juiceshop", "old_crd": str(tmp_path / "old.yaml")})
     assert result["breaking"] is True and result["old_found"] is True
     assert failure.startswith("breaking changes from juiceshops.juiceshop.bundles.aicr.io: 5 breaking change(s), 0 warning(s): ")
-    result, failure = engine.run({"output": "compare", "old_crd": old["crd"], "new_crd": old["crd"]})
+    result, failure = run_engine({"output": "compare", "old_crd": old["crd"], "new_crd": old["crd"]})
     assert failure is None and result["findings"] == [] and result["breaking"] is False
-    result, failure = engine.run({"values_files": [updated], "output": "compare", "name": "juiceshop", "old_crd": old["crd"],
+    result, failure = run_engine({"values_files": [updated], "output": "compare", "name": "juiceshop", "old_crd": old["crd"],
                                   "severities": {"type": "warn", "existingFieldRemoval": "warn"}})
     assert failure is None and set(f["severity"] for f in result["findings"]) == {"warn"}
 
 
 def test_bad_inputs(tmp_path):
     with pytest.raises(AicrError) as exc:
-        engine.run({"output": "yaml"})
+        run_engine({"output": "yaml"})
     assert exc.value.msg == "output: 'yaml' is not allowed; use one of json_schema, crd, validate, compare"
     with pytest.raises(AicrError) as exc:
-        engine.run({"output": "crd"})
+        run_engine({"output": "crd"})
     assert exc.value.msg == "chart: a chart or at least one values file is required to generate a CRD (output=crd)"
     with pytest.raises(AicrError) as exc:
-        engine.run({"values_files": [str(tmp_path / "none.yaml")]})
+        run_engine({"values_files": [str(tmp_path / "none.yaml")]})
     assert exc.value.msg == "values_files: file %s does not exist" % (tmp_path / "none.yaml")
     (tmp_path / "cm.yaml").write_text("kind: ConfigMap\n")
     with pytest.raises(AicrError) as exc:
-        engine.run({"output": "compare", "old_crd": str(tmp_path / "cm.yaml"), "new_crd": {}})
+        run_engine({"output": "compare", "old_crd": str(tmp_path / "cm.yaml"), "new_crd": {}})
     assert exc.value.msg == "old_crd: %s holds no CustomResourceDefinition" % (tmp_path / "cm.yaml")
     with pytest.raises(AicrError) as exc:
-        engine.run({"output": "compare", "old_crd": "not-a-name", "new_crd": {}})
+        run_engine({"output": "compare", "old_crd": "not-a-name", "new_crd": {}})
     assert exc.value.msg == "old_crd: 'not-a-name' is neither a file nor a CRD name (<plural>.<group>)"
     (tmp_path / "d").mkdir()
     (tmp_path / "v.yaml").write_text("a: 1\n")
     with pytest.raises(AicrError) as exc:
-        engine.run({"values_files": [str(tmp_path / "v.yaml")], "dest": str(tmp_path / "d")})
+        run_engine({"values_files": [str(tmp_path / "v.yaml")], "dest": str(tmp_path / "d")})
     assert exc.value.msg == "dest: %s is a directory; allowed: a file path" % (tmp_path / "d")
 
 
@@ -127,7 +129,7 @@ def test_live_crd_name_without_cluster(tmp_path):
                   "clusters": [{"name": "x", "cluster": {"server": "http://127.0.0.1:9"}}],
                   "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}], "users": [{"name": "x", "user": {}}]}
     with pytest.raises(AicrError) as exc:
-        engine.run({"output": "compare", "old_crd": "things.example.com", "new_crd": {"kind": "CustomResourceDefinition"}, "kubeconfig": kubeconfig})
+        run_engine({"output": "compare", "old_crd": "things.example.com", "new_crd": {"kind": "CustomResourceDefinition"}, "kubeconfig": kubeconfig})
     assert exc.value.msg.startswith("old_crd: cannot reach the cluster to read CRD things.example.com (")
 
 

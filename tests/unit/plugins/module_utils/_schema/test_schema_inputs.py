@@ -3,7 +3,8 @@
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
+
+from schema_helpers import run_engine
 
 # the values file of issue 36: 8 lines, under 300 bytes, 9**8 nodes once expanded (52 s and 2.3 GB, then "valid")
 BOMB = "\n".join(["a: &a [x,x,x,x,x,x,x,x,x]"] + ["%s: &%s [%s]" % (c, c, ",".join(["*" + p] * 9)) for p, c in zip("abcdef", "bcdefg")]
@@ -12,7 +13,7 @@ BOMB = "\n".join(["a: &a [x,x,x,x,x,x,x,x,x]"] + ["%s: &%s [%s]" % (c, c, ",".jo
 
 def refusal(**params):
     with pytest.raises(AicrError) as err:
-        engine.run(params)
+        run_engine(params)
     return err.value
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine
+
+from schema_helpers import run_engine
 
 REPO = Path(__file__).resolve().parents[5]
 GOLDEN = REPO / "tests" / "golden" / "schema"
@@ -124,7 +125,7 @@ def test_aicr_profile_verdicts(crdify_pairs):
 
 @pytest.fixture(scope="module")
 def corpus_types(shared_dir):
-    return dict((chart.name, cases.property_types(engine.run({"chart": str(chart), "output": "json_schema"})[0]["schema"]))
+    return dict((chart.name, cases.property_types(run_engine({"chart": str(chart), "output": "json_schema"})[0]["schema"]))
                 for chart in cases.corpus_charts(shared_dir))
 
 

@@ -13,7 +13,9 @@ import yaml
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine, publish
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
+
+from schema_helpers import run_engine
 
 BASE_VALUES = "# -- Replicas.\nreplicaCount: 1\nimage:\n  # -- Image tag.\n  tag: v1\nlogLevel: 2\n"
 PUBLISHER = "crd-publisher"
@@ -51,7 +53,7 @@ def crd_of(tmp_path, name, text, domain):
     """The values_schema CRD of a values file (chart name ``name``, group ``<name>.bundles.<domain>``)."""
     path = tmp_path / ("%s-%d.yaml" % (name, abs(hash(text))))
     path.write_text(text)
-    return engine.run({"values_files": [str(path)], "output": "crd", "name": name, "domain": domain})[0]["crd"]
+    return run_engine({"values_files": [str(path)], "output": "crd", "name": name, "domain": domain})[0]["crd"]
 
 
 def _mutations(kube, mark):

@@ -6,15 +6,17 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, engine, infer, refs, structural
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, infer, refs, structural
+
+from schema_helpers import run_engine
 
 BUNDLE = "values-schema-reference/losisin-helm-values-schema-json/testdata"
 
 
 def _generate(path, **params):
-    js, failure = engine.run(dict({"values_files": [str(path)], "output": "json_schema"}, **params))
+    js, failure = run_engine(dict({"values_files": [str(path)], "output": "json_schema"}, **params))
     assert failure is None
-    crd, failure = engine.run(dict({"values_files": [str(path)], "output": "crd", "name": "refs"}, **params))
+    crd, failure = run_engine(dict({"values_files": [str(path)], "output": "crd", "name": "refs"}, **params))
     assert failure is None
     values = infer.load_values(path.read_text())
     assert validation.validate(js["schema"], values) == []  # compiles: every $ref resolves
@@ -97,7 +99,7 @@ def test_item_ref_and_k8s_schema_version(tmp_path):
     assert js["schema"]["properties"]["tolerations"]["items"] == {"$ref": "#/$defs/io.k8s.api.core.v1.Toleration"}
     assert values_schema["properties"]["tolerations"]["items"]["properties"]["effect"]["type"] == "string"
     with pytest.raises(AicrError) as exc:
-        engine.run({"values_files": [str(path)], "k8s_schema_version": "1.20"})
+        run_engine({"values_files": [str(path)], "k8s_schema_version": "1.20"})
     assert exc.value.msg == "k8s_schema_version: '1.20' is not a supported Kubernetes minor; allowed: 1.35, 1.36, 1.37"
 
 

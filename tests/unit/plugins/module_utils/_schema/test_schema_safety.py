@@ -3,16 +3,16 @@
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, engine, infer, structural
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, infer, structural
 
-from schema_helpers import node_at
+from schema_helpers import node_at, run_engine
 
 
 def _run(tmp_path, text, output="json_schema"):
     path = tmp_path / "chart" / "values.yaml"
     path.parent.mkdir(exist_ok=True)
     path.write_text(text)
-    result, failure = engine.run({"values_files": [str(path)], "output": output})
+    result, failure = run_engine({"values_files": [str(path)], "output": output})
     assert failure is None
     return result
 

@@ -10,9 +10,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common import valida
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, engine, infer, publish, structural, wellknown
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, infer, publish, structural, wellknown
 
-from schema_helpers import node_at, schema_of
+from schema_helpers import node_at, schema_of, run_engine
 
 
 def _generate(tmp_path, text):
@@ -20,9 +20,9 @@ def _generate(tmp_path, text):
     path = tmp_path / "chart" / "values.yaml"
     path.parent.mkdir(exist_ok=True)
     path.write_text(text)
-    js, failure = engine.run({"values_files": [str(path)]})
+    js, failure = run_engine({"values_files": [str(path)]})
     assert failure is None
-    crd, failure = engine.run({"values_files": [str(path)], "output": "crd", "name": "typing"})
+    crd, failure = run_engine({"values_files": [str(path)], "output": "crd", "name": "typing"})
     assert failure is None
     assert structural.check_crd(crd["crd"]) == []
     values = infer.load_values(text)
@@ -153,7 +153,7 @@ def test_well_known_typing_follows_k8s_schema_version(tmp_path):
     path = tmp_path / "values.yaml"
     path.write_text("hostUsers:\n")
     for version in ("1.35", "1.37"):
-        schema = engine.run({"values_files": [str(path)], "k8s_schema_version": version})[0]["schema"]
+        schema = run_engine({"values_files": [str(path)], "k8s_schema_version": version})[0]["schema"]
         assert schema["properties"]["hostUsers"]["type"] == ["boolean", "null"]
 
 
@@ -242,7 +242,7 @@ def test_recursive_alias_crd_holds_nested_values_on_the_apiserver(kube, client, 
     recursion deeper than the schema does is read back unchanged (the cut keeps unknown fields)."""
     path = shared_dir / "values-schema-reference" / "losisin-helm-values-schema-json" / "testdata" / "anchors.yaml"
     domain = "t%s.aicr.io" % uuid.uuid4().hex[:8]
-    crd = engine.run({"values_files": [str(path)], "output": "crd", "name": "anchors", "domain": domain})[0]["crd"]
+    crd = run_engine({"values_files": [str(path)], "output": "crd", "name": "anchors", "domain": domain})[0]["crd"]
     name = crd["metadata"]["name"]
     try:
         result = publish.publish({"definition": crd, "kubeconfig": kube.kubeconfig_for("crd-publisher"), "wait_sleep": 0.05, "wait_timeout": 60})
