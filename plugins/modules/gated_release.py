@@ -403,6 +403,8 @@ options:
         component passes its gate after an install or upgrade) or when it would change one of the chart's
         CustomResourceDefinitions (in the release manifest or the chart's C(crds/)) in a way the breaking-change rules of
         M(aicr.runtime.crd_publish) call breaking, or remove one.
+      - Each rollback (C(helm rollback) and the wait until the release is Ready again) gets the component's O(timeout) within
+        what remains of O(overall_timeout); with nothing left it is not started (C(failed), "out of time").
       - Check mode rolls nothing back; RV(actions) says, per component to be upgraded, the revision a failed gate would go
         back to.
     type: str
