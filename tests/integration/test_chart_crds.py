@@ -6,6 +6,7 @@ The chart versions are made from examples/charts/example-crds in the test's own 
 of the test's own (CRDs are cluster-scoped, the lab is shared); ``release`` is granted that one CRD by name, as
 docs/rbac.md tells a user to compose for a chart's CRDs."""
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -47,10 +48,10 @@ REMOVE_OWNER = ("                owner:\n                  description: Who aske
                 "                  nullable: true\n", "")
 
 
-@pytest.fixture
-def crd_repo(kube, tmp_path):
+@contextlib.contextmanager
+def crd_chart_repo(kube, tmp_path, identity=IDENTITY):
     """The chart in 0.1.0, 0.2.0 (its CRD adds spec.shape) and 0.3.0 (spec.shape kept, spec.owner removed), served over
-    HTTP; ``release`` may change that one CRD. The CRD and the grant are removed afterwards."""
+    HTTP; ``identity`` may change that one CRD. The CRD and the grant are removed afterwards."""
     group = "t%s.example.aicr.io" % uuid.uuid4().hex[:8]
     name = "widgets.%s" % group
     charts = tmp_path / "charts"
@@ -64,8 +65,8 @@ def crd_repo(kube, tmp_path):
     kube.rest.apply("%s/clusterrolebindings/%s" % (RBAC, grant), {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": grant},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": grant},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": kube.user(IDENTITY)}]})
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": kube.user(IDENTITY), "resourceAttributes": {
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": kube.user(identity)}]})
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": kube.user(identity), "resourceAttributes": {
         "verb": "patch", "group": "apiextensions.k8s.io", "resource": "customresourcedefinitions", "name": name}}}
     deadline = time.monotonic() + 30
     while not kube.rest.create("/apis/authorization.k8s.io/v1/subjectaccessreviews", review).get("status", {}).get("allowed"):
@@ -84,13 +85,20 @@ def crd_repo(kube, tmp_path):
                 pass
 
 
+@pytest.fixture
+def crd_repo(kube, tmp_path):
+    """``crd_chart_repo`` for the ``release`` identity."""
+    with crd_chart_repo(kube, tmp_path) as served:
+        yield served
+
+
 def spec_fields(kube, name):
     crd = kube.get("%s/%s" % (CRDS, name))
     return sorted(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"])
 
 
-def revisions(kube):
-    out = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "history", "crd-demo", "-n", kube.namespace, "-o", "json"],
+def revisions(kube, release="crd-demo"):
+    out = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "history", release, "-n", kube.namespace, "-o", "json"],
                          capture_output=True, text=True, check=True).stdout
     return [r["revision"] for r in json.loads(out)]
 
