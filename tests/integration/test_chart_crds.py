@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from aicr_lab.charts.pytest_fixture import example_charts_dir, start_chart_repo
+from aicr_lab.charts.helm import run_helm
+from aicr_lab.charts.pytest_fixture import example_charts_dir, push_chart, start_chart_repo, start_registry
 
 from lab_support import audit_mutations
 
@@ -103,15 +104,21 @@ def revisions(kube, release="crd-demo"):
     return [r["revision"] for r in json.loads(out)]
 
 
+def chart_rollout(run_playbook, kube, repository, version, helm="helm4", **extra):
+    """release_chart_crds.yml with crd-demo (example-crds ``version`` from ``repository``) as ``release``."""
+    component = {"name": "crd-demo", "type": "Helm", "chart": "example-crds", "repository": repository, "version": version,
+                 "namespace": kube.namespace, "values": {"widget": {"create": False}}}
+    extravars = {"components": [component], "kubeconfig": kube.kubeconfig_for(IDENTITY), "helm_binary": str(BIN / helm),
+                 "stack": "crds-%s" % kube.namespace[-8:], "lease_namespace": kube.namespace}
+    extravars.update(extra)
+    return run_playbook("release_chart_crds.yml", extravars=extravars)
+
+
 def test_chart_crds_upgraded_when_compatible_refused_when_a_field_is_removed(run_playbook, kube, crd_repo):
     server, name = crd_repo
 
     def rollout(version):
-        component = {"name": "crd-demo", "type": "Helm", "chart": "example-crds", "repository": server.url, "version": version,
-                     "namespace": kube.namespace, "values": {"widget": {"create": False}}}
-        return run_playbook("release_chart_crds.yml", extravars={
-            "components": [component], "kubeconfig": kube.kubeconfig_for(IDENTITY), "helm_binary": str(BIN / "helm4"),
-            "stack": "crds-%s" % kube.namespace[-8:], "lease_namespace": kube.namespace})
+        return chart_rollout(run_playbook, kube, server.url, version)
 
     first = rollout("0.1.0")
     assert first.rc == 0, first.stdout[-3000:]
@@ -137,3 +144,32 @@ def test_chart_crds_upgraded_when_compatible_refused_when_a_field_is_removed(run
     assert res["changed"] is False
     assert audit_mutations(kube, mark, IDENTITY) == [], "nothing was written"
     assert "owner" in spec_fields(kube, name) and revisions(kube) == [1, 2], "the CRD and the release are unchanged"
+
+
+OCI_UPSTREAM = "oci://charts.crds.example/crds"
+
+
+def test_chart_crds_from_an_oci_registry_with_helm_3(run_playbook, kube, crd_repo, tmp_path):
+    """The same chart versions pulled from an OCI registry (through a mirror, plain HTTP) and installed by helm 3: the CRD
+    is created, then upgraded, and helm 3 installs the release without it (--skip-crds: the CRD stays ours)."""
+    _server, name = crd_repo
+    registry = start_registry(tmp_path / "registry")
+    try:
+        for version in ("0.1.0", "0.2.0"):
+            out = tmp_path / "packaged" / version
+            out.mkdir(parents=True)
+            run_helm(["package", str(tmp_path / "charts" / version), "--destination", str(out)], helm=str(BIN / "helm3"))
+            push_chart(registry, next(out.glob("*.tgz")), "crds", helm=str(BIN / "helm3"))
+        mirrors = {OCI_UPSTREAM: {"url": registry.ref("crds"), "plain_http": True}}
+        first = chart_rollout(run_playbook, kube, OCI_UPSTREAM, "0.1.0", helm="helm3", mirrors=mirrors)
+        assert first.rc == 0, first.stdout[-3000:]
+        assert [(e["name"], e["action"]) for e in first.result("Roll out")["chart_crds"]] == [(name, "create")]
+        second = chart_rollout(run_playbook, kube, OCI_UPSTREAM, "0.2.0", helm="helm3", mirrors=mirrors)
+        assert second.rc == 0, second.stdout[-3000:]
+        assert [(e["name"], e["action"]) for e in second.result("Roll out")["chart_crds"]] == [(name, "update")]
+    finally:
+        registry.stop()
+    assert "shape" in spec_fields(kube, name) and revisions(kube) == [1, 2]
+    crd = kube.get("%s/%s" % (CRDS, name))
+    managers = sorted(set(m["manager"] for m in crd["metadata"]["managedFields"] if m.get("subresource") != "status"))
+    assert managers == ["aicr-runtime"], "helm 3 did not install the CRD itself: %s" % managers
