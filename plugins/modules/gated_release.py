@@ -638,6 +638,13 @@ components:
           C(expected) and C(actual).
       returned: with O(state=present)
       type: dict
+    chart_crds:
+      description:
+        - The CRDs of the component's chart the stack has applied (O(chart_crds=managed)), as its inventory records them - this
+          run's and earlier runs'. A record, not something to remove - prune and O(state=absent) never delete a CRD.
+      returned: when any is recorded
+      type: list
+      elements: str
   sample:
     - name: example-operator
       kind: release

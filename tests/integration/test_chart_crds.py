@@ -130,6 +130,7 @@ def test_chart_crds_upgraded_when_compatible_refused_when_a_field_is_removed(run
     res = second.result("Roll out")
     assert [(e["name"], e["action"]) for e in res["chart_crds"]] == [(name, "update")]
     assert "update CRD %s of the chart of crd-demo by server-side apply" % name in res["actions"]
+    assert res["components"][0]["chart_crds"] == [name], "the inventory records the CRD the stack applied"
     assert spec_fields(kube, name) == ["color", "extra", "owner", "port", "shape", "size"], "the live CRD was upgraded"
     crd = kube.get("%s/%s" % (CRDS, name))
     assert crd["metadata"]["labels"]["aicr.io/component"] == "crd-demo"

@@ -138,6 +138,7 @@ class ChartCrds(object):
             planned = self._plan_chart_crds(st, archive)
         for crd in planned:
             self._publish_chart_crd(st.comp, crd, deadline)
+            st.chart_crds.append(crd["metadata"]["name"])  # recorded in the inventory (``inventory.recorded_crds``)
             st.changed = True
 
     def _chart_crds_into(self, result):

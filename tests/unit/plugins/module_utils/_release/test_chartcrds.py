@@ -4,6 +4,7 @@ one refused before anything of the rollout changes."""
 
 import copy
 import io
+import json
 import tarfile
 
 import pytest
@@ -270,3 +271,25 @@ def test_a_disabled_subcharts_crds_are_not_applied(fakes):
     assert sorted(e["name"].split(".")[0] for e in result["chart_crds"]) == ["boths", "ons", "unlisteds"]
     crds = sorted(o["metadata"]["name"].split(".")[0] for o in cluster.list(*CRD_API))
     assert "offs" not in crds and "inners" not in crds and "taggeds" not in crds and "ons" in crds, crds
+
+
+def inventory_entry(cluster, name="x"):
+    cm = cluster.get("v1", "ConfigMap", "aicr-runtime-test-inventory", "aicr-system")
+    return json.loads(cm["data"]["inventory"])["components"].get(name)
+
+
+def test_the_inventory_records_the_chart_crds_applied_and_absent_or_prune_never_delete_them(fakes):
+    cluster, helm = fake(fakes)
+    first = run(cluster, helm)
+    assert inventory_entry(cluster)["chart_crds"] == [NAME] and first["components"][0]["chart_crds"] == [NAME]
+    assert all(o["kind"] != "CustomResourceDefinition" for o in inventory_entry(cluster)["objects"]), "never an object to remove"
+    writes = len(cluster.mutations())
+    again = run(cluster, helm)  # nothing to do: nothing written, the record still shown
+    assert len(cluster.mutations()) == writes and again["components"][0]["chart_crds"] == [NAME]
+    pruned = engine(cluster, helm, [comp("y")], chart_crds="managed", prune=True).run()
+    assert "failed_message" not in pruned, pruned.get("failed_message")
+    assert cluster.get(*CRD_API, name=NAME) is not None, "prune left the CRD"
+    run(cluster, helm)
+    gone = engine(cluster, helm, [comp("x")], chart_crds="managed", state="absent").run()
+    assert "failed_message" not in gone, gone.get("failed_message")
+    assert cluster.get(*CRD_API, name=NAME) is not None, "state: absent left the CRD"
