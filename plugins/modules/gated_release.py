@@ -459,8 +459,9 @@ options:
       - V(helm) - helm, as helm does - installs them with the release the first time and never upgrades them.
       - V(managed) - this module creates and upgrades them before the release's C(helm upgrade) and tells helm
         C(--skip-crds). Before the first change of the run (and in check mode), the chart of every release to install or
-        upgrade is pulled and each CRD of its C(crds/) (and of the C(crds/) of the subcharts helm installs - not of one its C(condition) or C(tags) disable) is compared with
-        the live one by the breaking-change rules of M(aicr.runtime.crd_publish); a breaking change (a removed field, a
+        upgrade is pulled and each CRD of its C(crds/) (and of the C(crds/) of the subcharts helm installs - not of one
+        its C(condition) or C(tags) disable) is compared with the live one by the breaking-change rules of
+        M(aicr.runtime.crd_publish); a breaking change (a removed field, a
         changed type, a new required field...) refuses the rollout, naming the CRD, the rule and the field, unless
         O(allow_breaking_crd_changes) names the CRD or the component. A live CRD labelled for another stack
         (C(aicr.io/stack)), written by another field manager than C(helm) and C(aicr-runtime), or not installed by this

@@ -677,7 +677,8 @@ def test_spec_on_failure_rollback_reaches_the_rollout(run_playbook, kube, stack,
     """A ClusterStack's ``spec.onFailure: rollback`` reaches gated_release through the role: the operator, installed in this
     run and never Ready, is reported ``left`` (a first install is not rolled back) in the result, the status and the history
     (with ``hold`` there would be no rollback decision at all)."""
-    create_owned_stack(kube, stack, stack_spec(releases, onFailure="rollback", skipComponents=["example-agent", "example-config", "example-jobs", "example-monitoring"],
+    skipped = ["example-agent", "example-config", "example-jobs", "example-monitoring"]
+    create_owned_stack(kube, stack, stack_spec(releases, onFailure="rollback", skipComponents=skipped,
                                                componentOverrides=pod_annotations("example-operator", {NEVER_READY: "true"})))
     run = run_playbook("stack_reconcile.yml", extravars=role_vars(kube, example_repo, tmp_path, stack_reconcile_timeout=3))
     assert run.rc != 0

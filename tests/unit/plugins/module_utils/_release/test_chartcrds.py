@@ -226,7 +226,7 @@ def subchart_tree():
              "charts/both/crds/c.yaml": crd_named("boths"),
              "charts/sub/crds/c.yaml": crd_named("subs")}
     for sub in ("unlisted", "off", "tagged", "both", "sub", "on/charts/inner"):
-        files["charts/%s/Chart.yaml" % sub] = yaml.safe_dump({"apiVersion": "v2", "name": sub.split("/")[-1], "version": "1.0.0"})
+        files["charts/%s/Chart.yaml" % sub] = yaml.safe_dump({"apiVersion": "v2", "name": sub.rsplit("/", maxsplit=1)[-1], "version": "1.0.0"})
     files["charts/on/Chart.yaml"] = yaml.safe_dump({"apiVersion": "v2", "name": "on", "version": "1.0.0",
                                                     "dependencies": [{"name": "inner", "version": "1.0.0", "condition": "inner.enabled"}]})
     own = _tgz({"own/Chart.yaml": "apiVersion: v2\nname: own\nversion: 1.0.0\n", "own/values.yaml": "enabled: false\n", "own/crds/c.yaml": crd_named("owns")})
