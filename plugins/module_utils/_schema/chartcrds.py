@@ -16,7 +16,7 @@ import tarfile
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import bounded, deps
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._common.values import merge_null_deletes
+from ansible_collections.aicr.runtime.plugins.module_utils._common.values import dotted, merge_null_deletes
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.crd import KIND
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 
@@ -101,21 +101,12 @@ class _Chart(object):
         return out
 
 
-def _path_value(values, path):
-    node = values
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 def _dependency_enabled(dep, cvals, path, tags):
     """helm's processDependencyTags and processDependencyConditions for one dependency."""
     said = [tags.get(t) for t in dep.get("tags") or [] if isinstance(tags.get(t), bool)]
     enabled = True in said or False not in said
     for condition in str(dep.get("condition") or "").split(","):
-        value = _path_value(cvals, path + condition.strip()) if condition.strip() else None
+        value = dotted(cvals, path + condition.strip()) if condition.strip() else None
         if isinstance(value, bool):
             return value
     return enabled
