@@ -403,6 +403,8 @@ options:
         component passes its gate after an install or upgrade) or when it would change one of the chart's
         CustomResourceDefinitions (in the release manifest or the chart's C(crds/)) in a way the breaking-change rules of
         M(aicr.runtime.crd_publish) call breaking, or remove one.
+      - Each rollback (C(helm rollback) and the wait until the release is Ready again) gets the component's O(timeout) within
+        what remains of O(overall_timeout); with nothing left it is not started (C(failed), "out of time").
       - Check mode rolls nothing back; RV(actions) says, per component to be upgraded, the revision a failed gate would go
         back to.
     type: str
@@ -457,8 +459,9 @@ options:
       - V(helm) - helm, as helm does - installs them with the release the first time and never upgrades them.
       - V(managed) - this module creates and upgrades them before the release's C(helm upgrade) and tells helm
         C(--skip-crds). Before the first change of the run (and in check mode), the chart of every release to install or
-        upgrade is pulled and each CRD of its C(crds/) (and of its subcharts' C(crds/), enabled or not) is compared with
-        the live one by the breaking-change rules of M(aicr.runtime.crd_publish); a breaking change (a removed field, a
+        upgrade is pulled and each CRD of its C(crds/) (and of the C(crds/) of the subcharts helm installs - not of one
+        its C(condition) or C(tags) disable) is compared with the live one by the breaking-change rules of
+        M(aicr.runtime.crd_publish); a breaking change (a removed field, a
         changed type, a new required field...) refuses the rollout, naming the CRD, the rule and the field, unless
         O(allow_breaking_crd_changes) names the CRD or the component. A live CRD labelled for another stack
         (C(aicr.io/stack)), written by another field manager than C(helm) and C(aicr-runtime), or not installed by this
@@ -660,6 +663,13 @@ components:
           C(expected) and C(actual).
       returned: with O(state=present)
       type: dict
+    chart_crds:
+      description:
+        - The CRDs of the component's chart the stack has applied (O(chart_crds=managed)), as its inventory records them - this
+          run's and earlier runs'. A record, not something to remove - prune and O(state=absent) never delete a CRD.
+      returned: when any is recorded
+      type: list
+      elements: str
   sample:
     - name: example-operator
       kind: release

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from test_gates import BIN, catalog, kubectl, params  # noqa: F401  pylint: disable=unused-import
+from test_chart_crds import crd_chart_repo, revisions, spec_fields
+from test_gates import BIN, IDENTITY, catalog, kubectl, params, stack, stack_status  # noqa: F401  pylint: disable=unused-import
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
 
@@ -50,3 +51,42 @@ def test_a_failed_health_check_rolls_the_upgrade_back_and_leaves_its_dependent(r
     # its dependent: blocked, never upgraded nor rolled back
     assert comps["example-agent"]["phase"] == "Blocked" and "rollback" not in comps["example-agent"]
     assert [r[0] for r in history(kube, "example-agent")] == [1]
+
+
+ABSENT_CHECK = {"apiVersion": "chainsaw.kyverno.io/v1alpha1", "kind": "Test", "metadata": {"name": "crd-demo-health-check"},
+                "spec": {"steps": [{"name": "never-there", "try": [{"assert": {"resource": {
+                    "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "crd-demo-never-there"}}}}]}]}}
+
+
+def test_a_rollback_across_a_breaking_chart_crd_change_is_refused_and_changes_nothing(run_playbook, kube, stack, tmp_path):  # noqa: F811
+    """example-crds 0.1.0 passes its gate; 0.2.0 (its CRD adds spec.shape, applied by chart_crds: managed) fails its health
+    check: rolling back to 0.1.0 would take spec.shape away from the live CRD - crdify's existingFieldRemoval -, so it is
+    refused, reported (result, ClusterStack status and history), and neither the release nor the CRD changes."""
+    with crd_chart_repo(kube, tmp_path, identity=IDENTITY) as (server, name):
+        def rollout(version, **extra):
+            component = {"name": "crd-demo", "type": "Helm", "chart": "example-crds", "repository": server.url, "version": version,
+                         "namespace": kube.namespace, "values": {"widget": {"create": False}}}
+            component.update(extra)
+            return run_playbook("release_chart_crds.yml", extravars={
+                "components": [component], "kubeconfig": kube.kubeconfig_for(IDENTITY), "helm_binary": str(BIN / "helm4"),
+                "stack": stack, "lease_namespace": kube.namespace, "status_stack": stack, "on_failure": "rollback", "health_check_timeout": 2})
+
+        first = rollout("0.1.0")
+        assert first.rc == 0, first.stdout[-3000:]
+        second = rollout("0.2.0", health_check_asserts=json.dumps(ABSENT_CHECK))
+        assert second.rc != 0
+        res = second.result("Roll out")
+        comp = res["components"][0]
+        assert comp["phase"] == "Failed" and comp["health"]["status"] == "Failed", comp
+        entry = comp["rollback"]
+        assert (entry["status"], entry["from"], entry["to"], entry["revision"]) == ("refused", 2, 1, None), entry
+        assert entry["message"].startswith("rollback from revision 2 to 1 refused: it would be a breaking CRD change: CRD %s: " % name), entry
+        assert "existingFieldRemoval" in entry["message"] and "shape" in entry["message"], entry
+        assert res["rollbacks"] == [entry]
+        assert not any(a.startswith("roll back") for a in res["actions"]), res["actions"]
+        # nothing changed by the refusal: revision 2 stays deployed, the live CRD keeps spec.shape
+        assert revisions(kube) == [1, 2] and "shape" in spec_fields(kube, name)
+        status = stack_status(kube, stack)
+        listed = dict((c["name"], c) for c in status["components"])["crd-demo"]
+        assert listed["rolledBack"]["status"] == "refused" and listed["lastKnownGood"] == 1, listed
+        assert "RollbackRefused" in [h["type"] for h in status["history"]], status["history"]

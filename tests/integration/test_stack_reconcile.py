@@ -35,7 +35,7 @@ import pytest
 
 from aicr_lab.controlplane.stages import NEVER_READY, READY_AFTER
 
-from lab_support import audit_mutations, clear_pod_annotation, example_catalog, grant_secret_read, wait_until
+from lab_support import audit_mutations, clear_pod_annotation, create_owned_stack, example_catalog, grant_secret_read, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO / ".build" / "collections"
@@ -671,3 +671,21 @@ def test_a_specs_secrets_never_reach_the_job_events_and_clear_pending_reaches_th
     deployed = subprocess.run([str(BIN / "helm4"), "--kubeconfig", kube.kubeconfig, "get", "values", "example-agent", "-n", kube.namespace, "-o", "json"],
                               capture_output=True, text=True, check=True)
     assert json.loads(deployed.stdout)["auth"] == {"password": SECRETS[0]}, "helm got the value as it is"
+
+
+def test_spec_on_failure_rollback_reaches_the_rollout(run_playbook, kube, stack, example_repo, releases, tmp_path):
+    """A ClusterStack's ``spec.onFailure: rollback`` reaches gated_release through the role: the operator, installed in this
+    run and never Ready, is reported ``left`` (a first install is not rolled back) in the result, the status and the history
+    (with ``hold`` there would be no rollback decision at all)."""
+    skipped = ["example-agent", "example-config", "example-jobs", "example-monitoring"]
+    create_owned_stack(kube, stack, stack_spec(releases, onFailure="rollback", skipComponents=skipped,
+                                               componentOverrides=pod_annotations("example-operator", {NEVER_READY: "true"})))
+    run = run_playbook("stack_reconcile.yml", extravars=role_vars(kube, example_repo, tmp_path, stack_reconcile_timeout=3))
+    assert run.rc != 0
+    res = run.result("Roll out the stack's recipe")
+    entry = dict((c["name"], c) for c in res["components"])["example-operator"]["rollback"]
+    assert entry["status"] == "left" and "installed in this run" in entry["message"], entry
+    assert res["rollbacks"] == [entry]
+    status = get_stack(kube, stack)["status"]
+    assert dict((c["name"], c) for c in status["components"])["example-operator"]["rolledBack"]["status"] == "left"
+    assert "RollbackNotDone" in [h["type"] for h in status["history"]]

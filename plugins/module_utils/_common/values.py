@@ -48,3 +48,13 @@ def merge_null_deletes(base, override):
 def merge_null_kept(base, override):
     """``base`` with ``override`` merged in; ``null`` in ``override`` is kept as a value."""
     return _merge_into(deep_copy(base or {}), override or {}, False)
+
+
+def dotted(values, path, missing=None):
+    """The value at the dotted ``path`` (``a.b.c``, helm's values paths) of nested dicts; ``missing`` when a step is absent."""
+    node = values
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return missing
+        node = node[key]
+    return node

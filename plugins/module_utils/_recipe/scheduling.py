@@ -27,7 +27,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
-from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy
+from ansible_collections.aicr.runtime.plugins.module_utils._common.values import deep_copy, dotted
 
 KEYS = ("system", "accelerated", "nodes", "workload_gate", "workload_selector")
 POOL_KEYS = ("node_selector", "tolerations")
@@ -170,12 +170,7 @@ _MISSING = object()
 
 
 def _at(values, path):
-    node = values
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
+    return dotted(values, path, _MISSING)
 
 
 def _parent(values, path, strict=False):

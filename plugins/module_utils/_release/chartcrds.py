@@ -6,8 +6,9 @@
 Helm installs a chart's ``crds/`` once and never upgrades them. With ``chart_crds: managed``:
 
 1. before the first change (with the values check, ``valuescheck``; in check mode too), the chart of every release that
-   will be installed or upgraded is brought to local disk and the CRDs of its ``crds/`` (and of its subcharts' ``crds/``,
-   unpacked or as archives, whether the subchart is enabled or not) are read. Each is compared with the live CRD by the
+   will be installed or upgraded is brought to local disk and the CRDs of its ``crds/`` (and of the ``crds/`` of the
+   subcharts helm installs with the component's values - unpacked or as archives; one disabled by its ``condition`` or
+   ``tags`` is left out, as helm leaves it out) are read. Each is compared with the live CRD by the
    breaking-change rules of crd_publish (``_schema.compat``); a breaking change is refused unless
    ``allow_breaking_crd_changes`` names the CRD or the component, and a CRD of another stack (its ``aicr.io/stack``
    label), of another field manager than helm and this collection, or one this stack's release did not install, is
@@ -85,7 +86,7 @@ class ChartCrds(object):
         comp = st.comp
         installed_here = st.deployed is not None and not st.release_foreign
         planned = []
-        for fname, crd in chart_crds(archive):
+        for fname, crd in chart_crds(archive, comp.values):
             name = crd["metadata"]["name"]
             live = read_live(self.cluster, name)
             owner = crd_owner(live, self.opts.stack, installed_here)
@@ -137,6 +138,7 @@ class ChartCrds(object):
             planned = self._plan_chart_crds(st, archive)
         for crd in planned:
             self._publish_chart_crd(st.comp, crd, deadline)
+            st.chart_crds.append(crd["metadata"]["name"])  # recorded in the inventory (``inventory.recorded_crds``)
             st.changed = True
 
     def _chart_crds_into(self, result):

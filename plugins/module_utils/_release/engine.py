@@ -281,7 +281,7 @@ class GatedRelease(Survey, ValuesCheck, ChartCrds, Deploy, EarlyStart, Remove, R
                     self._prefetch_renders()
                     outcomes = self._execute(start)
                     if self.opts.on_failure == "rollback" and self.opts.state == "present":
-                        self.rollbacks = self._roll_back_failed()  # still under the Lease, before the inventory's record
+                        self.rollbacks = self._roll_back_failed(start + self.opts.overall_timeout)  # still under the Lease, before the inventory's record
                     try:
                         self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
                     except AicrError:

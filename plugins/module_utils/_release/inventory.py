@@ -9,13 +9,17 @@ One ConfigMap ``aicr-runtime-<stack>-inventory`` in the lease namespace; ``data.
     {components: {name: {namespace, dependencies,
                          release: name | null,
                          release_record: {uid, revision, digest, next_digest?, lastKnownGood?: {revision, digest}},
-                         objects: [{id, apiVersion, kind, namespace, name, wave, uid?, digest?}]}},
+                         objects: [{id, apiVersion, kind, namespace, name, wave, uid?, digest?}],
+                         chart_crds?: [CRD names]}},
      order: [names]}
 
 ``release_record`` is the helm release Secret the stack last wrote (its uid and revision) and the ``aicr.io/digest`` it
 carries; ``lastKnownGood`` the latest revision of it that passed its gate (Ready and its health check) in a run of the
 stack - what ``on_failure: rollback`` goes back to (``_release.rollback``); an object's ``uid`` and ``digest`` (sha256 of
-the body applied) are what the stack last applied.
+the body applied) are what the stack last applied. ``chart_crds`` names the CRDs of the component's chart the stack has
+applied (``chart_crds: managed``, ``_release.chartcrds``): a record to show, never an object list - prune and ``state:
+absent`` never delete a CRD (every custom resource of its kind would go with it), and a name stays recorded while the
+component does.
 
 - Only the collection's field manager (``aicr-runtime``) writes it: a ConfigMap of that name whose fields that manager
   holds none of, or whose ``data.inventory`` another manager wrote (an edit), is not trusted - a warning, and the run
@@ -224,6 +228,12 @@ def good_after(st, prev):
     return last_known_good(prev)
 
 
+def recorded_crds(st, prev):
+    """The chart CRDs recorded for a component after the run: those recorded before (``prev``: its inventory entry) and
+    those this run applied - sorted names."""
+    return sorted(set(prev.get("chart_crds") or []) | set(st.chart_crds))
+
+
 def entry_of(st, prev, prune):
     """A component's inventory entry after the run: what it applied now (with uid and digest), what it rendered and the
     inventory knew already (as it was), what it no longer renders unless pruned (and everything known when it failed);
@@ -242,6 +252,9 @@ def entry_of(st, prev, prune):
         ids = set(r.get("id") for r in refs)
         refs.extend(r for r in known.values() if r.get("id") not in ids)
     entry = {"namespace": comp.namespace, "release": None, "dependencies": list(comp.gate), "objects": refs}
+    crds = recorded_crds(st, prev)
+    if crds:
+        entry["chart_crds"] = crds
     if not comp.manifest_only:
         if st.release_record is not None:
             record = dict(st.release_record)

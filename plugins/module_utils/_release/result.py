@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible_collections.aicr.runtime.plugins.module_utils._common import deps, timeline
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED, FAILED, PENDING, READY, REMOVED, UNCHANGED
 from ansible_collections.aicr.runtime.plugins.module_utils._release import drift, health
-from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import good_after
+from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import good_after, recorded_crds
 
 
 class ComponentState(object):
@@ -46,6 +46,7 @@ class ComponentState(object):
         self.release_foreign = False  # the deployed release is not this stack's: the inventory does not record it
         self.left_alone = None  # removal: why the release was not uninstalled
         self.rolled_back = None  # on_failure: rollback: what was decided for it (``_release.rollback``)
+        self.chart_crds = []  # the chart CRDs this run applied for it (chart_crds: managed; ``_release.chartcrds``)
         self.drift = None  # drift entries (``_release.drift``) when the run reads drift; None with drift: ignore
 
     def object_actions(self):
@@ -62,6 +63,7 @@ class ComponentState(object):
         """The component result; ``prev``: its inventory entry as read (for ``last_known_good``)."""
         comp = self.comp
         good = good_after(self, prev or {})
+        crds = recorded_crds(self, prev or {})
         objs = []
         for wave in ("pre", "post"):
             for mobj, action, reason in self.objects[wave]:
@@ -79,7 +81,8 @@ class ComponentState(object):
             **({"early_start": True} if self.early_start else {}),
             **({"rollback": dict(self.rolled_back)} if self.rolled_back is not None else {}),
             **({"last_known_good": int(good["revision"])} if good is not None else {}),
-            **({"drift": drift.reported(self.drift)} if self.drift is not None else {})
+            **({"drift": drift.reported(self.drift)} if self.drift is not None else {}),
+            **({"chart_crds": crds} if crds else {})
         }
 
 

@@ -24,6 +24,10 @@ A rollback is refused when it would change a CustomResourceDefinition of the cha
 ``crds/`` files helm stored with the release) are compared as "current -> rolled back"; a CRD the rolled-back revision no
 longer has is breaking too (its custom resources would lose their schema).
 
+A rollback - ``helm rollback`` and the wait until the rolled-back release is Ready - gets the component's ``timeout``
+within what remains of ``overall_timeout`` (``rollback_budget``): none left, it is not started (``failed``, "out of
+time"); not Ready when that runs out, it is reported rolled back but not Ready, "out of time".
+
 Every decision is one entry ``{component, status, from, to, revision, reason, message}`` (status ``rolled_back``,
 ``refused``, ``failed`` or ``left``) in the component's result (``rollback``) and in the run's ``rollbacks``. Check mode
 rolls nothing back; it lists, per component it would upgrade, the revision a failed gate would go back to.
@@ -84,6 +88,14 @@ def breaking_crd_change(current, target):
     return "; ".join(reasons) or None
 
 
+def rollback_budget(timeout, overall_deadline, now):
+    """Seconds a rollback may take: the component's ``timeout`` within what remains of ``overall_timeout`` (``overall_deadline``,
+    None: no overall bound); 0 when nothing remains."""
+    if overall_deadline is None:
+        return timeout
+    return max(0.0, min(timeout, overall_deadline - now))
+
+
 def dependents_of(plan, names):
     """Every component of ``plan`` that depends (the recipe's dependencies, transitively) on one of ``names``."""
     found, grew = set(), True
@@ -106,8 +118,9 @@ class Rollback(object):
         """This run upgraded the component's release: helm wrote a new revision over one deployed before."""
         return not st.comp.manifest_only and st.action == "upgrade" and st.deployed is not None and st.release_record is not None
 
-    def _roll_back_failed(self):
-        """Roll back what failed its gate and its upgraded dependents (see the module docstring); the entries."""
+    def _roll_back_failed(self, overall_deadline=None):
+        """Roll back what failed its gate and its upgraded dependents (see the module docstring), each within its ``timeout``
+        and what remains of ``overall_timeout`` (``overall_deadline``); the entries."""
         entries = []
         failed = [n for n in self.plan.order if self.states[n].phase == FAILED]
         roots = [n for n in failed if self._upgraded_in_run(self.states[n])]
@@ -119,13 +132,14 @@ class Rollback(object):
                 entries.append(self._decided(st, LEFT, "its gate failed", "installed in this run: there is no earlier revision to roll back "
                                              "to; left as it is (a first install is not remediated, as with Flux's upgrade.remediation)"))
         for name in roots:
-            entries.append(self._roll_back(self.states[name], "its gate failed: %s" % self.states[name].message))
+            entries.append(self._roll_back(self.states[name], "its gate failed: %s" % self.states[name].message, overall_deadline))
         dependents = dependents_of(self.plan, roots)
         for name in reversed(self.plan.order):
             st = self.states[name]
             if name in dependents and st.phase == READY and self._upgraded_in_run(st):
                 causes = [r for r in roots if r in dependencies_of(self.plan, name)]
-                entries.append(self._roll_back(st, "upgraded in this run and depends on %s, which was rolled back" % ", ".join(causes)))
+                entries.append(self._roll_back(st, "upgraded in this run and depends on %s, which was rolled back" % ", ".join(causes),
+                                               overall_deadline))
         return entries
 
     def _decided(self, st, status, reason, message, target=None, revision=None, source=None):
@@ -137,7 +151,7 @@ class Rollback(object):
         self._transition(st)
         return entry
 
-    def _roll_back(self, st, reason):
+    def _roll_back(self, st, reason, overall_deadline=None):
         comp = st.comp
         good = last_known_good(self.inventory.loaded_entry(comp.name))
         if good is None:
@@ -153,8 +167,13 @@ class Rollback(object):
         if breaking:
             return self._decided(st, REFUSED, reason, "rollback from revision %s to %s refused: it would be a breaking CRD change: %s"
                                  % (current, target, breaking), target=target)
+        budget = rollback_budget(self.opts.timeout, overall_deadline, self.clock())
+        if budget <= 0:
+            return self._decided(st, ROLLBACK_FAILED, reason, "not rolled back from revision %s to %s: out of time (overall_timeout %gs spent)"
+                                 % (current, target, self.opts.overall_timeout), target=target)
+        deadline = self.clock() + budget  # helm rollback and the wait for Ready together
         try:
-            self.helm.rollback(comp.name, comp.namespace, target, timeout=self.opts.timeout)
+            self.helm.rollback(comp.name, comp.namespace, target, timeout=budget)
         except AicrError as exc:
             return self._decided(st, ROLLBACK_FAILED, reason, "rollback from revision %s to %s failed: %s" % (current, target, exc.msg), target=target)
         self._action("roll back %s from revision %s to %s (%s)" % (comp.name, current, target, reason))
@@ -168,9 +187,11 @@ class Rollback(object):
         if stored is not None:
             try:
                 self.wait_ready(comp, release_refs(self.cluster, manifest_docs(stored.manifest), comp.namespace),
-                                self.clock() + self.opts.timeout, "release %s rolled back" % comp.name)
+                                deadline, "release %s rolled back" % comp.name)
             except AicrError as exc:
                 message += ", not Ready: %s" % exc.msg
+                if self.clock() >= deadline:
+                    message += " (out of time: %gs - its timeout within what remained of overall_timeout)" % budget
         return self._decided(st, ROLLED_BACK, reason, message, target=target, revision=revision, source=current)
 
     def _crds_of(self, comp, revision):

@@ -142,6 +142,8 @@ def status_schema():
             "status": _s("rolled_back, refused, failed or left."), "reason": _s("Why it was to be rolled back."), "message": _s("What happened."),
             "from": {"type": "integer", "description": "Revision rolled back from."}, "to": {"type": "integer", "description": "Revision rolled back to."},
             "revision": {"type": "integer", "description": "The revision the rollback wrote."}}),
+        "chartCrds": _list("The CRDs of its chart the stack applied (chartCrds: managed); never deleted by prune or removal.",
+                           {"type": "string"}),
     }, required=["name"])
     device = _obj("A device attached to a node.", {
         "node": _s("Node name."), "type": _s("Device type."), "model": _s("Model."),

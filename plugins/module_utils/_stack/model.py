@@ -124,6 +124,9 @@ def component_entry(component, previous=None, now=None):
         entry["drift"] = drifted
     elif previous and "drift" in previous and "drift" not in component:
         entry["drift"] = list(previous["drift"])  # a transition that does not say keeps what the last survey found
+    crds = component.get("chart_crds", component.get("chartCrds", (previous or {}).get("chartCrds")))
+    if crds:
+        entry["chartCrds"] = sorted(str(c) for c in crds)[:200]  # the chart CRDs the stack applied (gated_release chart_crds: managed)
     if previous and previous.get("phase") == phase and previous.get("lastTransitionTime"):
         entry["lastTransitionTime"] = previous["lastTransitionTime"]
     else:

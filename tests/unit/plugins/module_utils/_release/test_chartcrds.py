@@ -4,6 +4,7 @@ one refused before anything of the rollout changes."""
 
 import copy
 import io
+import json
 import tarfile
 
 import pytest
@@ -198,3 +199,97 @@ def test_a_refusal_of_one_component_applies_no_crd_of_another_not_even_in_check_
         assert result["changed"] is False and result["chart_crds"] == [] and result["actions"] == []
         assert [e["component"] for e in result["errors"]] == ["x"]
     assert cluster.get(*CRD_API, name=NAME) is None and helm.upgrades() == []
+
+
+def crd_named(plural):
+    crd = gadget_crd()
+    crd["metadata"]["name"] = "%s.example.aicr.io" % plural
+    crd["spec"]["names"] = {"kind": plural.capitalize()[:-1], "plural": plural}
+    return yaml.safe_dump(crd)
+
+
+def subchart_tree():
+    """A chart whose subcharts helm enables or not by their condition and tags (``charts/<sub>/``, one archived)."""
+    deps = [{"name": "on", "condition": "on.enabled"}, {"name": "off", "condition": "off.enabled"},
+            {"name": "tagged", "tags": ["extras"]}, {"name": "both", "tags": ["extras"], "condition": "both.enabled"},
+            {"name": "sub", "alias": "renamed", "condition": "renamed.enabled,never.there"}, {"name": "own", "condition": "own.enabled"}]
+    for dep in deps:
+        dep["version"] = "1.0.0"  # helm matches a dependency to its subchart by name and version
+    files = {"Chart.yaml": yaml.safe_dump({"apiVersion": "v2", "name": "x", "version": "1.0.0", "dependencies": deps}),
+             "values.yaml": yaml.safe_dump({"on": {"enabled": True}, "off": {"enabled": False}, "tags": {"extras": False},
+                                            "both": {"enabled": True}, "renamed": {"enabled": False}}),
+             "charts/unlisted/crds/c.yaml": crd_named("unlisteds"),
+             "charts/on/crds/c.yaml": crd_named("ons"),
+             "charts/on/charts/inner/crds/c.yaml": crd_named("inners"),
+             "charts/off/crds/c.yaml": crd_named("offs"),
+             "charts/tagged/crds/c.yaml": crd_named("taggeds"),
+             "charts/both/crds/c.yaml": crd_named("boths"),
+             "charts/sub/crds/c.yaml": crd_named("subs")}
+    for sub in ("unlisted", "off", "tagged", "both", "sub", "on/charts/inner"):
+        files["charts/%s/Chart.yaml" % sub] = yaml.safe_dump({"apiVersion": "v2", "name": sub.rsplit("/", maxsplit=1)[-1], "version": "1.0.0"})
+    files["charts/on/Chart.yaml"] = yaml.safe_dump({"apiVersion": "v2", "name": "on", "version": "1.0.0",
+                                                    "dependencies": [{"name": "inner", "version": "1.0.0", "condition": "inner.enabled"}]})
+    own = _tgz({"own/Chart.yaml": "apiVersion: v2\nname: own\nversion: 1.0.0\n", "own/values.yaml": "enabled: false\n", "own/crds/c.yaml": crd_named("owns")})
+    return files, own
+
+
+def tree_on_disk(tmp_path):
+    files, own = subchart_tree()
+    for name, text in files.items():
+        (tmp_path / "x" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "x" / name).write_text(text)
+    (tmp_path / "x" / "charts" / "own-1.0.0.tgz").write_bytes(own)
+    return str(tmp_path / "x")
+
+
+def installed(path, values):
+    return sorted(crd["metadata"]["name"].split(".")[0] for _f, crd in chart_crds(path, values))
+
+
+@pytest.mark.parametrize("values, expected", [
+    ({}, ["boths", "inners", "ons", "unlisteds"]),
+    ({"off": {"enabled": True}, "renamed": {"enabled": True}, "own": {"enabled": True}},
+     ["boths", "inners", "offs", "ons", "owns", "subs", "unlisteds"]),
+    ({"tags": {"extras": True}, "both": {"enabled": False}, "on": {"inner": {"enabled": False}}}, ["ons", "taggeds", "unlisteds"]),
+    ({"on": {"enabled": False}}, ["boths", "unlisteds"]),
+    (None, ["boths", "inners", "offs", "ons", "owns", "subs", "taggeds", "unlisteds"]),
+], ids=["defaults", "conditions-on", "tags-and-nested", "parent-off", "no-values-all"])
+def test_chart_crds_skips_subcharts_helm_does_not_install(tmp_path, values, expected):
+    """helm's rules: a condition (the first of its paths holding a boolean, in the user's values over the chart's and the
+    subchart's defaults, an alias by its alias) decides; otherwise tags (one true enables, all false disable); a subchart
+    Chart.yaml does not list is always installed; a disabled subchart's own subcharts are not either."""
+    assert installed(tree_on_disk(tmp_path), values) == expected
+
+
+def test_a_disabled_subcharts_crds_are_not_applied(fakes):
+    cluster, helm = fake(fakes)
+    files, own = subchart_tree()
+    del own
+    helm.chart_files["x"] = files
+    result = engine(cluster, helm, [comp("x", values={"off": {"enabled": False}, "on": {"inner": {"enabled": False}}})], chart_crds="managed").run()
+    assert "failed_message" not in result, result.get("failed_message")
+    assert sorted(e["name"].split(".")[0] for e in result["chart_crds"]) == ["boths", "ons", "unlisteds"]
+    crds = sorted(o["metadata"]["name"].split(".")[0] for o in cluster.list(*CRD_API))
+    assert "offs" not in crds and "inners" not in crds and "taggeds" not in crds and "ons" in crds, crds
+
+
+def inventory_entry(cluster, name="x"):
+    cm = cluster.get("v1", "ConfigMap", "aicr-runtime-test-inventory", "aicr-system")
+    return json.loads(cm["data"]["inventory"])["components"].get(name)
+
+
+def test_the_inventory_records_the_chart_crds_applied_and_absent_or_prune_never_delete_them(fakes):
+    cluster, helm = fake(fakes)
+    first = run(cluster, helm)
+    assert inventory_entry(cluster)["chart_crds"] == [NAME] and first["components"][0]["chart_crds"] == [NAME]
+    assert all(o["kind"] != "CustomResourceDefinition" for o in inventory_entry(cluster)["objects"]), "never an object to remove"
+    writes = len(cluster.mutations())
+    again = run(cluster, helm)  # nothing to do: nothing written, the record still shown
+    assert len(cluster.mutations()) == writes and again["components"][0]["chart_crds"] == [NAME]
+    pruned = engine(cluster, helm, [comp("y")], chart_crds="managed", prune=True).run()
+    assert "failed_message" not in pruned, pruned.get("failed_message")
+    assert cluster.get(*CRD_API, name=NAME) is not None, "prune left the CRD"
+    run(cluster, helm)
+    gone = engine(cluster, helm, [comp("x")], chart_crds="managed", state="absent").run()
+    assert "failed_message" not in gone, gone.get("failed_message")
+    assert cluster.get(*CRD_API, name=NAME) is not None, "state: absent left the CRD"

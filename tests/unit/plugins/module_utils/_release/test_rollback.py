@@ -167,3 +167,45 @@ def test_breaking_crd_change_rules():
     assert rollback.breaking_crd_change({"w": widgets(["a"])}, {"w": widgets(["a"])}) is None
     assert rollback.breaking_crd_change({"w": widgets(["a"])}, {}) == "CRD w is not in the revision rolled back to"
     assert rollback.breaking_crd_change({}, {"w": widgets(["a"])}) is None
+
+
+def clocked_run(fakes, spent, overall_timeout=100):
+    """x upgraded to a failing revision while ``spent`` seconds of the run pass (a fake clock); the timeouts helm rollback got."""
+    cluster, helm = setup(fakes, ())
+    first_run(cluster, helm, [comp("x")])
+    clock, budgets = fakes.FakeClock(), []
+    upgrade, roll_back = helm.upgrade, helm.rollback
+
+    def slow_upgrade(release, *args, **kwargs):
+        clock.advance(spent)
+        return upgrade(release, *args, **kwargs)
+
+    def timed_rollback(release, namespace, revision, timeout=None):
+        budgets.append(timeout)
+        return roll_back(release, namespace, revision, timeout=timeout)
+
+    helm.upgrade, helm.rollback = slow_upgrade, timed_rollback
+    run = engine(cluster, helm, [comp("x", values={"fail": "image pull"})], on_failure="rollback", overall_timeout=overall_timeout)
+    run.clock = clock
+    return run.run(), helm, budgets
+
+
+def test_the_rollback_gets_what_remains_of_overall_timeout_not_its_whole_timeout(fakes):
+    result, helm, budgets = clocked_run(fakes, spent=95)
+    assert by_name(result)["x"]["rollback"]["status"] == "rolled_back" and rollbacks(helm) == [("x", "apps", 1)]
+    assert len(budgets) == 1 and 0 < budgets[0] <= 5, budgets  # timeout 10, 5 s of overall_timeout left
+
+
+def test_a_rollback_with_no_time_left_is_not_started_and_says_it_ran_out_of_time(fakes):
+    result, helm, budgets = clocked_run(fakes, spent=101)
+    entry = by_name(result)["x"]["rollback"]
+    assert (entry["status"], entry["from"], entry["to"]) == ("failed", 2, 1), entry
+    assert entry["message"] == "not rolled back from revision 2 to 1: out of time (overall_timeout 100s spent)"
+    assert rollbacks(helm) == [] and budgets == [] and revision_of(helm.cluster, "x") == [2]
+
+
+def test_rollback_budget():
+    assert rollback.rollback_budget(10, None, 50) == 10
+    assert rollback.rollback_budget(10, 100, 50) == 10
+    assert rollback.rollback_budget(10, 100, 97) == 3
+    assert rollback.rollback_budget(10, 100, 101) == 0
