@@ -3,7 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The gated rollout: survey (read-only plan), then deploy or remove through the DAG scheduler.
 
-This module is the orchestration only; each step is a section of its own:
+This module is the orchestration only. A run's shared state is one explicit object (``context.RunContext``); each
+step is a collaborator of its own over it, given the collaborators it calls (:class:`GatedRelease` wires them):
+``survey.Surveyor``, ``valuescheck.ValuesChecker``, ``chartcrds.ChartCrdManager``, ``deploy.Deployer``,
+``early.EarlyStarter``, ``remove.Remover``, ``rollback.RollBacker`` and ``result.Reporter``.
 
 1. *Survey* (``survey``), read-only and concurrent: the deployed release, the rendered manifests and a
    server-side dry-run apply per object. This is the check-mode plan.
