@@ -114,7 +114,7 @@ class Deployer(object):
                             component=comp.name, release_status=deployed.status)
         self.ctx.cluster.delete("v1", "Secret", deployed.secret_name, comp.namespace)
         self.ctx.action("clear the interrupted helm operation on %s (revision %s, %s since %s)"
-                     % (comp.name, deployed.revision, deployed.status, deployed.created))
+                        % (comp.name, deployed.revision, deployed.status, deployed.created))
 
     def _install(self, st, deadline):
         """``helm upgrade --install`` of a component whose release must change (its helm started early, waiting at its
@@ -145,7 +145,7 @@ class Deployer(object):
             self.namespaces.ensure(comp.namespace)
             remaining = max(1, deadline - self.ctx.clock())
             revision = self.ctx.helm.upgrade(comp.name, comp.namespace, chart_ref, repo, comp.version, comp.values, self.ctx.release_labels(comp),
-                                         extra_flags=flags, atomic=self.ctx.opts.atomic, timeout=remaining, workdir=self.ctx.workdir)
+                                             extra_flags=flags, atomic=self.ctx.opts.atomic, timeout=remaining, workdir=self.ctx.workdir)
         st.changed = True
         self.ctx.action("%s %s (chart %s %s into namespace %s: %s)" % (st.action, comp.name, comp.chart, comp.version, comp.namespace, st.reason))
         answer = getattr(revision, "release", None) or {}
@@ -171,8 +171,8 @@ class Deployer(object):
         st.release_foreign = True
         if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.ctx.opts.stack):
             self.ctx.claim(claim("release", comp.namespace, comp.name, label_value(self.ctx.opts.stack),
-                              "labelled for stack %s but not in its inventory" % self.ctx.opts.stack if verdict == UNRECORDED else why),
-                        "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
+                                 "labelled for stack %s but not in its inventory" % self.ctx.opts.stack if verdict == UNRECORDED else why),
+                           "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
         raise AicrError("component %s: release %s/%s %s: it is not upgraded (set adopt: true to take it over)" % (comp.name, comp.namespace, comp.name, why),
                         component=comp.name, owner=why)
 

@@ -144,7 +144,7 @@ class EarlyStarter(object):
         self.namespaces.present(comp.namespace)  # a read now, so that its gate reads nothing (a missing one is created there)
         gate = self._gates.new_gate(name)
         return self.ctx.helm.start_upgrade(comp.name, comp.namespace, path, comp.values, self.ctx.release_labels(comp), self._gates, gate,
-                                       extra_flags=flags, atomic=self.ctx.opts.atomic, timeout=self.ctx.opts.timeout, workdir=self.ctx.workdir)
+                                           extra_flags=flags, atomic=self.ctx.opts.atomic, timeout=self.ctx.opts.timeout, workdir=self.ctx.workdir)
 
     def _traits_of(self, name, path=None):
         """What the local chart of component ``name`` (at ``path``, or where it was installed from) reads before helm's

@@ -45,7 +45,7 @@ class Remover(object):
             why = object_refusal(live, ref, self.ctx.opts.stack)
             if why is not None:
                 self.ctx.warn("left %s %s/%s alone: the inventory lists it for component %s, but %s; stack %s does not delete it"
-                           % (ref["kind"], ref.get("namespace") or "-", ref["name"], who, why, self.ctx.opts.stack))
+                              % (ref["kind"], ref.get("namespace") or "-", ref["name"], who, why, self.ctx.opts.stack))
                 self.ctx.action("leave %s %s/%s alone (%s)" % (ref["kind"], ref.get("namespace") or "-", ref["name"], why))
                 continue
             uid = (live.get("metadata") or {}).get("uid")
@@ -71,8 +71,8 @@ class Remover(object):
             if live is not None and labels_of(live).get(STACK_LABEL) == label_value(self.ctx.opts.stack):
                 where = "%s %s/%s" % (ref["kind"], ref.get("namespace") or "-", ref["name"])
                 self.ctx.claim(claim(ref["kind"], ref.get("namespace"), ref["name"], label_value(self.ctx.opts.stack),
-                                  "labelled for stack %s but not in its inventory" % self.ctx.opts.stack, api_version=ref["apiVersion"]),
-                            "%s (component %s) is labelled for stack %s but is not in its inventory; it is not deleted" % (where, name, self.ctx.opts.stack))
+                                     "labelled for stack %s but not in its inventory" % self.ctx.opts.stack, api_version=ref["apiVersion"]),
+                               "%s (component %s) is labelled for stack %s but is not in its inventory; it is not deleted" % (where, name, self.ctx.opts.stack))
 
     def _remove_release(self, name, entry, st, deadline):
         """Uninstall the component's release when the inventory lists it and its latest revision, read right before

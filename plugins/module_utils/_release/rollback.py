@@ -171,7 +171,7 @@ class RollBacker(object):
         if stored is not None:
             try:
                 self.ctx.wait_ready(comp, release_refs(self.ctx.cluster, manifest_docs(stored.manifest), comp.namespace),
-                                self.ctx.clock() + self.ctx.opts.timeout, "release %s rolled back" % comp.name)
+                                    self.ctx.clock() + self.ctx.opts.timeout, "release %s rolled back" % comp.name)
             except AicrError as exc:
                 message += ", not Ready: %s" % exc.msg
         return self._decided(st, ROLLED_BACK, reason, message, target=target, revision=revision, source=current)

@@ -90,11 +90,11 @@ class Surveyor(object):
         st.release_foreign = True
         if verdict in (UNRECORDED, CHANGED) and deployed.stack == label_value(self.ctx.opts.stack):
             self.ctx.claim(claim("release", comp.namespace, comp.name, label_value(self.ctx.opts.stack),
-                              "labelled for stack %s but not in its inventory" % self.ctx.opts.stack if verdict == UNRECORDED else why),
-                        "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
+                                 "labelled for stack %s but not in its inventory" % self.ctx.opts.stack if verdict == UNRECORDED else why),
+                           "release %s/%s %s; it is neither upgraded nor removed (set adopt: true to take it over)" % (comp.namespace, comp.name, why))
         elif verdict == OTHER and deployed.stack and listed(self.ctx.inventory.loaded_entry(comp.name), comp.name, comp.namespace):
             self.ctx.warn("release %s/%s: released to stack %s (it carries that stack's label now); stack %s forgets it"
-                       % (comp.namespace, comp.name, deployed.stack, self.ctx.opts.stack))
+                          % (comp.namespace, comp.name, deployed.stack, self.ctx.opts.stack))
 
     def _render(self, comp):
         """The component's rendered manifests (prefetched in the background once a rollout starts)."""
@@ -276,9 +276,9 @@ class Surveyor(object):
             if latest is None or latest.stack != label_value(self.ctx.opts.stack):
                 continue
             self.ctx.claim(claim("release", rel.namespace, rel.name, label_value(self.ctx.opts.stack),
-                              "labelled for stack %s but not in its inventory" % self.ctx.opts.stack),
-                        "release %s/%s is labelled for stack %s (component %s) but is not in its inventory; it is never removed"
-                        % (rel.namespace, rel.name, self.ctx.opts.stack, rel.component or "-"))
+                                 "labelled for stack %s but not in its inventory" % self.ctx.opts.stack),
+                           "release %s/%s is labelled for stack %s (component %s) but is not in its inventory; it is never removed"
+                           % (rel.namespace, rel.name, self.ctx.opts.stack, rel.component or "-"))
         self.ctx.leftover_notes = {}
         if self.ctx.opts.prune or self.ctx.opts.state == "absent":
             # the plan says which leftover releases will not be uninstalled (removal reads them again right before)

@@ -58,7 +58,7 @@ class ValuesChecker(object):
         with self._chart_locks(comp.name):
             if key not in self.chart_archives:
                 self.chart_archives[key] = self.ctx.helm.pull(chart_ref, repo, comp.version, os.path.join(self.ctx.workdir, "charts", comp.name),
-                                                           extra_flags=flags)
+                                                              extra_flags=flags)
             return self.chart_archives[key]
 
     def pull_and_validate(self, comp, chart_ref, repo, flags):

@@ -23,8 +23,8 @@ def test_warnings_are_kept_once_each_and_at_most_ten(fakes):
 
 def test_a_foreign_claim_is_reported_once_and_as_a_warning(fakes):
     ctx = context(fakes.FakeCluster(), None, [comp("x")])
-    for _ in range(2):
-        ctx.claim(claim("release", "apps", "x", "test", "labelled for stack test but not in its inventory"), "release apps/x is not ours")
+    ctx.claim(claim("release", "apps", "x", "test", "labelled for stack test but not in its inventory"), "release apps/x is not ours")
+    ctx.claim(claim("release", "apps", "x", "test", "labelled for stack test but not in its inventory"), "release apps/x is not ours")
     assert [(c["kind"], c["namespace"], c["name"], c["message"]) for c in ctx.foreign_claims] == [
         ("release", "apps", "x", "foreign claim: release apps/x is not ours")]
     assert ctx.warnings == ["foreign claim: release apps/x is not ours"]
