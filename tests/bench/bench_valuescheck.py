@@ -99,7 +99,7 @@ def _check_alone(kube, workdir, source, tag, fetch="direct"):
     """The up-front check alone, timed in this process: a fresh stack surveyed (nothing deployed), then every chart brought
     to local disk and every component's values validated. Seconds. ``fetch``: ``direct`` (gated_release's: without helm,
     into an empty chart cache), ``cached`` (the shared chart cache of earlier runs), ``helm`` (``helm pull`` per chart)."""
-    # pylint: disable=import-outside-toplevel,protected-access
+    # pylint: disable=import-outside-toplevel
     import bench_release
     from ansible_collections.aicr.runtime.plugins.module_utils._kube import connection
     from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
@@ -114,13 +114,13 @@ def _check_alone(kube, workdir, source, tag, fetch="direct"):
     options = Options(stack="bench-%s" % tag, validate_values=True, repository_mirrors={bench_release.REPOSITORY: str(source)}, concurrency=4,
                       lease_namespace="aicr-system")
     run = GatedRelease(connection.resolve(kube.kubeconfig_for("release"), None).client(), helm, build_plan(_recipe(workdir, tag)), options)
-    run.workdir = tempfile.mkdtemp(prefix="run-", dir=workdir)
-    run.inventory.load(run._action, run._warn)
-    run.survey(objects=False)
+    run.ctx.workdir = tempfile.mkdtemp(prefix="run-", dir=workdir)
+    run.ctx.inventory.load(run.ctx.action, run.ctx.warn)
+    run.surveyor.survey(objects=False)
     began = time.perf_counter()
-    refused = run._check_values_up_front()
+    refused = run.charts.check_up_front()
     took = time.perf_counter() - began
-    if refused or len(run._chart_archives) != 20:
+    if refused or len(run.charts.chart_archives) != 20:
         raise RuntimeError("the check did not pass all 20 charts: %s" % [st.message for st, _f in refused])
     return took
 

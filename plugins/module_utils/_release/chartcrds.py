@@ -69,18 +69,19 @@ def allowed_breaking(allow, component, name):
     return name in allow or component in allow
 
 
-class ChartCrds(object):
-    """The chart-CRD section of :class:`~.engine.GatedRelease` (a mixin)."""
+class ChartCrdManager(object):
+    """The charts' CRDs of one run (``ctx``: a ``context.RunContext``): checked up front, applied at the gate, reported."""
 
-    def _init_chart_crds(self):
+    def __init__(self, ctx):
+        self.ctx = ctx
         self._crd_plans = {}  # component -> [crd] checked up front (or at its gate)
         self.chart_crd_report = []  # [{component, name, action, breaking, summary}] for the result
         self._crd_diffs = []  # the CRDs' before/after for --diff
 
-    def _managing_crds(self):
-        return self.opts.chart_crds == "managed" and self.opts.state == "present"
+    def managing(self):
+        return self.ctx.opts.chart_crds == "managed" and self.ctx.opts.state == "present"
 
-    def _plan_chart_crds(self, st, archive):
+    def plan(self, st, archive):
         """Every CRD of the component's chart checked against the live one (ownership, breaking changes); the CRDs to
         apply, labelled. Raises AicrError naming the CRD (and the field of a breaking change)."""
         comp = st.comp
@@ -88,70 +89,70 @@ class ChartCrds(object):
         planned = []
         for fname, crd in chart_crds(archive, comp.values):
             name = crd["metadata"]["name"]
-            live = read_live(self.cluster, name)
-            owner = crd_owner(live, self.opts.stack, installed_here)
-            if owner is not None and not self.opts.adopt:
+            live = read_live(self.ctx.cluster, name)
+            owner = crd_owner(live, self.ctx.opts.stack, installed_here)
+            if owner is not None and not self.ctx.opts.adopt:
                 raise AicrError("component %s: chart CRD %s (%s) belongs to %s, not stack %s: it is not changed (set adopt: true to take it over)"
-                                % (comp.name, name, os.path.basename(fname), owner, self.opts.stack),
+                                % (comp.name, name, os.path.basename(fname), owner, self.ctx.opts.stack),
                                 component=comp.name, field="chart_crds", crd=name, owner=owner)
             findings = compat.compare(live, crd) if live is not None else []
-            if any(f["severity"] == "error" for f in findings) and not allowed_breaking(self.opts.allow_breaking_crd_changes, comp.name, name):
+            if any(f["severity"] == "error" for f in findings) and not allowed_breaking(self.ctx.opts.allow_breaking_crd_changes, comp.name, name):
                 raise AicrError("component %s: %s" % (comp.name, publish.refusal_message(
                     name, findings, field="allow_breaking_crd_changes",
                     allowed="compatible changes only, or %s or %s listed in allow_breaking_crd_changes" % (name, comp.name))),
                     component=comp.name, field="allow_breaking_crd_changes", crd=name, findings=findings)
             labels = crd["metadata"].setdefault("labels", {}) if isinstance(crd["metadata"].get("labels", {}), dict) else {}
             crd["metadata"]["labels"] = labels
-            labels.update({STACK_LABEL: label_value(self.opts.stack), COMPONENT_LABEL: label_value(comp.name)})
+            labels.update({STACK_LABEL: label_value(self.ctx.opts.stack), COMPONENT_LABEL: label_value(comp.name)})
             labels.setdefault(MANAGED_BY_LABEL, MANAGED_BY)
             planned.append(crd)
         self._crd_plans[comp.name] = planned
-        if self.opts.check_mode:
+        if self.ctx.opts.check_mode:
             for crd in planned:
-                self._publish_chart_crd(comp, crd, deadline=None)
+                self.publish(comp, crd, deadline=None)
         return planned
 
-    def _publish_chart_crd(self, comp, crd, deadline):
+    def publish(self, comp, crd, deadline):
         name = crd["metadata"]["name"]
-        wait_timeout = max(1, deadline - self.clock()) if deadline is not None else 1
-        params = {"allow_breaking": allowed_breaking(self.opts.allow_breaking_crd_changes, comp.name, name), "force_conflicts": True,
-                  "wait": not self.opts.check_mode, "wait_timeout": wait_timeout, "wait_sleep": self.opts.poll_interval}
-        if not self.opts.check_mode and self.lease is not None:
-            self.lease.check()  # a CRD is changed only while this run holds the stack
-        done = publish.publish_definition(self.cluster, crd, params, check_mode=self.opts.check_mode, sleep=self.sleep, clock=self.clock)
+        wait_timeout = max(1, deadline - self.ctx.clock()) if deadline is not None else 1
+        params = {"allow_breaking": allowed_breaking(self.ctx.opts.allow_breaking_crd_changes, comp.name, name), "force_conflicts": True,
+                  "wait": not self.ctx.opts.check_mode, "wait_timeout": wait_timeout, "wait_sleep": self.ctx.opts.poll_interval}
+        if not self.ctx.opts.check_mode and self.ctx.lease is not None:
+            self.ctx.lease.check()  # a CRD is changed only while this run holds the stack
+        done = publish.publish_definition(self.ctx.cluster, crd, params, check_mode=self.ctx.opts.check_mode, sleep=self.ctx.sleep, clock=self.ctx.clock)
         entry = {"component": comp.name, "name": name, "action": done["action"], "breaking": done["breaking"], "summary": done["summary"]}
         self.chart_crd_report.append(entry)
         if done["action"] != "unchanged":
             self._crd_diffs.append({"before_header": "CRD %s (live)" % name if done["old_found"] else "CRD %s (not installed)" % name,
                                     "after_header": "CRD %s (chart of %s: %s)" % (name, comp.name, done["action"]),
                                     "before": _yaml(comp_spec(done["diff"]["before"])), "after": _yaml(comp_spec(done["diff"]["after"]))})
-            if not self.opts.check_mode:
-                self._action("%s CRD %s of the chart of %s by server-side apply%s" % (
+            if not self.ctx.opts.check_mode:
+                self.ctx.action("%s CRD %s of the chart of %s by server-side apply%s" % (
                     done["action"], name, comp.name, " (breaking change allowed)" if done["breaking"] else ""))
         return done
 
-    def _apply_chart_crds(self, st, archive, deadline):
+    def apply(self, st, archive, deadline):
         """At the component's gate, before anything of it is changed: its chart's CRDs applied (checked again if the
         up-front check did not see this component change)."""
         planned = self._crd_plans.get(st.comp.name)
         if planned is None:
-            planned = self._plan_chart_crds(st, archive)
+            planned = self.plan(st, archive)
         for crd in planned:
-            self._publish_chart_crd(st.comp, crd, deadline)
+            self.publish(st.comp, crd, deadline)
             st.chart_crds.append(crd["metadata"]["name"])  # recorded in the inventory (``inventory.recorded_crds``)
             st.changed = True
 
-    def _chart_crds_into(self, result):
+    def into(self, result):
         """The chart CRDs in the result: ``chart_crds`` entries, check mode's planned actions, the diff."""
-        if not self._managing_crds():
+        if not self.managing():
             return result
         result["chart_crds"] = list(self.chart_crd_report)
-        if self.opts.check_mode:
+        if self.ctx.opts.check_mode:
             result["actions"] = ["would %s CRD %s of the chart of %s" % (e["action"], e["name"], e["component"])
                                  for e in self.chart_crd_report if e["action"] != "unchanged"] + list(result.get("actions") or [])
             if any(e["action"] != "unchanged" for e in self.chart_crd_report):
                 result["changed"] = True
-        if self.opts.diff and self._crd_diffs:
+        if self.ctx.opts.diff and self._crd_diffs:
             result["diff"] = list(self._crd_diffs) + list(result.get("diff") or [])
         return result
 
@@ -168,4 +169,4 @@ def _yaml(obj):
     return deps.yaml.safe_dump(obj, default_flow_style=False, sort_keys=True) if obj is not None else ""
 
 
-__all__ = ["CHART_CRDS", "ChartCrds", "allowed_breaking", "chart_crds", "crd_owner"]
+__all__ = ["CHART_CRDS", "ChartCrdManager", "allowed_breaking", "chart_crds", "crd_owner"]

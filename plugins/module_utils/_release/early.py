@@ -28,13 +28,19 @@ WRITTEN = "written"  # written everything, adds no API types, becoming Ready
 WRITTEN_API = "written-api"  # written everything, adds API types: its dependents start at their gates
 
 
-class EarlyStart(object):
-    """The early-start section of :class:`~.engine.GatedRelease` (a mixin)."""
+class EarlyStarter(object):
+    """The early starts of one run (``ctx``: a ``context.RunContext``; ``charts``: its ``valuescheck.ValuesChecker``, the
+    local charts; ``namespaces``: its ``context.Namespaces``). Until :meth:`start` opens the gate server (and after
+    :meth:`stop`) every call is a no-op: each component starts its helm at its gate."""
 
-    _gates = None
-    _early_closing = False
+    def __init__(self, ctx, charts, namespaces):
+        self.ctx = ctx
+        self.charts = charts
+        self.namespaces = namespaces
+        self._gates = None
+        self._early_closing = False
 
-    def _start_early_starts(self, raw_helm):
+    def start(self, raw_helm):
         """Open the gate server when this run may start helms early (a rollout that installs with a real helm)."""
         self._early = {}  # name -> Future of (EarlyUpgrade or None)
         self._early_state = {}  # name -> DONE / WRITTEN / WRITTEN_API
@@ -44,21 +50,21 @@ class EarlyStart(object):
         self._chart_paths = {}  # name -> the local chart it installs from
         self._chart_traits = {}  # name -> gate.ChartTraits (None: unreadable)
         self._raw_helm = raw_helm
-        self._early_dependents = dict((name, []) for name in self.plan.order)
-        for name in self.plan.order:
-            for dep in self.plan.deps.get(name, ()):
+        self._early_dependents = dict((name, []) for name in self.ctx.plan.order)
+        for name in self.ctx.plan.order:
+            for dep in self.ctx.plan.deps.get(name, ()):
                 self._early_dependents.setdefault(dep, []).append(name)
-        if not (self.opts.early_start and self.opts.state == "present" and not self.opts.check_mode
+        if not (self.ctx.opts.early_start and self.ctx.opts.state == "present" and not self.ctx.opts.check_mode
                 and getattr(raw_helm, "supports_early_start", False)):
             return
-        self._gates = gate.GateServer(self.workdir, raw_helm.major)
-        self._early_slots = threading.BoundedSemaphore(max(1, self.opts.concurrency))
-        self._early_pool = ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, 4)), thread_name_prefix="aicr-early")
+        self._gates = gate.GateServer(self.ctx.workdir, raw_helm.major)
+        self._early_slots = threading.BoundedSemaphore(max(1, self.ctx.opts.concurrency))
+        self._early_pool = ThreadPoolExecutor(max_workers=max(1, min(self.ctx.opts.concurrency, 4)), thread_name_prefix="aicr-early")
         # the roots too: their helms start while this run reads its inventory and surveys under the Lease
         with self._early_lock:
-            self._submit_early([name for name in self.plan.order if not self.plan.deps.get(name)])
+            self._submit_early([name for name in self.ctx.plan.order if not self.ctx.plan.deps.get(name)])
 
-    def _stop_early_starts(self):
+    def stop(self):
         """Stop every helm still waiting at its gate (its component was blocked or the run failed): none of them writes."""
         if self._gates is None:
             return
@@ -75,7 +81,7 @@ class EarlyStart(object):
         self._gates.close()
         self._gates = None
 
-    def _written(self, name, state):
+    def written(self, name, state):
         """Component ``name`` has written all it writes (``state``); start the dependents that may now start early."""
         if self._gates is None:
             return
@@ -89,7 +95,7 @@ class EarlyStart(object):
         """A waiting helm's slot is free again: start early what could not start for want of one."""
         self._early_slots.release()
         with self._early_lock:
-            self._submit_early(self.plan.order)
+            self._submit_early(self.ctx.plan.order)
 
     def _submit_early(self, names):
         """Start early those of ``names`` whose dependencies allow it, while slots are free (the caller holds the lock)."""
@@ -98,7 +104,7 @@ class EarlyStart(object):
         for name in names:
             if name in self._early or name in self._early_begun:
                 continue
-            states = [self._early_state.get(dep) for dep in self.plan.deps.get(name, ())]
+            states = [self._early_state.get(dep) for dep in self.ctx.plan.deps.get(name, ())]
             if not all(state in (DONE, WRITTEN) for state in states) or (states and WRITTEN not in states):
                 continue  # a dependency still writes or adds API types; or all are done: its gate opens now anyway
             if not self._early_slots.acquire(blocking=False):
@@ -118,27 +124,27 @@ class EarlyStart(object):
         return started
 
     def _try_start_early(self, name):
-        st = self.states[name]
+        st = self.ctx.states[name]
         comp = st.comp
         if comp.manifest_only or comp.pre_manifest_paths or st.action == "unchanged" or not comp.chart:
             return None
-        if st.deployed is not None and (st.deployed.pending or (release_owner(st.deployed, self.opts.stack) is not None and not self.opts.adopt)):
+        if st.deployed is not None and (st.deployed.pending or (release_owner(st.deployed, self.ctx.opts.stack) is not None and not self.ctx.opts.adopt)):
             return None  # its gate clears an interrupted operation first, or refuses another stack's release
-        chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.opts.mirrors)
-        if not chart_ref.startswith("/") and not self.opts.validate_chart_schema:
+        chart_ref, repo, flags, _where = chart_source(comp.chart, comp.repository, self.ctx.opts.mirrors)
+        if not chart_ref.startswith("/") and not self.ctx.opts.validate_chart_schema:
             # a remote chart helm would fetch itself: pulling it first costs a helm process more per component (measured:
             # +1.2 CPU s per cluster of 6 on the fleet bench), which a CPU-bound controller pays in wall time
             return None
-        path = self._local_chart(comp, chart_ref, repo, flags)
+        path = self.charts.local_chart(comp, chart_ref, repo, flags)
         traits = self._traits_of(name, path)
         if traits is None or traits.crds or traits.lookup:
             return None
-        if self.opts.validate_chart_schema:
-            self._validate_chart_values(comp, path)
-        self._namespace_present(comp.namespace)  # a read now, so that its gate reads nothing (a missing one is created there)
+        if self.ctx.opts.validate_chart_schema:
+            self.charts.validate_chart_values(comp, path)
+        self.namespaces.present(comp.namespace)  # a read now, so that its gate reads nothing (a missing one is created there)
         gate = self._gates.new_gate(name)
-        return self.helm.start_upgrade(comp.name, comp.namespace, path, comp.values, self._labels(comp), self._gates, gate,
-                                       extra_flags=flags, atomic=self.opts.atomic, timeout=self.opts.timeout, workdir=self.workdir)
+        return self.ctx.helm.start_upgrade(comp.name, comp.namespace, path, comp.values, self.ctx.release_labels(comp), self._gates, gate,
+                                           extra_flags=flags, atomic=self.ctx.opts.atomic, timeout=self.ctx.opts.timeout, workdir=self.ctx.workdir)
 
     def _traits_of(self, name, path=None):
         """What the local chart of component ``name`` (at ``path``, or where it was installed from) reads before helm's
@@ -157,13 +163,13 @@ class EarlyStart(object):
             self._chart_traits[name] = traits
         return traits
 
-    def _installed_from(self, name, path):
+    def installed_from(self, name, path):
         """The component's helm installs from the local chart ``path`` (for :meth:`_traits_of`)."""
         if self._gates is not None:
             with self._early_lock:
                 self._chart_paths.setdefault(name, path)
 
-    def _take_early(self, name):
+    def take(self, name):
         """The component's step begins: its early helm (None when it has none); from now on none is started for it."""
         if self._gates is None:
             return None
@@ -172,7 +178,7 @@ class EarlyStart(object):
             future = self._early.pop(name, None) if self._gates is not None else None
         return future.result() if future is not None else None
 
-    def _abandon_blocked(self, name):
+    def abandon_blocked(self, name):
         """A component blocked by a failed dependency: its early helm, if any, is stopped now (and frees its slot)."""
         if self._gates is None:
             return
@@ -181,11 +187,11 @@ class EarlyStart(object):
             future = self._early.pop(name, None)
         early = future.result() if future is not None else None
         if early is not None:
-            self._drop_early(early, "dependency of %s failed" % name)
+            self.drop(early, "dependency of %s failed" % name)
 
-    def _finish_early(self, early, remaining):
+    def finish(self, early, remaining):
         try:
-            return self.helm.finish_upgrade(early, timeout=remaining + 30)
+            return self.ctx.helm.finish_upgrade(early, timeout=remaining + 30)
         except BaseException:
             if early.gate.decision is None:  # refused before the gate opened (the Lease lost, SIGTERM): stop that helm
                 self._raw_helm.abandon_upgrade(early, "the run stopped before the gate of %s opened" % early.release)
@@ -193,18 +199,18 @@ class EarlyStart(object):
         finally:
             self._free_slot()
 
-    def _drop_early(self, early, reason):
+    def drop(self, early, reason):
         """Stop an early helm whose gate will not open (the component failed first)."""
         try:
             self._raw_helm.abandon_upgrade(early, reason)
         finally:
             self._free_slot()
 
-    def _write_state(self, st, docs, installed=True):
+    def write_state(self, st, docs, installed=True):
         """WRITTEN or WRITTEN_API for a component whose release was just written (``installed``) or found unchanged;
         None when it still writes (post objects, pruning) and its dependents wait for it to finish."""
         comp = st.comp
-        if self._gates is None or comp.manifest_paths or (self.opts.prune and st.stale_objects):
+        if self._gates is None or comp.manifest_paths or (self.ctx.opts.prune and st.stale_objects):
             return None
         if not installed:
             return WRITTEN  # nothing new: what it serves is served already
@@ -216,4 +222,4 @@ class EarlyStart(object):
         return WRITTEN_API if adds_api else WRITTEN
 
 
-__all__ = ["EarlyStart", "DONE", "WRITTEN", "WRITTEN_API"]
+__all__ = ["EarlyStarter", "DONE", "WRITTEN", "WRITTEN_API"]

@@ -3,7 +3,10 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The gated rollout: survey (read-only plan), then deploy or remove through the DAG scheduler.
 
-This module is the orchestration only; each step is a section of its own:
+This module is the orchestration only. A run's shared state is one explicit object (``context.RunContext``); each
+step is a collaborator of its own over it, given the collaborators it calls (:class:`GatedRelease` wires them):
+``survey.Surveyor``, ``valuescheck.ValuesChecker``, ``chartcrds.ChartCrdManager``, ``deploy.Deployer``,
+``early.EarlyStarter``, ``remove.Remover``, ``rollback.RollBacker`` and ``result.Reporter``.
 
 1. *Survey* (``survey``), read-only and concurrent: the deployed release, the rendered manifests and a
    server-side dry-run apply per object. This is the check-mode plan.
@@ -32,18 +35,15 @@ __metaclass__ = type
 
 import shutil
 import tempfile
-import threading
 import time
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
-from ansible_collections.aicr.runtime.plugins.module_utils._common.component import Component
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import BLOCKED as BLOCKED_PHASE
 from ansible_collections.aicr.runtime.plugins.module_utils._common.constants import (
     PENDING, STACK_NAME_ALLOWED, stack_name_problem,
 )
 from ansible_collections.aicr.runtime.plugins.module_utils._common.checks import Problems
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._common.keyedlocks import KeyedLocks
 from ansible_collections.aicr.runtime.plugins.module_utils._common.sensitive import Sensitive
 from ansible_collections.aicr.runtime.plugins.module_utils._common.validation import rule_problems
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import server_validates_fields
@@ -52,18 +52,18 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.deadline import
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import MAX_DURATION, MIN_DURATION, Guarded, StackLease
 from ansible_collections.aicr.runtime.plugins.module_utils._release import health
 from ansible_collections.aicr.runtime.plugins.module_utils._release import drift
-from ansible_collections.aicr.runtime.plugins.module_utils._release.chartcrds import CHART_CRDS, ChartCrds
-from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
-from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStart
-from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
-from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remove
-from ansible_collections.aicr.runtime.plugins.module_utils._release.result import ComponentState, Result
-from ansible_collections.aicr.runtime.plugins.module_utils._release.rollback import ON_FAILURE, Rollback
+from ansible_collections.aicr.runtime.plugins.module_utils._release.chartcrds import CHART_CRDS, ChartCrdManager
+from ansible_collections.aicr.runtime.plugins.module_utils._release.context import Namespaces, RunContext
+from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deployer
+from ansible_collections.aicr.runtime.plugins.module_utils._release.early import EarlyStarter
+from ansible_collections.aicr.runtime.plugins.module_utils._release.remove import Remover
+from ansible_collections.aicr.runtime.plugins.module_utils._release.result import Reporter
+from ansible_collections.aicr.runtime.plugins.module_utils._release.rollback import ON_FAILURE, RollBacker
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scheduler import BLOCKED, run_dag
 from ansible_collections.aicr.runtime.plugins.module_utils._release.scratch import RunScratch
 from ansible_collections.aicr.runtime.plugins.module_utils._release import spec
-from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Survey
-from ansible_collections.aicr.runtime.plugins.module_utils._release.valuescheck import ValuesCheck
+from ansible_collections.aicr.runtime.plugins.module_utils._release.survey import Surveyor
+from ansible_collections.aicr.runtime.plugins.module_utils._release.valuescheck import ValuesChecker
 
 MAX_SECONDS = 7 * 24 * 3600  # timeout, overall_timeout: a week
 MAX_CONCURRENCY = 64
@@ -146,215 +146,176 @@ def _given(kwargs, name):
     return spec.default(name) if value is None else value
 
 
-class GatedRelease(Survey, ValuesCheck, ChartCrds, Deploy, EarlyStart, Remove, Rollback, Result):
-    """One run of gated_release against one cluster."""
+class GatedRelease(object):
+    """One run of gated_release against one cluster: the run context (``context.RunContext``) and the collaborators
+    wired over it, each given what it calls; this class keeps the orchestration (:meth:`run`, the scheduler's runs)."""
 
     def __init__(self, cluster, helm, plan, options, clock=time.monotonic, sleep=cancel.pause, wall=time.time, on_transition=None, checks=None):
-        self.cluster = cluster
-        self.checks = checks or {}  # {component: assertions.Check}: run once the component is Ready (health.run_check)
-        self.check_notes = {}  # {component: why it has no check}, for its health entry
-        self.helm = helm
-        self.plan = plan
-        self.opts = options
-        self.clock = clock
-        self.sleep = sleep
-        self.wall = wall
-        self.workdir = None
-        self.states = {}
-        self.actions = []
-        self._actions_lock = threading.Lock()
-        self.inventory = Inventory(cluster, options.stack, options.lease_namespace)
-        self.leftovers = []
-        self.leftover_notes = {}  # {leftover: why its release is not uninstalled (``ownership.release_standing``), from the survey}
-        self._namespaces_present = set()  # namespaces this run saw or created (Deploy._ensure_namespace)
-        self._namespace_locks = KeyedLocks()  # the one read of a namespace (Deploy._namespace_present)
-        self._rendered = {}
-        self._render_futures = {}
-        self._render_pool = None
-        self.on_transition = on_transition
-        self._transition_lock = threading.Lock()
-        self._notified = {}
-        self.warnings = []
-        self.foreign_claims = []  # releases and objects labelled for the stack that its inventory does not vouch for
-        self.lease = None  # the stack Lease while this run holds it
-        self.rollbacks = []  # on_failure: rollback: what was decided per failed component and dependent (``_release.rollback``)
-        self._init_values_check()  # the charts pulled and the values checked (ValuesCheck)
-        self._init_chart_crds()  # the charts' CRDs checked and applied (ChartCrds)
+        self.ctx = ctx = RunContext(cluster, helm, plan, options, clock=clock, sleep=sleep, wall=wall, on_transition=on_transition, checks=checks)
+        self.namespaces = Namespaces(ctx)
+        self.surveyor = Surveyor(ctx)
+        self.crds = ChartCrdManager(ctx)  # the charts' CRDs checked and applied
+        self.charts = ValuesChecker(ctx, self.crds)  # the charts pulled and the values checked
+        self.early = EarlyStarter(ctx, self.charts, self.namespaces)
+        self.remover = Remover(ctx)
+        self.deployer = Deployer(ctx, self.surveyor, self.charts, self.crds, self.early, self.remover, self.namespaces)
+        self.rollbacker = RollBacker(ctx)
+        self.reporter = Reporter(ctx, self.rollbacker, self.crds)
+        self._raw = None  # (cluster, helm) unguarded, while the run holds the Lease
+        self._scratch = None  # scratch.RunScratch: the lease namespace and inventory this run may have created
 
-    # -- helpers ---------------------------------------------------------------
-    def _action(self, text):
-        with self._actions_lock:
-            self.actions.append(text)
-
-    def _done_so_far(self):
-        """The result's ``actions`` so far (``cancel.report``: a cancelled run's result lists them)."""
-        with self._actions_lock:
-            return {"actions": list(self.actions)}
-
-    def _warn(self, text):
-        with self._actions_lock:
-            if text not in self.warnings and len(self.warnings) < 10:
-                self.warnings.append(text)
-
-    def _claim(self, found, text):
-        """Report a foreign claim (``claims.claim``): in ``foreign_claims`` and as a warning ``foreign claim: <text>``."""
-        with self._actions_lock:
-            key = (found["kind"], found.get("namespace"), found["name"])
-            if any((c["kind"], c.get("namespace"), c["name"]) == key for c in self.foreign_claims):
-                return
-            found["message"] = "foreign claim: %s" % text
-            self.foreign_claims.append(found)
-        self._warn(found["message"])
-
-    def _transition(self, st):
-        """Tell ``on_transition`` about the component's phase (once per phase / blockers); a failing callback is a warning."""
-        if self.on_transition is None:
-            return
-        with self._transition_lock:
-            name = st.comp.name
-            signature = (st.phase, tuple(st.blocked_by), (st.rolled_back or {}).get("status"))
-            if self._notified.get(name) == signature:
-                return
-            self._notified[name] = signature
-            result = st.as_result(self.inventory.loaded_entry(name))
-            try:
-                self.on_transition(result)
-            except Exception as exc:  # pylint: disable=broad-except
-                self._warn("on_transition: the status callback failed for component %s (phase %s): %s: %s"
-                           % (name, st.phase, exc.__class__.__name__, str(exc)[:300]))
-
-    def _leftover_state(self, name, entry, removing=True):
-        st = ComponentState(Component.leftover(name, entry))
-        if removing:
-            st.action, st.reason = "remove", self._leftover_reason(name)
-        return st
-
-    def _leftover_reason(self, name):
-        note = self.leftover_notes.get(name)
-        return "installed by stack %s earlier; no longer in the recipe" % self.opts.stack + ("; its release is not uninstalled: %s" % note if note else "")
+    @property
+    def lease(self):
+        """The stack Lease while this run holds it."""
+        return self.ctx.lease
 
     # -- run -----------------------------------------------------------------------------
     def run(self):
-        cancel.report(self._done_so_far)  # cancelled (SIGTERM), the task still lists what was done
-        self.workdir = tempfile.mkdtemp(prefix="aicr-release-")
-        start = self.clock()
+        ctx, opts = self.ctx, self.ctx.opts
+        cancel.report(ctx.done_so_far)  # cancelled (SIGTERM), the task still lists what was done
+        ctx.workdir = tempfile.mkdtemp(prefix="aicr-release-")
+        start = ctx.clock()
         try:
-            self.inventory.load(self._action, self._warn)
+            ctx.inventory.load(ctx.action, ctx.warn)
             lease, lost = None, None
-            if self.opts.check_mode or self.opts.state == "absent":
-                self.survey()
-                mutation = self._mutation_planned()
+            if opts.check_mode or opts.state == "absent":
+                self.surveyor.survey()
+                mutation = self.surveyor.mutation_planned()
             else:
                 # Releases first (one Secret list each): when one must change, the rollout is certain and the
                 # objects are surveyed at gate-open, once their dependencies (and CRDs) are Ready.
-                self.survey(objects=False)
-                mutation = self._mutation_planned()
+                self.surveyor.survey(objects=False)
+                mutation = self.surveyor.mutation_planned()
                 if not mutation:
-                    self.survey_objects()
-                    mutation = self._mutation_planned()
-            if self.opts.state == "present" and (self.opts.validate_chart_schema or self._managing_crds()):
+                    self.surveyor.survey_objects()
+                    mutation = self.surveyor.mutation_planned()
+            if opts.state == "present" and (opts.validate_chart_schema or self.crds.managing()):
                 # every chart's values (and its CRDs) checked before the first change (check mode shows the same refusal)
-                refused = self._check_values_up_front()
+                refused = self.charts.check_up_front()
                 if refused:
-                    return self._refused_up_front(refused)
-            if mutation and not self.opts.check_mode:
-                self.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
-                self.helm.server_validates_fields = server_validates_fields(self.cluster.server_version())
-                message = self.opts.holder_message or "aicr.runtime.gated_release %s of %s" % (self.opts.state, self.opts.recipe_name or "a recipe")
-                lease = StackLease(self.cluster, self.opts.stack, namespace=self.opts.lease_namespace, duration=self.opts.lease_duration, message=message)
-                # a missing lease namespace is created only if this identity could use it; taken away again with an empty
-                # inventory when this run installs nothing (scratch)
-                scratch = RunScratch(self.cluster, self.inventory, self.opts.lease_namespace, note=self._action,
-                                     warn=self._warn).prepare(self._namespace_present, self._ensure_namespace)
-                scratch.acquire(lease)
-                self.lease = lease
-                # from here on every mutating call checks first that this run still holds the Lease
-                raw_cluster, raw_helm = self.cluster, self.helm
-                self.cluster, self.inventory.cluster = Guarded(raw_cluster, lease), Guarded(raw_cluster, lease)  # what the run changes: self.cluster's
-                self.helm = Guarded(raw_helm, lease)
-                # helm's retries clear a revision their own interrupted attempt left pending through the guarded client
-                raw_helm.release_client = self.cluster
+                    return self.reporter.refused_up_front(refused)
+            if mutation and not opts.check_mode:
+                lease = self._take_lease()
                 try:
-                    self._start_early_starts(raw_helm)
-                    self.inventory.load(self._action, self._warn)
-                    self.survey(objects=self.opts.state == "absent")
-                    self._prefetch_renders()
-                    outcomes = self._execute(start)
-                    if self.opts.on_failure == "rollback" and self.opts.state == "present":
-                        self.rollbacks = self._roll_back_failed(start + self.opts.overall_timeout)  # still under the Lease, before the inventory's record
-                    try:
-                        self.inventory.record(self.plan, self.states, self.leftovers, outcomes, self.opts.state, self.opts.prune)
-                    except AicrError:
-                        if lease.loss() is None:
-                            raise
-                        # another run may hold the stack now: its inventory is not overwritten; the run fails below, reporting
-                        # what it did (what it installed was written ahead into the inventory, so the next run knows it)
-                        self._warn("stack %s: its inventory ConfigMap %s/%s was not updated: the Lease was lost"
-                                   % (self.opts.stack, self.inventory.namespace, self.inventory.name))
+                    outcomes = self._roll_out_under(lease, start)
                 finally:
-                    self._stop_early_starts()
-                    self._stop_prefetch()
-                    changed = self.cluster.changed or self.helm.changed
-                    self.cluster = self.inventory.cluster = raw_cluster
-                    self.helm = raw_helm
-                    raw_helm.release_client = None
-                    lease.release()
-                    scratch.clean(changed)
+                    self._let_go(lease)
                 lost = lease.lost_by_the_end()  # the run fails, reporting what it did: another run may hold the stack
-            elif not self.opts.check_mode:
+            elif not opts.check_mode:
                 outcomes = self._execute(start)
             else:
                 outcomes = None
-                for st in self.states.values():
+                for st in ctx.states.values():
                     st.phase = PENDING
-            result = self._chart_crds_into(self._result(outcomes, lease))
+            result = self.crds.into(self.reporter.result(outcomes, lease))
             if lost:
                 result["failed_message"] = lost + (" | " + result["failed_message"] if result.get("failed_message") else "")
             return result
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            shutil.rmtree(ctx.workdir, ignore_errors=True)
+
+    def _take_lease(self):
+        """The stack Lease taken; from then on every mutating call (``ctx.cluster``, ``ctx.helm``) checks first that this
+        run still holds it."""
+        ctx, opts = self.ctx, self.ctx.opts
+        ctx.helm.major  # pylint: disable=pointless-statement  # a missing or too old helm fails before any change
+        ctx.helm.server_validates_fields = server_validates_fields(ctx.cluster.server_version())
+        message = opts.holder_message or "aicr.runtime.gated_release %s of %s" % (opts.state, opts.recipe_name or "a recipe")
+        lease = StackLease(ctx.cluster, opts.stack, namespace=opts.lease_namespace, duration=opts.lease_duration, message=message)
+        # a missing lease namespace is created only if this identity could use it; taken away again with an empty
+        # inventory when this run installs nothing (scratch)
+        self._scratch = RunScratch(ctx.cluster, ctx.inventory, opts.lease_namespace, note=ctx.action,
+                                   warn=ctx.warn).prepare(self.namespaces.present, self.namespaces.ensure)
+        self._scratch.acquire(lease)
+        ctx.lease = lease
+        self._raw = (ctx.cluster, ctx.helm)
+        raw_cluster, raw_helm = self._raw
+        ctx.cluster, ctx.inventory.cluster = Guarded(raw_cluster, lease), Guarded(raw_cluster, lease)  # what the run changes: ctx.cluster's
+        ctx.helm = Guarded(raw_helm, lease)
+        # helm's retries clear a revision their own interrupted attempt left pending through the guarded client
+        raw_helm.release_client = ctx.cluster
+        return lease
+
+    def _roll_out_under(self, lease, start):
+        """The rollout (or removal) while this run holds the Lease; the scheduler's outcomes."""
+        ctx, opts = self.ctx, self.ctx.opts
+        self.early.start(self._raw[1])
+        ctx.inventory.load(ctx.action, ctx.warn)
+        self.surveyor.survey(objects=opts.state == "absent")
+        self.surveyor.prefetch_renders()
+        outcomes = self._execute(start)
+        if opts.on_failure == "rollback" and opts.state == "present":
+            ctx.rollbacks = self.rollbacker.roll_back_failed(start + opts.overall_timeout)  # still under the Lease, before the inventory's record
+        try:
+            ctx.inventory.record(ctx.plan, ctx.states, ctx.leftovers, outcomes, opts.state, opts.prune)
+        except AicrError:
+            if lease.loss() is None:
+                raise
+            # another run may hold the stack now: its inventory is not overwritten; the run fails below, reporting
+            # what it did (what it installed was written ahead into the inventory, so the next run knows it)
+            ctx.warn("stack %s: its inventory ConfigMap %s/%s was not updated: the Lease was lost"
+                     % (opts.stack, ctx.inventory.namespace, ctx.inventory.name))
+        return outcomes
+
+    def _let_go(self, lease):
+        """Early helms stopped, renders finished, the raw clients back, the Lease released, the scratch cleaned."""
+        ctx = self.ctx
+        self.early.stop()
+        self.surveyor.stop_prefetch()
+        changed = ctx.cluster.changed or ctx.helm.changed
+        raw_cluster, raw_helm = self._raw
+        ctx.cluster = ctx.inventory.cluster = raw_cluster
+        ctx.helm = raw_helm
+        raw_helm.release_client = None
+        lease.release()
+        self._scratch.clean(changed)
 
     def _mark_blocked(self, outcome):
-        st = self.states.get(outcome.name)
+        st = self.ctx.states.get(outcome.name)
         if st is None:
             return
-        self._abandon_blocked(outcome.name)
+        self.early.abandon_blocked(outcome.name)
         st.phase = BLOCKED_PHASE
         st.blocked_by = list(outcome.blocked_by)
         if outcome.blocked_by:
-            st.message = "blocked: dependency %s failed" % ", ".join(outcome.blocked_by) if self.opts.state == "present" \
+            st.message = "blocked: dependency %s failed" % ", ".join(outcome.blocked_by) if self.ctx.opts.state == "present" \
                 else "blocked: dependent %s could not be removed" % ", ".join(outcome.blocked_by)
         else:
             st.message = outcome.error or "not started"
-        self._transition(st)
+        self.ctx.transition(st)
 
     def _within_timeout(self, step, overall_deadline):
         """``step`` (one component's deploy or removal) with its cluster requests retried (429, 5xx, no answer) until its
         deadline - its ``timeout`` within the overall one - rather than a fixed count: an API server that stops answering
         for less than that is waited for."""
+        opts, clock = self.ctx.opts, self.ctx.clock
+
         def timed(*args):
-            with retry_window(max(0.0, min(self.opts.timeout, overall_deadline - self.clock())), labelled("timeout", self.opts.timeout)):
+            with retry_window(max(0.0, min(opts.timeout, overall_deadline - clock())), labelled("timeout", opts.timeout)):
                 return step(*args)
         return timed
 
     def _run_dag(self, order, deps, work, overall_deadline):
-        return run_dag(order, deps, work, concurrency=self.opts.concurrency, deadline=overall_deadline, clock=self.clock, on_block=self._mark_blocked)
+        return run_dag(order, deps, work, concurrency=self.ctx.opts.concurrency, deadline=overall_deadline, clock=self.ctx.clock,
+                       on_block=self._mark_blocked)
 
     def _execute(self, start):
-        overall_deadline = start + self.opts.overall_timeout
-        deploy, remove = self._within_timeout(self._deploy, overall_deadline), self._within_timeout(self._remove, overall_deadline)
-        if self.opts.state == "present":
-            outcomes = self._run_dag(self.plan.order, self.plan.deps, lambda n: deploy(n, overall_deadline), overall_deadline)
-            if self.opts.prune and self.leftovers:
-                order, entries, deps = self._removal_entries(include_plan=False)
+        ctx, opts = self.ctx, self.ctx.opts
+        overall_deadline = start + opts.overall_timeout
+        deploy = self._within_timeout(self.deployer.deploy, overall_deadline)
+        remove = self._within_timeout(self.remover.remove, overall_deadline)
+        if opts.state == "present":
+            outcomes = self._run_dag(ctx.plan.order, ctx.plan.deps, lambda n: deploy(n, overall_deadline), overall_deadline)
+            if opts.prune and ctx.leftovers:
+                order, entries, deps = self.remover.removal_entries(include_plan=False)
                 for name in order:
-                    self.states[name] = self._leftover_state(name, entries[name], removing=False)
+                    ctx.states[name] = ctx.leftover_state(name, entries[name], removing=False)
                 outcomes.update(self._run_dag(order, deps, lambda n: remove(n, entries[n], overall_deadline), overall_deadline))
         else:
-            order, entries, deps = self._removal_entries(include_plan=True)
+            order, entries, deps = self.remover.removal_entries(include_plan=True)
             for name in order:
-                if name not in self.states:
-                    self.states[name] = self._leftover_state(name, entries[name], removing=False)
+                if name not in ctx.states:
+                    ctx.states[name] = ctx.leftover_state(name, entries[name], removing=False)
             outcomes = self._run_dag(order, deps, lambda n: remove(n, entries[n], overall_deadline), overall_deadline)
         for outcome in outcomes.values():
             if outcome.status == BLOCKED:

@@ -22,31 +22,35 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.ownership im
 )
 
 
-class Remove(object):
-    """The remove section of :class:`~.engine.GatedRelease` (a mixin)."""
+class Remover(object):
+    """Removal for one run (``ctx``: a ``context.RunContext``): components, leftovers, and the objects a component no
+    longer renders (``prune``)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
 
     def _exists(self, ref):
-        return self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace")) is not None
+        return self.ctx.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace")) is not None
 
-    def _delete_refs(self, comp, refs, deadline):
+    def delete_refs(self, comp, refs, deadline):
         """Delete the objects of ``refs`` (inventory refs) that are still what this stack recorded (``ownership.object_refusal``:
         its uid, label and field manager, read right before the delete, which is preconditioned on that uid); the others
         are left alone, with a warning saying why, whatever the inventory says."""
         gone = []
         who = comp if isinstance(comp, str) else comp.name
         for ref in refs:
-            live = self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
+            live = self.ctx.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
             if live is None:
                 continue
-            why = object_refusal(live, ref, self.opts.stack)
+            why = object_refusal(live, ref, self.ctx.opts.stack)
             if why is not None:
-                self._warn("left %s %s/%s alone: the inventory lists it for component %s, but %s; stack %s does not delete it"
-                           % (ref["kind"], ref.get("namespace") or "-", ref["name"], who, why, self.opts.stack))
-                self._action("leave %s %s/%s alone (%s)" % (ref["kind"], ref.get("namespace") or "-", ref["name"], why))
+                self.ctx.warn("left %s %s/%s alone: the inventory lists it for component %s, but %s; stack %s does not delete it"
+                              % (ref["kind"], ref.get("namespace") or "-", ref["name"], who, why, self.ctx.opts.stack))
+                self.ctx.action("leave %s %s/%s alone (%s)" % (ref["kind"], ref.get("namespace") or "-", ref["name"], why))
                 continue
             uid = (live.get("metadata") or {}).get("uid")
-            if self.cluster.delete(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"), uid=uid):
-                self._action("delete %s (%s %s/%s)" % (ref.get("id") or ref["name"], ref["kind"], ref.get("namespace") or "-", ref["name"]))
+            if self.ctx.cluster.delete(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"), uid=uid):
+                self.ctx.action("delete %s (%s %s/%s)" % (ref.get("id") or ref["name"], ref["kind"], ref.get("namespace") or "-", ref["name"]))
                 gone.append(ref)
         left = [gone]
 
@@ -55,7 +59,7 @@ class Remove(object):
             return not left[0]
 
         if gone:
-            wait.until(all_gone, deadline, self.opts.poll_interval, clock=self.clock, sleep=self.sleep, on_timeout=lambda: AicrError(
+            wait.until(all_gone, deadline, self.ctx.opts.poll_interval, clock=self.ctx.clock, sleep=self.ctx.sleep, on_timeout=lambda: AicrError(
                 "component %s: timed out waiting for %s %s to be deleted" % (who, left[0][0]["kind"], left[0][0]["name"])))
         return bool(gone)
 
@@ -63,12 +67,12 @@ class Remove(object):
         """Rendered objects the inventory does not list (``state: absent``): never deleted; one labelled for this stack is
         a foreign claim."""
         for ref in refs:
-            live = self.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
-            if live is not None and labels_of(live).get(STACK_LABEL) == label_value(self.opts.stack):
+            live = self.ctx.cluster.get(ref["apiVersion"], ref["kind"], ref["name"], ref.get("namespace"))
+            if live is not None and labels_of(live).get(STACK_LABEL) == label_value(self.ctx.opts.stack):
                 where = "%s %s/%s" % (ref["kind"], ref.get("namespace") or "-", ref["name"])
-                self._claim(claim(ref["kind"], ref.get("namespace"), ref["name"], label_value(self.opts.stack),
-                                  "labelled for stack %s but not in its inventory" % self.opts.stack, api_version=ref["apiVersion"]),
-                            "%s (component %s) is labelled for stack %s but is not in its inventory; it is not deleted" % (where, name, self.opts.stack))
+                self.ctx.claim(claim(ref["kind"], ref.get("namespace"), ref["name"], label_value(self.ctx.opts.stack),
+                                     "labelled for stack %s but not in its inventory" % self.ctx.opts.stack, api_version=ref["apiVersion"]),
+                               "%s (component %s) is labelled for stack %s but is not in its inventory; it is not deleted" % (where, name, self.ctx.opts.stack))
 
     def _remove_release(self, name, entry, st, deadline):
         """Uninstall the component's release when the inventory lists it and its latest revision, read right before
@@ -78,72 +82,75 @@ class Remove(object):
         if not release:
             return
         namespace = entry.get("namespace") or st.comp.namespace
-        deployed = read_release(self.cluster, release, namespace)
+        deployed = read_release(self.ctx.cluster, release, namespace)
         if deployed is None:
             return
-        verdict, why = release_standing(deployed, entry if listed(entry, release, namespace) else None, self.opts.stack)
+        verdict, why = release_standing(deployed, entry if listed(entry, release, namespace) else None, self.ctx.opts.stack)
         where = "%s/%s" % (namespace, release)
         if verdict == OURS:
-            self.helm.uninstall(release, namespace, timeout=max(1, deadline - self.clock()))
-            self._action("uninstall %s (namespace %s)" % (release, namespace))
+            self.ctx.helm.uninstall(release, namespace, timeout=max(1, deadline - self.ctx.clock()))
+            self.ctx.action("uninstall %s (namespace %s)" % (release, namespace))
             st.changed = True
-            wait.until(lambda: read_release(self.cluster, release, namespace) is None, deadline, self.opts.poll_interval, clock=self.clock,
-                       sleep=self.sleep, on_timeout=lambda: AicrError("component %s: timed out waiting for release %s to be uninstalled" % (name, release)))
+            wait.until(lambda: read_release(self.ctx.cluster, release, namespace) is None, deadline, self.ctx.opts.poll_interval, clock=self.ctx.clock,
+                       sleep=self.ctx.sleep, on_timeout=lambda: AicrError("component %s: timed out waiting for release %s to be uninstalled" % (name, release)))
             return
         if verdict == RELEASED:
-            text = "release %s: %s (it carries that stack's label now); stack %s forgets it and does not uninstall it" % (where, why, self.opts.stack)
-            self._warn(text)
-            self._action("forget release %s (%s)" % (where, why))
-        elif deployed.stack == label_value(self.opts.stack):  # UNRECORDED, or CHANGED: labelled for this stack, not vouched for
-            self._claim(claim("release", namespace, release, label_value(self.opts.stack), why), "%s; it is not uninstalled" % why)
-            self._action("leave release %s alone (%s)" % (where, why))
+            text = "release %s: %s (it carries that stack's label now); stack %s forgets it and does not uninstall it" % (where, why, self.ctx.opts.stack)
+            self.ctx.warn(text)
+            self.ctx.action("forget release %s (%s)" % (where, why))
+        elif deployed.stack == label_value(self.ctx.opts.stack):  # UNRECORDED, or CHANGED: labelled for this stack, not vouched for
+            self.ctx.claim(claim("release", namespace, release, label_value(self.ctx.opts.stack), why), "%s; it is not uninstalled" % why)
+            self.ctx.action("leave release %s alone (%s)" % (where, why))
         else:
-            self._warn("left release %s alone: %s; stack %s does not uninstall it" % (where, why, self.opts.stack))
-            self._action("leave release %s alone (%s)" % (where, why))
+            self.ctx.warn("left release %s alone: %s; stack %s does not uninstall it" % (where, why, self.ctx.opts.stack))
+            self.ctx.action("leave release %s alone (%s)" % (where, why))
         st.left_alone = why
 
-    def _remove(self, name, entry, overall_deadline):
+    def remove(self, name, entry, overall_deadline):
         """Remove one component: post objects, release, pre objects; wait until gone. Only what the inventory lists."""
-        st = self.states[name]
+        st = self.ctx.states[name]
 
         def work(deadline):
             refs = dict((r["id"], r) for r in entry.get("objects") or [])
             self._unrecorded_objects(name, [r for r in st.object_refs() if r["id"] not in refs])
             post = [r for r in refs.values() if r.get("wave", "post") == "post"]
             pre = [r for r in refs.values() if r.get("wave") == "pre"]
-            if post and self._delete_refs(name, post, deadline):
+            if post and self.delete_refs(name, post, deadline):
                 st.changed = True
             self._remove_release(name, entry, st, deadline)
-            if pre and self._delete_refs(name, pre, deadline):
+            if pre and self.delete_refs(name, pre, deadline):
                 st.changed = True
             st.phase = REMOVED if st.changed else UNCHANGED
             st.message = "removed" if st.changed else ("left alone: %s" % st.left_alone if st.left_alone else "nothing deployed")
 
-        return self._step(st, overall_deadline, work)
+        return self.ctx.step(st, overall_deadline, work)
 
-    def _removal_entries(self, include_plan):
+    def removal_entries(self, include_plan):
         """{name: inventory-like entry} of what to remove, and the removal DAG."""
         entries, deps = {}, {}
         order = []
         if include_plan:
-            for name in self.plan.order:
-                st = self.states[name]
-                entry = dict(self.inventory.entry(name))
+            for name in self.ctx.plan.order:
+                st = self.ctx.states[name]
+                entry = dict(self.ctx.inventory.entry(name))
                 entry.setdefault("namespace", st.comp.namespace)
                 if not st.comp.manifest_only:
                     entry["planned_release"] = name  # removed only if the inventory lists it (``release``) and it still matches
                 entries[name] = entry
                 order.append(name)
-            rev = self.plan.reverse_deps()
+            rev = self.ctx.plan.reverse_deps()
             for name in order:
                 deps[name] = list(rev[name])
-        for name, entry in self.leftovers:
+        for name, entry in self.ctx.leftovers:
             entries[name] = entry
             order.append(name)
             deps[name] = []
         # leftovers: dependents among leftovers go first
-        for name, entry in self.leftovers:
+        for name, entry in self.ctx.leftovers:
             for dep in entry.get("dependencies") or []:
                 if dep in deps and dep != name and name not in deps[dep]:
                     deps[dep].append(name)
         return order, entries, deps
+
+
+__all__ = ["Remover"]

@@ -86,34 +86,40 @@ class ComponentState(object):
         }
 
 
-class Result(object):
-    """The result section of :class:`~.engine.GatedRelease` (a mixin: it reads the run's plan, states and options)."""
+class Reporter(object):
+    """The result of one run (``ctx``: a ``context.RunContext``; ``rollbacker``: the run's ``rollback.RollBacker``, for
+    check mode's planned rollbacks; ``crds``: its ``chartcrds.ChartCrdManager``)."""
 
-    def _result(self, outcomes, lease):
-        plan = self.plan
-        names = list(plan.order) + [n for n, _e in self.leftovers if n not in plan.by_name]
-        if self.opts.state == "absent" or (self.opts.prune and self.leftovers):
-            for name, entry in self.leftovers:
-                if name not in self.states:
-                    self.states[name] = self._leftover_state(name, entry)
+    def __init__(self, ctx, rollbacker, crds):
+        self.ctx = ctx
+        self.rollbacker = rollbacker
+        self.crds = crds
+
+    def result(self, outcomes, lease):
+        plan = self.ctx.plan
+        names = list(plan.order) + [n for n, _e in self.ctx.leftovers if n not in plan.by_name]
+        if self.ctx.opts.state == "absent" or (self.ctx.opts.prune and self.ctx.leftovers):
+            for name, entry in self.ctx.leftovers:
+                if name not in self.ctx.states:
+                    self.ctx.states[name] = self.ctx.leftover_state(name, entry)
                 else:
-                    self.states[name].action = "remove"
-                    self.states[name].reason = self._leftover_reason(name)
-        if self.opts.state == "absent":
+                    self.ctx.states[name].action = "remove"
+                    self.ctx.states[name].reason = self.ctx.leftover_reason(name)
+        if self.ctx.opts.state == "absent":
             for name in plan.order:
-                st = self.states[name]
-                present = (st.deployed is not None and not st.release_foreign) or bool(self.inventory.objects_of(name))
+                st = self.ctx.states[name]
+                present = (st.deployed is not None and not st.release_foreign) or bool(self.ctx.inventory.objects_of(name))
                 if present:
                     st.action, st.reason = "remove", "state is absent"
                 else:  # a release of another stack (or labelled for this one without its inventory) is never removed
-                    st.action, st.reason = "unchanged", "nothing of stack %s deployed" % self.opts.stack if st.deployed is not None else "nothing deployed"
-        if self.opts.state == "present":
+                    st.action, st.reason = "unchanged", "nothing of stack %s deployed" % self.ctx.opts.stack if st.deployed is not None else "nothing deployed"
+        if self.ctx.opts.state == "present":
             for name in plan.order:
-                if self.states[name].health is None:
-                    self.states[name].health = health.planned(self.checks.get(name), name, self.opts.health)
-        components = [self.states[n].as_result(self.inventory.loaded_entry(n)) for n in names if n in self.states]
+                if self.ctx.states[name].health is None:
+                    self.ctx.states[name].health = health.planned(self.ctx.checks.get(name), name, self.ctx.opts.health)
+        components = [self.ctx.states[n].as_result(self.ctx.inventory.loaded_entry(n)) for n in names if n in self.ctx.states]
         changed = any(c["changed"] for c in components)
-        if self.opts.check_mode:
+        if self.ctx.opts.check_mode:
             changed = any(c["action"] != "unchanged" or any(o["action"] != "unchanged" for o in c["objects"]) for c in components) \
                 or bool(self._planned_corrections())
         failed = [c for c in components if c["phase"] == FAILED]
@@ -122,67 +128,84 @@ class Result(object):
             "changed": changed,
             "components": components,
             "waves": self._waves(),
-            "actions": (list(self.actions) if not self.opts.check_mode
-                        else _planned_actions(components) + self._planned_rollbacks() + self._planned_corrections()),
+            "actions": (list(self.ctx.actions) if not self.ctx.opts.check_mode
+                        else _planned_actions(components) + self.rollbacker.planned() + self._planned_corrections()),
             "summary": self._summary(components, failed, blocked),
             "timeline": timeline.gantt(timeline.from_results(components), title="%s of stack %s" % (
-                "removal" if self.opts.state == "absent" else "rollout", self.opts.stack)),
+                "removal" if self.ctx.opts.state == "absent" else "rollout", self.ctx.opts.stack)),
         }
-        if self.opts.state == "present":
+        if self.ctx.opts.state == "present":
             result["summary"]["health_checks"] = dict((s, sum(1 for c in components if (c.get("health") or {}).get("status") == s))
                                                       for s in set((c.get("health") or {}).get("status") for c in components if c.get("health")))
-        if self.opts.drift != "ignore" and self.opts.state == "present":
+        if self.ctx.opts.drift != "ignore" and self.ctx.opts.state == "present":
             result["summary"]["drifted"] = [c["name"] for c in components if c.get("drift")]
-            if self.opts.drift == "correct" and not self.opts.check_mode:  # re-applied, the component then Ready
+            if self.ctx.opts.drift == "correct" and not self.ctx.opts.check_mode:  # re-applied, the component then Ready
                 result["summary"]["drift_corrected"] = [c["name"] for c in components if c.get("drift") and c["phase"] == READY]
         if lease is not None and lease.taken_over:
             result["summary"]["lease_taken_over_from"] = lease.taken_over
-        if self.opts.diff:
+        if self.ctx.opts.diff:
             result["diff"] = self._diff()
-        result["foreign_claims"] = list(self.foreign_claims)
-        if self.opts.on_failure == "rollback":
-            result["rollbacks"] = [dict(entry) for entry in self.rollbacks]
-        if self.warnings:
-            result["warnings"] = list(self.warnings)
+        result["foreign_claims"] = list(self.ctx.foreign_claims)
+        if self.ctx.opts.on_failure == "rollback":
+            result["rollbacks"] = [dict(entry) for entry in self.ctx.rollbacks]
+        if self.ctx.warnings:
+            result["warnings"] = list(self.ctx.warnings)
         if failed or blocked:
             result["failed_message"] = _failed_message(components, failed, blocked)
         return result
 
+    def refused_up_front(self, refused):
+        """The result of a rollout that did not start: the refused components Failed, every other one not started."""
+        names = [st.comp.name for st, _field in refused]
+        for st in self.ctx.states.values():
+            if st.comp.name not in names:
+                st.message = "not started: the values of %s were refused before anything was installed" % ", ".join(names)
+        result = self.result(None, None)
+        # a refusal changed nothing, and in check mode would change nothing either: not the plan's "would install"
+        result["changed"] = False
+        result["actions"] = list(self.ctx.actions)
+        if self.crds.managing():
+            result["chart_crds"] = []  # a refused rollout applies no CRD, nor would it in check mode
+        result["failed_message"] = "gated_release: %d of %d components refused before anything was installed (nothing was changed): %s" % (
+            len(refused), len(self.ctx.plan.order), "; ".join("%s (%s)" % (st.comp.name, st.message) for st, _field in refused))
+        result["errors"] = [{"field": field, "component": st.comp.name, "message": st.message} for st, field in refused]
+        return result
+
     def _waves(self):
         waves = []
-        for wave in self.plan.waves():
+        for wave in self.ctx.plan.waves():
             entries = []
             for n in wave["components"]:
-                acts = self.states[n].object_actions()
-                entries.append({"name": n, "action": self.states[n].action, "reason": self.states[n].reason,
+                acts = self.ctx.states[n].object_actions()
+                entries.append({"name": n, "action": self.ctx.states[n].action, "reason": self.ctx.states[n].reason,
                                 "objects": dict((a, acts.count(a)) for a in set(acts))})
             waves.append({"wave": wave["wave"], "components": entries})
-        if self.opts.state == "absent":
+        if self.ctx.opts.state == "absent":
             waves = [{"wave": w["wave"], "components": w["components"]} for w in reversed(waves)]
         return waves
 
     def _summary(self, components, failed, blocked):
         reached = [c for c in components if c["phase"] in (READY, UNCHANGED, REMOVED) and c["started"]]
         return {
-            "recipe_name": self.opts.recipe_name, "stack": self.opts.stack, "state": self.opts.state,
-            "component_count": len(self.plan.order), "deployed_components": [c["name"] for c in sorted(reached, key=lambda c: c["started"])],
-            "skipped_components": list(self.plan.skipped),
+            "recipe_name": self.ctx.opts.recipe_name, "stack": self.ctx.opts.stack, "state": self.ctx.opts.state,
+            "component_count": len(self.ctx.plan.order), "deployed_components": [c["name"] for c in sorted(reached, key=lambda c: c["started"])],
+            "skipped_components": list(self.ctx.plan.skipped),
             "failed": [c["name"] for c in failed], "blocked": [c["name"] for c in blocked],
             "phases": dict((p, sum(1 for c in components if c["phase"] == p)) for p in set(c["phase"] for c in components)),
         }
 
     def _planned_corrections(self):
         """Check mode with drift: correct: what a real run would re-apply."""
-        if self.opts.drift != "correct":
+        if self.ctx.opts.drift != "correct":
             return []
-        return ["would correct drift of %s: %s" % (n, drift.describe(e)) for n in self.plan.order
-                for e in drift.correctable(self.states[n].drift) if self.states[n].action == "unchanged"]
+        return ["would correct drift of %s: %s" % (n, drift.describe(e)) for n in self.ctx.plan.order
+                for e in drift.correctable(self.ctx.states[n].drift) if self.ctx.states[n].action == "unchanged"]
 
     def _drift_diff(self):
         """``--diff`` of the drifted fields: live (before) and what we last applied (after); a Secret's values hidden."""
         diffs = []
-        for name in self.plan.order:
-            for entry in self.states[name].drift or []:
+        for name in self.ctx.plan.order:
+            for entry in self.ctx.states[name].drift or []:
                 what = "%s %s %s/%s" % (name, entry["kind"], entry.get("namespace") or "-", entry["name"])
                 diffs.append({
                     "before_header": "%s (live%s)" % (what, ", missing" if entry["state"] == "missing" else ""),
@@ -194,16 +217,16 @@ class Result(object):
 
     def _diff(self):
         diffs = self._drift_diff()
-        for name in self.plan.order:
-            st = self.states[name]
+        for name in self.ctx.plan.order:
+            st = self.ctx.states[name]
             if st.comp.manifest_only:
                 continue
             before = st.deployed.values if st.deployed is not None else None
-            after = st.comp.values if self.opts.state == "present" else None
+            after = st.comp.values if self.ctx.opts.state == "present" else None
             if before == after and st.action == "unchanged":
                 continue
             # values under sensitive paths never leave the run: <hidden>, or <changed> after when they changed
-            before, after = self.opts.sensitive.redact_pair(before, after)
+            before, after = self.ctx.opts.sensitive.redact_pair(before, after)
             diffs.append({
                 "before_header": "%s values (revision %s)" % (name, st.deployed.revision) if st.deployed is not None else "%s (not installed)" % name,
                 "after_header": "%s values (%s)" % (name, st.action),

@@ -111,33 +111,36 @@ def dependents_of(plan, names):
     return found
 
 
-class Rollback(object):
-    """The ``on_failure: rollback`` section of :class:`~.engine.GatedRelease` (a mixin)."""
+class RollBacker(object):
+    """``on_failure: rollback`` for one run (``ctx``: a ``context.RunContext``), once the scheduler has finished."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
 
     def _upgraded_in_run(self, st):
         """This run upgraded the component's release: helm wrote a new revision over one deployed before."""
         return not st.comp.manifest_only and st.action == "upgrade" and st.deployed is not None and st.release_record is not None
 
-    def _roll_back_failed(self, overall_deadline=None):
+    def roll_back_failed(self, overall_deadline=None):
         """Roll back what failed its gate and its upgraded dependents (see the module docstring), each within its ``timeout``
         and what remains of ``overall_timeout`` (``overall_deadline``); the entries."""
         entries = []
-        failed = [n for n in self.plan.order if self.states[n].phase == FAILED]
-        roots = [n for n in failed if self._upgraded_in_run(self.states[n])]
+        failed = [n for n in self.ctx.plan.order if self.ctx.states[n].phase == FAILED]
+        roots = [n for n in failed if self._upgraded_in_run(self.ctx.states[n])]
         for name in failed:
-            st = self.states[name]
+            st = self.ctx.states[name]
             if st.comp.manifest_only or st.release_record is None:
                 continue  # no release of it changed (helm failed, or objects only): nothing to roll back
             if st.action == "install" or st.deployed is None:
                 entries.append(self._decided(st, LEFT, "its gate failed", "installed in this run: there is no earlier revision to roll back "
                                              "to; left as it is (a first install is not remediated, as with Flux's upgrade.remediation)"))
         for name in roots:
-            entries.append(self._roll_back(self.states[name], "its gate failed: %s" % self.states[name].message, overall_deadline))
-        dependents = dependents_of(self.plan, roots)
-        for name in reversed(self.plan.order):
-            st = self.states[name]
+            entries.append(self._roll_back(self.ctx.states[name], "its gate failed: %s" % self.ctx.states[name].message, overall_deadline))
+        dependents = dependents_of(self.ctx.plan, roots)
+        for name in reversed(self.ctx.plan.order):
+            st = self.ctx.states[name]
             if name in dependents and st.phase == READY and self._upgraded_in_run(st):
-                causes = [r for r in roots if r in dependencies_of(self.plan, name)]
+                causes = [r for r in roots if r in dependencies_of(self.ctx.plan, name)]
                 entries.append(self._roll_back(st, "upgraded in this run and depends on %s, which was rolled back" % ", ".join(causes),
                                                overall_deadline))
         return entries
@@ -148,12 +151,12 @@ class Rollback(object):
         st.rolled_back = entry
         if st.phase == FAILED or status == ROLLED_BACK:
             st.message = "%s; %s" % (st.message, message) if st.message else message
-        self._transition(st)
+        self.ctx.transition(st)
         return entry
 
     def _roll_back(self, st, reason, overall_deadline=None):
         comp = st.comp
-        good = last_known_good(self.inventory.loaded_entry(comp.name))
+        good = last_known_good(self.ctx.inventory.loaded_entry(comp.name))
         if good is None:
             return self._decided(st, REFUSED, reason, "not rolled back: no last known good revision is recorded for it (one is recorded "
                                  "each time it passes its gate after an install or upgrade)")
@@ -167,18 +170,18 @@ class Rollback(object):
         if breaking:
             return self._decided(st, REFUSED, reason, "rollback from revision %s to %s refused: it would be a breaking CRD change: %s"
                                  % (current, target, breaking), target=target)
-        budget = rollback_budget(self.opts.timeout, overall_deadline, self.clock())
+        budget = rollback_budget(self.ctx.opts.timeout, overall_deadline, self.ctx.clock())
         if budget <= 0:
             return self._decided(st, ROLLBACK_FAILED, reason, "not rolled back from revision %s to %s: out of time (overall_timeout %gs spent)"
-                                 % (current, target, self.opts.overall_timeout), target=target)
-        deadline = self.clock() + budget  # helm rollback and the wait for Ready together
+                                 % (current, target, self.ctx.opts.overall_timeout), target=target)
+        deadline = self.ctx.clock() + budget  # helm rollback and the wait for Ready together
         try:
-            self.helm.rollback(comp.name, comp.namespace, target, timeout=budget)
+            self.ctx.helm.rollback(comp.name, comp.namespace, target, timeout=budget)
         except AicrError as exc:
             return self._decided(st, ROLLBACK_FAILED, reason, "rollback from revision %s to %s failed: %s" % (current, target, exc.msg), target=target)
-        self._action("roll back %s from revision %s to %s (%s)" % (comp.name, current, target, reason))
+        self.ctx.action("roll back %s from revision %s to %s (%s)" % (comp.name, current, target, reason))
         st.changed = True
-        stored = read_release(self.cluster, comp.name, comp.namespace)
+        stored = read_release(self.ctx.cluster, comp.name, comp.namespace)
         revision = stored.revision if stored is not None else None
         if stored is not None:
             st.revision = revision
@@ -186,30 +189,30 @@ class Rollback(object):
         message = "rolled back from revision %s to %s (now revision %s)" % (current, target, revision)
         if stored is not None:
             try:
-                self.wait_ready(comp, release_refs(self.cluster, manifest_docs(stored.manifest), comp.namespace),
-                                deadline, "release %s rolled back" % comp.name)
+                self.ctx.wait_ready(comp, release_refs(self.ctx.cluster, manifest_docs(stored.manifest), comp.namespace),
+                                    deadline, "release %s rolled back" % comp.name)
             except AicrError as exc:
                 message += ", not Ready: %s" % exc.msg
-                if self.clock() >= deadline:
+                if self.ctx.clock() >= deadline:
                     message += " (out of time: %gs - its timeout within what remained of overall_timeout)" % budget
         return self._decided(st, ROLLED_BACK, reason, message, target=target, revision=revision, source=current)
 
     def _crds_of(self, comp, revision):
-        secret = self.cluster.get("v1", "Secret", "sh.helm.release.v1.%s.v%s" % (comp.name, revision), comp.namespace)
+        secret = self.ctx.cluster.get("v1", "Secret", "sh.helm.release.v1.%s.v%s" % (comp.name, revision), comp.namespace)
         if secret is None:
             raise AicrError("release %s/%s revision %s is not stored" % (comp.namespace, comp.name, revision))
         return release_crds(decode_release_secret(secret))
 
-    def _planned_rollbacks(self):
+    def planned(self):
         """Check mode: per component to be upgraded, the revision its rollback would go back to (actions); none with hold."""
         planned = []
-        if self.opts.on_failure != "rollback":
+        if self.ctx.opts.on_failure != "rollback":
             return planned
-        for name in self.plan.order:
-            st = self.states[name]
+        for name in self.ctx.plan.order:
+            st = self.ctx.states[name]
             if st.comp.manifest_only or st.action != "upgrade" or st.deployed is None:
                 continue
-            good = last_known_good(self.inventory.loaded_entry(name))
+            good = last_known_good(self.ctx.inventory.loaded_entry(name))
             planned.append("would roll back %s to revision %s if its gate fails (on_failure: rollback)" % (name, good["revision"]) if good else
                            "would not roll back %s if its gate fails: no last known good revision is recorded (on_failure: rollback)" % name)
         return planned

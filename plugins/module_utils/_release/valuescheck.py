@@ -40,32 +40,34 @@ from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import cha
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source
 
 
-class ValuesCheck(object):
-    """The values-check section of :class:`~.engine.GatedRelease` (a mixin)."""
+class ValuesChecker(object):
+    """The charts of one run brought to local disk and their values checked (``ctx``: a ``context.RunContext``;
+    ``crds``: the run's ``chartcrds.ChartCrdManager``, whose CRD check runs on the same pulled chart)."""
 
-    def _init_values_check(self):
-        """The run's charts and checked values (called once, from the run's constructor)."""
-        self._chart_archives = {}  # (name, chart_ref, repo, version) -> the local chart
+    def __init__(self, ctx, crds):
+        self.ctx = ctx
+        self.crds = crds
+        self.chart_archives = {}  # (name, chart_ref, repo, version) -> the local chart
         self._chart_locks = KeyedLocks()
         self._values_valid = set()  # (name, digest, chart): values checked against that chart's schema
 
-    def _local_chart(self, comp, chart_ref, repo, flags):
+    def local_chart(self, comp, chart_ref, repo, flags):
         """The chart on local disk: a local chart as it is, a remote one pulled into the run's scratch directory (once per
         run: the up-front check, an early start and the gate share it)."""
         key = (comp.name, chart_ref, repo, comp.version)
         with self._chart_locks(comp.name):
-            if key not in self._chart_archives:
-                self._chart_archives[key] = self.helm.pull(chart_ref, repo, comp.version, os.path.join(self.workdir, "charts", comp.name),
-                                                           extra_flags=flags)
-            return self._chart_archives[key]
+            if key not in self.chart_archives:
+                self.chart_archives[key] = self.ctx.helm.pull(chart_ref, repo, comp.version, os.path.join(self.ctx.workdir, "charts", comp.name),
+                                                              extra_flags=flags)
+            return self.chart_archives[key]
 
-    def _pull_and_validate(self, comp, chart_ref, repo, flags):
+    def pull_and_validate(self, comp, chart_ref, repo, flags):
         """Pull the chart and check the values against its ``values.schema.json`` (if any); returns the archive path."""
-        archive = self._local_chart(comp, chart_ref, repo, flags)
-        self._validate_chart_values(comp, archive)
+        archive = self.local_chart(comp, chart_ref, repo, flags)
+        self.validate_chart_values(comp, archive)
         return archive
 
-    def _validate_chart_values(self, comp, archive):
+    def validate_chart_values(self, comp, archive):
         """The chart's defaults merged with the component's values, against the chart's ``values.schema.json`` (a chart
         without one: nothing to check). Once per values and chart in a run."""
         key = (comp.name, comp.digest(), archive)
@@ -84,22 +86,22 @@ class ValuesCheck(object):
                                 component=comp.name, field="values", problems=problems[:50])
         self._values_valid.add(key)
 
-    def _check_values_up_front(self):
+    def check_up_front(self):
         """Before the first change, and in check mode: every release that will be installed or upgraded has its chart
         brought to local disk (concurrently) and its values checked against the chart's own schema. Returns ``(state,
         field)`` of each component refused (its state Failed, saying why), in deployment order; [] when all are valid."""
-        to_check = [self.states[name] for name in self.plan.order
-                    if not self.states[name].comp.manifest_only and self.states[name].comp.chart and self.states[name].action != "unchanged"]
+        to_check = [self.ctx.states[name] for name in self.ctx.plan.order
+                    if not self.ctx.states[name].comp.manifest_only and self.ctx.states[name].comp.chart and self.ctx.states[name].action != "unchanged"]
 
         def check(st):
             try:
-                chart_ref, repo, flags, _where = chart_source(st.comp.chart, st.comp.repository, self.opts.mirrors)
-                if self.opts.validate_chart_schema:
-                    archive = self._pull_and_validate(st.comp, chart_ref, repo, flags)
+                chart_ref, repo, flags, _where = chart_source(st.comp.chart, st.comp.repository, self.ctx.opts.mirrors)
+                if self.ctx.opts.validate_chart_schema:
+                    archive = self.pull_and_validate(st.comp, chart_ref, repo, flags)
                 else:
-                    archive = self._local_chart(st.comp, chart_ref, repo, flags)
-                if self._managing_crds():
-                    self._plan_chart_crds(st, archive)  # ChartCrds: a breaking or foreign CRD refused before the first change
+                    archive = self.local_chart(st.comp, chart_ref, repo, flags)
+                if self.crds.managing():
+                    self.crds.plan(st, archive)  # ChartCrds: a breaking or foreign CRD refused before the first change
             except AicrError as exc:
                 st.phase = FAILED
                 named = exc.msg.startswith(("values: component %s:" % st.comp.name, "component %s:" % st.comp.name))
@@ -109,25 +111,8 @@ class ValuesCheck(object):
 
         if not to_check:
             return []
-        with ThreadPoolExecutor(max_workers=max(1, min(self.opts.concurrency, len(to_check)))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(self.ctx.opts.concurrency, len(to_check)))) as pool:
             return [found for found in pool.map(check, to_check) if found is not None]
 
-    def _refused_up_front(self, refused):
-        """The result of a rollout that did not start: the refused components Failed, every other one not started."""
-        names = [st.comp.name for st, _field in refused]
-        for st in self.states.values():
-            if st.comp.name not in names:
-                st.message = "not started: the values of %s were refused before anything was installed" % ", ".join(names)
-        result = self._result(None, None)
-        # a refusal changed nothing, and in check mode would change nothing either: not the plan's "would install"
-        result["changed"] = False
-        result["actions"] = list(self.actions)
-        if self._managing_crds():
-            result["chart_crds"] = []  # a refused rollout applies no CRD, nor would it in check mode
-        result["failed_message"] = "gated_release: %d of %d components refused before anything was installed (nothing was changed): %s" % (
-            len(refused), len(self.plan.order), "; ".join("%s (%s)" % (st.comp.name, st.message) for st, _field in refused))
-        result["errors"] = [{"field": field, "component": st.comp.name, "message": st.message} for st, field in refused]
-        return result
 
-
-__all__ = ["ValuesCheck"]
+__all__ = ["ValuesChecker"]

@@ -1,7 +1,8 @@
-"""Helpers of the gated_release engine tests: components, the fake charts, an engine over the fakes."""
+"""Helpers of the gated_release engine tests: components, the fake charts, an engine (or a run context) over the fakes."""
 
 import yaml
 
+from ansible_collections.aicr.runtime.plugins.module_utils._release.context import RunContext
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
@@ -42,3 +43,14 @@ def engine(cluster, helm, recipe, **opts):
     plan = build_plan(recipe, skip_components=opts.pop("skip_components", None), component_overrides=opts.pop("component_overrides", None),
                       skip_deployment_order=opts.pop("skip_deployment_order", False))
     return GatedRelease(cluster, helm, plan, Options(**opts))
+
+
+def context(cluster, helm, recipe, workdir=None, inventory=None, **opts):
+    """A run context (``_release.context.RunContext``) over the fakes, for a collaborator built alone (not through
+    GatedRelease); ``workdir``: the run's scratch directory (a test's tmp_path)."""
+    opts.setdefault("poll_interval", 0.01)
+    opts.setdefault("timeout", 10)
+    opts.setdefault("stack", "test")
+    ctx = RunContext(cluster, helm, build_plan(recipe), Options(**opts), inventory=inventory)
+    ctx.workdir = str(workdir) if workdir is not None else None
+    return ctx

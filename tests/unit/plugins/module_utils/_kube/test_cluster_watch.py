@@ -11,7 +11,8 @@ from aicr_lab.controlplane import stages
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
+from ansible_collections.aicr.runtime.plugins.module_utils._release.context import RunContext
+from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options
 
 
 def deployment(name, namespace, ready_after):
@@ -136,9 +137,9 @@ def test_wait_ready_watches_instead_of_sleeping(fakes):
     web["metadata"]["namespace"] = "default"
     fake.apply(web)
     slept = []
-    engine = GatedRelease(fake, None, None, Options(poll_interval=5), clock=fake.clock, sleep=slept.append)
+    ctx = RunContext(fake, None, None, Options(poll_interval=5), clock=fake.clock, sleep=slept.append)
     comp = type("Comp", (), {"name": "web"})()
-    engine.wait_ready(comp, [("apps/v1", "Deployment", "web", "default")], fake.clock() + 60, "release web")
+    ctx.wait_ready(comp, [("apps/v1", "Deployment", "web", "default")], fake.clock() + 60, "release web")
     assert fake.watches and fake.watches[0][:2] == ("Deployment", "web")
     assert not slept, "with a watch there is no polling sleep"
     # read once before the watch; the Ready object the watch delivered is not read again

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deploy
+from ansible_collections.aicr.runtime.plugins.module_utils._release.deploy import Deployer
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import DeployedRelease
 
 
@@ -31,9 +31,11 @@ def pending(created_epoch):
 
 
 def engine(cluster, clear_pending, timeout=60):
+    """A Deployer alone, over a context holding only what clearing a pending revision reads and records."""
     actions = []
-    return types.SimpleNamespace(cluster=cluster, opts=types.SimpleNamespace(clear_pending=clear_pending, timeout=timeout),
-                                 _action=actions.append, actions=actions)
+    ctx = types.SimpleNamespace(cluster=cluster, opts=types.SimpleNamespace(clear_pending=clear_pending, timeout=timeout),
+                                action=actions.append, actions=actions)
+    return Deployer(ctx, surveyor=None, charts=None, crds=None, early=None, remover=None, namespaces=None)
 
 
 COMP = types.SimpleNamespace(name="r", namespace="ns")
@@ -43,7 +45,7 @@ def test_without_clear_pending_an_old_pending_revision_is_left_alone():
     now = time.time()
     cluster = Cluster(server_now=now)
     with pytest.raises(AicrError) as err:
-        Deploy._clear_interrupted(engine(cluster, False), COMP, pending(now - 3600))
+        engine(cluster, False).clear_interrupted(COMP, pending(now - 3600))
     assert "set clear_pending: true" in err.value.msg and cluster.deleted == []
 
 
@@ -52,15 +54,15 @@ def test_age_is_the_servers_whatever_this_hosts_clock_says():
     # this host's clock is an hour ahead of the server's: by its clock the revision is old, by the server's it is 10 s old
     young = Cluster(server_now=created + 10)
     with pytest.raises(AicrError) as err:
-        Deploy._clear_interrupted(engine(young, True), COMP, pending(created))
+        engine(young, True).clear_interrupted(COMP, pending(created))
     assert "another helm operation may still be running" in err.value.msg and young.deleted == []
     # and the other way round: this host's clock is behind, the server says the revision is older than timeout
     created = time.time()
     old = Cluster(server_now=created + 120)
     run = engine(old, True)
-    Deploy._clear_interrupted(run, COMP, pending(created))
+    run.clear_interrupted(COMP, pending(created))
     assert old.deleted == [("Secret", "ns", "sh.helm.release.v1.r.v3")]
-    assert run.actions and run.actions[0].startswith("clear the interrupted helm operation on r (revision 3, pending-upgrade")
+    assert run.ctx.actions and run.ctx.actions[0].startswith("clear the interrupted helm operation on r (revision 3, pending-upgrade")
 
 
 def test_the_real_api_servers_clock(kube):

@@ -186,7 +186,7 @@ def clocked_run(fakes, spent, overall_timeout=100):
 
     helm.upgrade, helm.rollback = slow_upgrade, timed_rollback
     run = engine(cluster, helm, [comp("x", values={"fail": "image pull"})], on_failure="rollback", overall_timeout=overall_timeout)
-    run.clock = clock
+    run.ctx.clock = clock
     return run.run(), helm, budgets
 
 
