@@ -108,21 +108,6 @@ def local_repo(shared_dir, tmp_path):
     server.server_close()
 
 
-@pytest.mark.helm
-@pytest.mark.skipif(not HELM.exists(), reason="helm not installed (make helm)")
-def test_helm_pull_from_http_repository(local_repo):
-    chart = sources.load_chart("gpu-operator", version="v26.3.3", repository=local_repo, helm_binary=str(HELM))
-    assert (chart.name, chart.version) == ("gpu-operator", "v26.3.3")
-    assert [key for key, _sub in chart.subcharts] == ["node-feature-discovery"]
-    assert sources.discover_versions(local_repo, "gpu-operator") == ["v26.3.3"]
-    with pytest.raises(AicrError) as exc:
-        sources.load_chart("gpu-operator", version="v0.0.1", repository=local_repo, helm_binary=str(HELM))
-    assert exc.value.msg.startswith("chart: helm pull gpu-operator --version v0.0.1 failed: ")
-    with pytest.raises(AicrError) as exc:
-        sources.discover_versions(local_repo, "nothing")
-    assert exc.value.msg == "repository: %s/index.yaml lists no chart named 'nothing'" % local_repo
-
-
 def test_missing_helm_binary(tmp_path):
     with pytest.raises(AicrError) as exc:
         sources.load_chart("oci://127.0.0.1:1/charts/x", version="1.0.0", helm_binary=str(tmp_path / "no-helm"))
@@ -177,16 +162,6 @@ def test_pull_argv_for_oci_and_repository(fake_helm, tmp_path):
     assert argv[argv.index("--repo") + 1] == "http://127.0.0.1:8879/charts" and "--version" not in argv
     sources.pull("oci://127.0.0.1:5000/charts/umbrella", helm_binary=str(fake_helm), insecure=True)
     assert "--plain-http" in (tmp_path / "argv").read_text().split("\n")
-
-
-@pytest.mark.helm
-@pytest.mark.parametrize("binary", ["helm", "helm4"])
-def test_both_helm_majors_pull(local_repo, binary):
-    helm = REPO_ROOT / ".venv" / "bin" / binary
-    if not helm.exists():
-        pytest.skip("%s not installed (make helm)" % binary)
-    chart = sources.load_chart("gpu-operator", version="v26.3.3", repository=local_repo, helm_binary=str(helm))
-    assert chart.version == "v26.3.3" and chart.values()["operator"]
 
 
 def test_index_auth_takes_the_repository_entry_by_the_pull_rule(tmp_path):

@@ -26,6 +26,7 @@ import threading
 import time
 
 import yaml
+from waiting import wait_for  # noqa: F401  pylint: disable=import-error,unused-import  (imported from here by tests)
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
@@ -46,12 +47,6 @@ STATIC_KINDS = ("ConfigMap", "Secret", "Service", "Namespace", "ServiceAccount",
                 "ResourceClaim")
 
 
-def wait_for(predicate, timeout, what):
-    """Wait until ``predicate()`` holds (another thread's step, a background renewal); fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 class FakeClock:
