@@ -135,8 +135,6 @@ def namespace_without_lease_role(kube, prefix):
         kube.namespaces.remove(name)
 
 
-
-
 def create_owned_stack(kube, name, spec):
     """The ClusterStack ``name`` with ``spec``, created by the lab's admin as its owner would (a stack's spec is not the
     roles' identities' to write), after the CRD as this tree ships it is applied and Established; its document."""

@@ -31,8 +31,6 @@ SLOW = "600s"
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
 
 
-
-
 def helm_children_of_this_test(helm):
     return [pid for pid, (_ppid, argv) in processes().items() if argv and argv[0] == str(helm) and alive(pid)]
 

@@ -47,8 +47,6 @@ STATIC_KINDS = ("ConfigMap", "Secret", "Service", "Namespace", "ServiceAccount",
                 "ResourceClaim")
 
 
-
-
 class FakeClock:
     """Monotonic time that is real time plus a manual offset (so sleeps can be skipped)."""
 

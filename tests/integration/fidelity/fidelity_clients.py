@@ -37,5 +37,3 @@ class Cli:
 
     def yaml(self, *args, **kwargs):
         return yaml.safe_load(self.run(*(list(args) + ["-o", "yaml"]), **kwargs).stdout)
-
-

@@ -81,5 +81,3 @@ def test_kube_sync_patches_node_allocatable(tmp_path, private_kube):
         assert isinstance(core, k8s_client.CoreV1Api)
     finally:
         sim.stop()
-
-

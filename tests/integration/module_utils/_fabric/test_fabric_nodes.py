@@ -42,8 +42,6 @@ def crd(group, version, plural, kind, scope="Namespaced"):
     }
 
 
-
-
 def wait_for_group(api_client, group):
     apis = k8s_client.ApisApi(api_client)
     wait_for(lambda: any(g.name == group for g in apis.get_api_versions().groups), 30, "CRD group %s never served" % group)
@@ -172,5 +170,3 @@ def test_operator_presence_and_secrets(kube, view):
     with pytest.raises(AicrError) as info:
         view.read_secret(ns, "missing")
     assert "Secret %s/missing does not exist" % ns in info.value.msg
-
-

@@ -79,5 +79,3 @@ def archive_of(files, name="c"):
 
 
 PLAIN = {"Chart.yaml": "name: c\n", "templates/d.yaml": "kind: Deployment\nname: {{ .Release.Name }}\n"}
-
-

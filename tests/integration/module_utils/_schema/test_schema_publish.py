@@ -344,5 +344,3 @@ class LiveCRD:
 THINGS = {"apiVersion": kube_crd.API_VERSION, "kind": kube_crd.KIND, "metadata": {"name": "things.x.io"},
           "spec": {"group": "x.io", "names": {"plural": "things", "kind": "Thing"}, "scope": "Namespaced", "versions": []}}
 OURS = {"app.kubernetes.io/managed-by": "aicr-runtime"}
-
-

@@ -106,5 +106,3 @@ def test_both_helm_majors_pull(local_repo, binary):
         pytest.skip("%s not installed (make helm)" % binary)
     chart = sources.load_chart("gpu-operator", version="v26.3.3", repository=local_repo, helm_binary=str(helm))
     assert chart.version == "v26.3.3" and chart.values()["operator"]
-
-

@@ -11,7 +11,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as k
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, engine, infer, publish, structural
 
 
-
 def _generate(tmp_path, text):
     """(JSON Schema, CRD .spec.values schema, dropped, warnings); the chart's own values pass both (safety net)."""
     path = tmp_path / "chart" / "values.yaml"

@@ -71,5 +71,3 @@ def test_plan_refuses_missing_and_empty_sources(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ChartRepoError, match="holds no chart"):
         plan_repositories([("", tmp_path / "empty")])
-
-

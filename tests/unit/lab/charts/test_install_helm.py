@@ -146,5 +146,3 @@ def test_pins_are_sha256_hex():
         assert "==" in spec["requirement"]
     for _key, _member, pinned, _version in module.BINARIES.values():
         assert len(pinned) == 64 and int(pinned, 16) >= 0
-
-

@@ -58,5 +58,3 @@ def test_free_ports_are_below_the_ephemeral_range():
     low = processes._ephemeral_low()  # pylint: disable=protected-access
     ports = [processes.free_port() for _attempt in range(50)]
     assert all(processes.LOWEST_PORT <= port < low for port in ports), (low, ports)
-
-

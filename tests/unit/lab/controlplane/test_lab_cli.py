@@ -5,8 +5,6 @@ import subprocess
 import sys
 
 
-
-
 def test_cli_status_without_a_lab_fails_cleanly(tmp_path):
     result = subprocess.run([sys.executable, "-m", "aicr_lab.cli", "status", "--dir", str(tmp_path)], capture_output=True, text=True, check=False)
     assert result.returncode == 1
@@ -15,5 +13,3 @@ def test_cli_status_without_a_lab_fails_cleanly(tmp_path):
 
 def _configmap(rest, namespace, name):
     return rest.create("/api/v1/namespaces/%s/configmaps" % namespace, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
-
-

@@ -65,7 +65,7 @@ def test_criteria_that_is_no_mapping_is_refused_naming_criteria(capsys, catalog_
 def test_a_node_count_given_as_text_is_a_node_count(capsys, catalog_dir, tmp_path):
     """A survey answers with text: nodes "4" resolves as 4, as it did when Ansible converted it."""
     code, out = run_main(recipe_resolve, capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path),
-                                    "criteria": {"service": "kind", "intent": "training", "accelerator": "h100", "nodes": "4"}})
+                                                  "criteria": {"service": "kind", "intent": "training", "accelerator": "h100", "nodes": "4"}})
     assert code == 0 and out["recipe"]["criteria"]["nodes"] == 4
 
 
@@ -87,7 +87,7 @@ def test_check_mode_does_not_write_the_cache(capsys, catalog_dir, tmp_path):
     from ansible_collections.aicr.runtime.plugins.module_utils._recipe import catalog as catalog_mod
     catalog_mod.clear_process_cache()
     code, _result = run_main(recipe_resolve, capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path / "c"), "_ansible_check_mode": True,
-                                        "criteria": {"service": "eks", "intent": "training"}})
+                                                      "criteria": {"service": "eks", "intent": "training"}})
     assert code == 0
     assert not (tmp_path / "c" / "parsed").exists()
 
@@ -101,7 +101,7 @@ def test_snapshot_option_excludes_an_overlay_the_cluster_fails(capsys, catalog_d
                                     {"subtype": "sysctl", "data": {"/proc/sys/kernel/osrelease": "6.5.0-1024-aws"}}]},
         {"type": "NodeTopology", "subtypes": [{"subtype": "label", "data": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3|gpu-0"}}]}]}
     code, out = run_main(recipe_resolve, capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"intent": "training"},
-                                    "snapshot": snapshot})
+                                                  "snapshot": snapshot})
     assert code == 1 and "exception" not in out
     assert {"name": "h100-eks-ubuntu-training", "reason": "mixin-constraint-failed"} in out["excludedOverlays"]
     warning = [w for w in out["constraintWarnings"] if w["overlay"] == "h100-eks-ubuntu-training"][0]
@@ -109,7 +109,7 @@ def test_snapshot_option_excludes_an_overlay_the_cluster_fails(capsys, catalog_d
                        "actual": "6.5.0-1024-aws", "reason": "mixin-constraint-failed: expected >= 6.8, got 6.5.0-1024-aws"}
     snapshot["measurements"][1]["subtypes"][1]["data"]["/proc/sys/kernel/osrelease"] = "6.8.0-1028-aws"
     code, out = run_main(recipe_resolve, capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": {"intent": "training"},
-                                    "snapshot": snapshot})
+                                                  "snapshot": snapshot})
     assert code == 0 and out["recipe_name"] == "h100-eks-ubuntu-training"
     assert out["snapshot_criteria"] == {"service": "eks", "accelerator": "h100", "os": "ubuntu"} and out["relaxed_dimensions"] == []
     assert "excludedOverlays" not in out["recipe"]["metadata"]
@@ -134,7 +134,7 @@ def test_secret_values_are_hidden_by_default_everywhere_in_the_result(capsys, ca
 
 def test_show_values_returns_them_as_they_are(capsys, catalog_dir, tmp_path):
     code, out = run_main(recipe_resolve, capsys, {"catalog": catalog_dir, "cache_dir": str(tmp_path), "criteria": EKS, "component_overrides": SECRET_OVERRIDES,
-                                    "show_values": True})
+                                                  "show_values": True})
     assert code == 0
     gpu = [c for c in out["components"] if c["name"] == "gpu-operator"][0]
     assert gpu["values"]["driver"]["repoConfig"]["password"] == "hunter2-s3cret"

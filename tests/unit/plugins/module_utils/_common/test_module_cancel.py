@@ -23,8 +23,6 @@ def fresh():
     cancel.reset()
 
 
-
-
 class Failed(Exception):
     pass
 

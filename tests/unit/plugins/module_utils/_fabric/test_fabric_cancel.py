@@ -115,5 +115,3 @@ def test_sigterm_before_a_detach_leaves_the_device_attached(fab):
     assert len(fab.mutations("detach")) == 1 and len(fab.devices(1)) == 1
     assert cancel.notes() == ["%s detached from machine %s" % (detached[0], machine)]
     assert detached[0] in [d["res_uuid"] for d in seeded]
-
-

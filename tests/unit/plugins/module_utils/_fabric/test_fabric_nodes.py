@@ -43,8 +43,6 @@ def crd(group, version, plural, kind, scope="Namespaced"):
     }
 
 
-
-
 def wait_for_group(api_client, group):
     apis = k8s_client.ApisApi(api_client)
     wait_for(lambda: any(g.name == group for g in apis.get_api_versions().groups), 30, "CRD group %s never served" % group)

@@ -15,7 +15,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import 
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import read_release
 
 
-
 def test_digest_is_stable_and_sensitive():
     base = component.release_digest("c", "https://r", "1.0", {"a": {"b": 1}, "z": [1, 2]})
     assert base == component.release_digest("c", "https://r", "1.0", {"z": [1, 2], "a": {"b": 1}})
@@ -148,8 +147,6 @@ def test_read_release_takes_the_latest_revision():
     assert read_release(ListOnly([]), "a", "ns") is None
 
 
-
-
 def test_helm_runs_without_garbage_collection_unless_the_environment_says_otherwise(monkeypatch):
     monkeypatch.delenv("GOGC", raising=False)
     monkeypatch.delenv("GOMEMLIMIT", raising=False)
@@ -217,5 +214,3 @@ def test_helm_environment_is_built_not_inherited(tmp_path):
     runner = helm.HelmRunner("h", kubeconfig_path="/k/one:/k/two")
     assert "--kubeconfig" not in runner._global()
     assert helm.HelmRunner("h", kubeconfig_path="/k/one", context="c")._global() == ["--kubeconfig", "/k/one", "--kube-context", "c"]
-
-

@@ -62,5 +62,3 @@ def test_wait_ready_watches_instead_of_sleeping(fakes):
     assert not slept, "with a watch there is no polling sleep"
     # read once before the watch; the Ready object the watch delivered is not read again
     assert fake.reads == [("Deployment", "web")]
-
-

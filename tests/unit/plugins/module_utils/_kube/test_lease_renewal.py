@@ -126,5 +126,3 @@ def test_a_lost_answer_counts_from_the_renewal_that_landed():
     assert lease.loss() is None
     cluster.now += 1.0  # 10.5 s after it
     assert lease.loss() is not None
-
-

@@ -93,5 +93,3 @@ def _helm():
     if candidate.is_file():
         return str(candidate)
     return shutil.which("helm")
-
-

@@ -80,5 +80,3 @@ def test_a_lease_stolen_mid_rollout_stops_the_rollout_before_its_next_change(fak
     assert phases == {"a": ("Ready", True), "b": ("Failed", False)}, phases
     assert result["changed"] is True and "stopped before its next change" in failed
     assert any("inventory ConfigMap aicr-system/aicr-runtime-stolen-inventory was not updated: the Lease was lost" in w for w in result["warnings"]), result
-
-

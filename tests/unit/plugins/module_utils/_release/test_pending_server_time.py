@@ -61,5 +61,3 @@ def test_age_is_the_servers_whatever_this_hosts_clock_says():
     Deploy._clear_interrupted(run, COMP, pending(created))
     assert old.deleted == [("Secret", "ns", "sh.helm.release.v1.r.v3")]
     assert run.actions and run.actions[0].startswith("clear the interrupted helm operation on r (revision 3, pending-upgrade")
-
-

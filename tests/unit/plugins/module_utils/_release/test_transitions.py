@@ -184,5 +184,3 @@ def status_client(kube, clusterstack_crd):  # pylint: disable=unused-argument
     from ansible_collections.aicr.runtime.plugins.module_utils._stack import store  # pylint: disable=import-outside-toplevel
 
     return client_for(kube.kubeconfig_for("release"))
-
-

@@ -231,5 +231,3 @@ def test_deep_nesting_without_recursion_is_still_refused():
     with pytest.raises(AicrError) as raised:
         infer.infer_text(text)
     assert "deeper than 200 levels" in str(raised.value)
-
-

@@ -174,5 +174,3 @@ def test_live_device_status_coalesces_by_device_and_flushes_on_close():
     assert summary["transitions"] == 4 and summary["warnings"] == []
     assert [d["resUUID"] for d in memory.obj["status"]["devices"]] == ["r1", "r2"]
     assert 1 <= len(memory.writes) <= 2
-
-

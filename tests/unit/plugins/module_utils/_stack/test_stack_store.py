@@ -47,5 +47,3 @@ def test_the_stack_store_defaults_to_aicr_system():
             pass
 
     assert store.make_store(Client(), "configmap").namespace == "aicr-system" and store.ConfigMapStore(Client()).namespace == "aicr-system"
-
-
