@@ -15,7 +15,8 @@ from pathlib import Path
 
 from aicr_lab.controlplane.cluster import node_object
 from aicr_lab.controlplane.rest import ApiError
-from waiting import wait_for, wait_until  # noqa: F401  pylint: disable=import-error,unused-import  (wait_until: the name modules imported from here)
+# wait_until: the name modules imported from here
+from waiting import wait_for, wait_until  # noqa: F401  pylint: disable=import-error,unused-import
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CATALOG = REPO_ROOT / "examples" / "catalog"

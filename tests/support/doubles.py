@@ -26,7 +26,8 @@ import threading
 import time
 
 import yaml
-from waiting import wait_for  # noqa: F401  pylint: disable=import-error,unused-import  (imported from here by tests)
+# imported from here by tests
+from waiting import wait_for  # noqa: F401  pylint: disable=import-error,unused-import
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed

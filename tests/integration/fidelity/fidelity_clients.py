@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from waiting import wait_until  # noqa: F401  pylint: disable=import-error,unused-import  (imported from here by the fidelity tests)
+# imported from here by the fidelity tests
+from waiting import wait_until  # noqa: F401  pylint: disable=import-error,unused-import
 
 BIN = Path(sys.executable).parent
 
