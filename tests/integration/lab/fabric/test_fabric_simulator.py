@@ -1,8 +1,5 @@
 """The fabric simulator itself: token endpoint, provider shapes, faults, control API, CLI, kube wiring (a real control plane)."""
 
-import base64
-import json
-
 import pytest
 import requests
 
@@ -54,11 +51,6 @@ class Client:
     def fm_attach(self, machine, model="A100"):
         spec = {"res_type": "gpu", "res_spec": {"condition": [{"column": "model", "operator": "eq", "value": model}]}, "res_num": 1}
         return self.call("PATCH", "%s/machines/%s/update" % (FM, machine), params={"tenant_uuid": self.tenant}, json=self.fm_body(machine, spec))
-
-
-def _payload(token):
-    part = token.split(".")[1]
-    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
 
 
 # --- wire shapes as CoHDI's clients send and parse them -------------------------------------------------------

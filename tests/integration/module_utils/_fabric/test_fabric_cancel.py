@@ -35,12 +35,6 @@ def sigterm_self():
         time.sleep(0.001)
 
 
-def run_cancellable(service, targets):
-    with pytest.raises(cancel.Cancelled):
-        with cancel.sigterm_cancels():
-            service.run(targets)
-
-
 def test_sigterm_under_the_stack_lease_stops_the_run_and_releases_the_lease(fab, kube, client):
     """A run of a stack holds the stack's fabric Lease while it attaches: a SIGTERM after its first attach stops it as
     above, and the Lease is deleted on the way out (the next run need not wait for it to expire)."""

@@ -7,7 +7,6 @@ fabric engine makes goes through the ``fabric`` identity, so RBAC is the shipped
 """
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +19,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import KubernetesClusterView
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import build_api_client, client_for
 
-COLLECTION = Path(__file__).resolve().parents[4]
 MACHINE = "cb765435-c696-502d-9ae2-781e57375583"
 NODES = [
     {"name": "fab-0", "providerID": "fsas-cdi://%s" % MACHINE, "capacity": {"cpu": "8", "memory": "1Gi", "pods": "110", "nvidia.com/gpu": "2"}},

@@ -1,10 +1,6 @@
 """Helm argv, mirrors, release digest and helm's Secret storage decoding."""
 
-import base64
-import gzip
-import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,32 +8,6 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 
 REPO = Path(__file__).resolve().parents[4]
-
-
-class Recorder:
-    def __init__(self, outputs):
-        self.outputs = list(outputs)
-        self.argv = []
-
-    def __call__(self, argv, **kwargs):
-        self.argv.append(argv)
-        out, rc, err = self.outputs.pop(0)
-        return subprocess.CompletedProcess(argv, rc, out.encode(), err.encode())
-
-
-def _secret(name, version, status, labels=None, release=None):
-    payload = base64.b64encode(base64.b64encode(gzip.compress(json.dumps(release or {}).encode()))).decode()
-    lab = {"owner": "helm", "name": name, "version": str(version), "status": status}
-    lab.update(labels or {})
-    return {"metadata": {"name": "sh.helm.release.v1.%s.v%d" % (name, version), "namespace": "ns", "labels": lab}, "data": {"release": payload}}
-
-
-class ListOnly:
-    def __init__(self, secrets):
-        self.secrets = secrets
-
-    def list(self, api_version, kind, namespace=None, label_selector=None):
-        return [s for s in self.secrets if namespace in (None, s["metadata"]["namespace"])]
 
 
 needs_helm = pytest.mark.skipif(not (REPO / ".venv" / "bin" / "helm4").exists() and not shutil.which("helm"), reason="helm not installed (make helm)")

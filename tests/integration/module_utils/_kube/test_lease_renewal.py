@@ -4,53 +4,11 @@ and once on the lab's real API server behind its fault proxy."""
 
 
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import StackLease, lease_name
 
-from doubles import FakeCluster  # pylint: disable=import-error
 from waiting import wait_for  # pylint: disable=import-error
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
-
-
-class LossyCluster(FakeCluster):
-    """Applies a Lease update and then loses its answer (``lose_answers`` times), as a cut connection does; ``took``:
-    seconds each Lease write takes (advances ``tick``, the lease's monotonic clock)."""
-
-    def __init__(self):
-        super(LossyCluster, self).__init__()
-        self.lose_answers = 0
-        self.took = 0.0
-        self.now = 1000.0
-
-    def tick(self):
-        return self.now
-
-    def replace(self, obj):
-        result = super(LossyCluster, self).replace(obj)
-        if obj.get("kind") == "Lease":
-            self.now += self.took
-            if self.lose_answers:
-                self.lose_answers -= 1
-                raise ClusterError("cluster: PUT lease failed: timed out", status=0, reason="timed out")
-        return result
-
-    def create(self, obj):
-        result = super(LossyCluster, self).create(obj)
-        if obj.get("kind") == "Lease":
-            self.now += self.took
-        return result
-
-
-def held(cluster, stack, duration=30, identity="me@h/1-a"):
-    lease = StackLease(cluster, stack, identity=identity, duration=duration, monotonic=cluster.tick).acquire()
-    lease._stop.set()  # pylint: disable=protected-access  # renewals driven by the test, not the background thread
-    lease._thread.join()  # pylint: disable=protected-access
-    return lease
-
-
-def live_lease(cluster, stack):
-    return cluster.get("coordination.k8s.io/v1", "Lease", lease_name(stack), "default")
 
 
 def test_on_the_lab_a_renewal_whose_answer_is_cut_keeps_the_lease(kube):

@@ -13,9 +13,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolv
 
 REPO = Path(__file__).resolve().parents[4]
 CATALOG = str(REPO / "examples" / "catalog")
-CHARTS = REPO / "examples" / "charts"
 TRAINING = {"service": "kind", "accelerator": "h100", "intent": "training"}
-INFERENCE = {"service": "kind", "accelerator": "h100", "intent": "inference"}
 
 
 def _resolve(criteria, **kw):

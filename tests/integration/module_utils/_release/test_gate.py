@@ -1,9 +1,7 @@
 """The gate: a post-renderer that hands helm's manifests back only on "go", and what a chart reads before it."""
 
-import io
 import os
 import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -11,12 +9,6 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._release import gate as gates
 
 BIN = Path(__file__).resolve().parents[4] / ".venv" / "bin"
-MANIFESTS = b"---\n# Source: c/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"
-
-
-def post_render(server, gate):
-    """The post-renderer as helm 3 runs it (stdin: the manifests; args: socket and token)."""
-    return subprocess.Popen([server.script, server.path, gate.token], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 @pytest.fixture
@@ -57,25 +49,3 @@ def test_real_helm_renders_through_the_gate_only_once_it_opens(tmp_path, helm):
         assert "kind: ConfigMap" in out and "name: r" in out
     finally:
         server.close()
-
-
-def make_chart_dir(root, files):
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-def archive_of(files, name="c"):
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for rel, data in files.items():
-            data = data if isinstance(data, bytes) else data.encode()
-            info = tarfile.TarInfo("%s/%s" % (name, rel))
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-PLAIN = {"Chart.yaml": "name: c\n", "templates/d.yaml": "kind: Deployment\nname: {{ .Release.Name }}\n"}

@@ -1,39 +1,16 @@
 """Clearing a pending helm revision is opt-in, and its age is measured with the API server's clock, not this host's."""
 
 import time
-import types
 
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import timeutil
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import DeployedRelease
 
 
-class Cluster:
-    def __init__(self, server_now):
-        self.server_now = server_now
-        self.deleted = []
-
-    def server_time(self):
-        return self.server_now
-
-    def delete(self, api_version, kind, name, namespace=None):
-        self.deleted.append((kind, namespace, name))
-        return True
-
-
 def pending(created_epoch):
     created = timeutil.millis_from_epoch(created_epoch)[:19] + "Z"
     return DeployedRelease({"metadata": {"name": "sh.helm.release.v1.r.v3", "namespace": "ns", "creationTimestamp": created,
                                          "labels": {"name": "r", "version": "3", "status": "pending-upgrade", "owner": "helm"}}}, None)
-
-
-def engine(cluster, clear_pending, timeout=60):
-    actions = []
-    return types.SimpleNamespace(cluster=cluster, opts=types.SimpleNamespace(clear_pending=clear_pending, timeout=timeout),
-                                 _action=actions.append, actions=actions)
-
-
-COMP = types.SimpleNamespace(name="r", namespace="ns")
 
 
 def test_the_real_api_servers_clock(kube):

@@ -1,13 +1,10 @@
 """The release engine's ``on_transition`` hook: every phase change, in order, serialised, never fatal."""
 
-import threading
 
 import pytest
 import yaml
 
 from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release import execute
-from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
-from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
 
 def comp(name, deps=(), chart=None, post=()):
@@ -32,46 +29,6 @@ def example(tmp_path, fakes):
         comp("crds"), comp("operator", ["crds"]), comp("agent", ["operator"]), comp("monitoring"), comp("config", ["crds"], chart="", post=[str(cfg)]),
     ]}
     return cluster, helm, recipe
-
-
-class Recorder:
-    """An on_transition callback that records every call and checks calls never overlap."""
-
-    def __init__(self, fail_on=None):
-        self.calls = []
-        self.threads = set()
-        self.active = 0
-        self.overlaps = 0
-        self.fail_on = fail_on
-        self.lock = threading.Lock()
-
-    def __call__(self, result):
-        with self.lock:
-            self.active += 1
-            if self.active > 1:
-                self.overlaps += 1
-        try:
-            self.calls.append(dict(result))
-            self.threads.add(threading.current_thread().name)
-            if self.fail_on and self.fail_on(result):
-                raise ValueError("status store is down")
-        finally:
-            with self.lock:
-                self.active -= 1
-
-    def phases(self):
-        per = {}
-        for call in self.calls:
-            per.setdefault(call["name"], []).append(call["phase"])
-        return per
-
-
-def run_with(cluster, helm, recipe, recorder, **opts):
-    opts.setdefault("poll_interval", 0.01)
-    opts.setdefault("timeout", 10)
-    opts.setdefault("stack", "test")
-    plan = build_plan(recipe)
-    return GatedRelease(cluster, helm, plan, Options(**opts), on_transition=recorder).run()
 
 
 @pytest.fixture

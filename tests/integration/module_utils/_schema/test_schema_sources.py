@@ -4,7 +4,6 @@ import functools
 import http.server
 import shutil
 import subprocess
-import tarfile
 import threading
 from pathlib import Path
 
@@ -16,27 +15,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._schema import source
 REPO_ROOT = Path(__file__).resolve().parents[4]
 HELM = REPO_ROOT / ".venv" / "bin" / "helm"
 NVIDIA_REPO = "helm.ngc.nvidia.com_nvidia"
-
-
-def _write_chart(root, name, values, deps=None):
-    root.mkdir(parents=True, exist_ok=True)
-    chart_yaml = "apiVersion: v2\nname: %s\nversion: 1.2.3\n" % name
-    if deps:
-        chart_yaml += "dependencies:\n" + "".join("- name: %s\n  version: 0.1.0\n%s" % (d, "  alias: %s\n" % a if a else "") for d, a in deps)
-    (root / "Chart.yaml").write_text(chart_yaml)
-    (root / "values.yaml").write_text(values)
-    return root
-
-
-@pytest.fixture
-def umbrella(tmp_path):
-    top = _write_chart(tmp_path / "umbrella", "umbrella", "global:\n  registry: r\nreplicas: 1\nsub:\n  enabled: true\n",
-                       deps=[("sub", None), ("packed", "pk")])
-    _write_chart(top / "charts" / "sub", "sub", "global:\n  pullSecrets: []\nenabled: false\nport: 80\n")
-    packed = _write_chart(tmp_path / "build" / "packed", "packed", "# Packed level.\nlevel: 3\n")
-    with tarfile.open(str(top / "charts" / "packed-0.1.0.tgz"), "w:gz") as archive:
-        archive.add(str(packed), arcname="packed")
-    return top
 
 
 @pytest.fixture
@@ -71,31 +49,6 @@ def test_helm_pull_from_http_repository(local_repo):
     with pytest.raises(AicrError) as exc:
         sources.discover_versions(local_repo, "nothing")
     assert exc.value.msg == "repository: %s/index.yaml lists no chart named 'nothing'" % local_repo
-
-
-FAKE_HELM = """#!/bin/sh
-# records its argv, then writes the chart archive given in $FAKE_CHART to the --destination directory
-printf '%s\\n' "$@" > "$FAKE_ARGV"
-dest=""
-while [ $# -gt 0 ]; do
-  if [ "$1" = "--destination" ]; then dest="$2"; fi
-  shift
-done
-cp "$FAKE_CHART" "$dest/"
-"""
-
-
-@pytest.fixture
-def fake_helm(tmp_path, umbrella, monkeypatch):
-    archive = tmp_path / "umbrella-1.2.3.tgz"
-    with tarfile.open(str(archive), "w:gz") as handle:
-        handle.add(str(umbrella), arcname="umbrella")
-    script = tmp_path / "fake-helm"
-    script.write_text(FAKE_HELM)
-    script.chmod(0o755)
-    monkeypatch.setenv("FAKE_CHART", str(archive))
-    monkeypatch.setenv("FAKE_ARGV", str(tmp_path / "argv"))
-    return script
 
 
 @pytest.mark.helm

@@ -5,29 +5,9 @@ import time
 import uuid
 
 
-from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import crd as crd_mod, engine, infer, publish, structural
-
-
-def _generate(tmp_path, text):
-    """(JSON Schema, CRD .spec.values schema, dropped, warnings); the chart's own values pass both (safety net)."""
-    path = tmp_path / "chart" / "values.yaml"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(text)
-    js, failure = engine.run({"values_files": [str(path)]})
-    assert failure is None
-    crd, failure = engine.run({"values_files": [str(path)], "output": "crd", "name": "typing"})
-    assert failure is None
-    assert structural.check_crd(crd["crd"]) == []
-    values = infer.load_values(text)
-    values_schema = crd_mod.values_schema_of(crd["crd"])
-    assert validation.validate(js["schema"], values) == []
-    crd_js = dict(structural.to_json_schema(values_schema), **{"$schema": "https://json-schema.org/draft/2020-12/schema"})
-    assert validation.validate(crd_js, values) == []
-    assert structural.prune(values, values_schema)[1] == []
-    return js["schema"], values_schema, crd["dropped"], js.get("warnings") or []
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine, publish
 
 
 # -- the chart's commented-out example ---------------------------------------------------------------------------
@@ -40,8 +20,6 @@ def _generate(tmp_path, text):
 
 
 # -- recursive aliases -------------------------------------------------------------------------------------------
-
-RECURSIVE = "app: &app\n  name: x\n  settings:\n    namespace:\n      - *app\n"
 
 
 def test_recursive_alias_crd_holds_nested_values_on_the_apiserver(kube, client, shared_dir):

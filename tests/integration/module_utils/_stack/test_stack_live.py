@@ -1,46 +1,12 @@
 """LiveStatus: gated_release's on_transition hook writing per-component progress to a stack's status, coalesced."""
 
-import copy
 import threading
 
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import live as live_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import status, store
-
-
-class MemoryStore:
-    """A one-stack store in memory: counts writes, can fail writes or answer 409 first."""
-
-    backend = "memory"
-
-    def __init__(self, status=None, fail_writes=0, conflicts=0, error=None):
-        self.obj = {"metadata": {"name": "s", "generation": 1, "resourceVersion": "1"}, "spec": {}, "status": status or {}}
-        self.fail_writes = fail_writes
-        self.conflicts = conflicts
-        self.error = error or ClusterError("PUT /status returned 503: unavailable", status=503)
-        self.writes = []
-        self.lock = threading.Lock()
-
-    def read(self, name):
-        with self.lock:
-            return copy.deepcopy(self.obj)
-
-    def write_status(self, obj, status):
-        with self.lock:
-            if self.fail_writes:
-                self.fail_writes -= 1
-                raise self.error
-            if self.conflicts:
-                self.conflicts -= 1
-                self.obj["metadata"]["resourceVersion"] = str(int(self.obj["metadata"]["resourceVersion"]) + 1)
-                raise ClusterError("conflict", status=409)
-            self.obj["status"] = copy.deepcopy(status)
-            self.obj["metadata"]["resourceVersion"] = str(int(self.obj["metadata"]["resourceVersion"]) + 1)
-            self.writes.append(copy.deepcopy(status))
-            return copy.deepcopy(self.obj)
 
 
 def result(name, phase, action="install", blocked_by=(), revision=None):

@@ -1,9 +1,6 @@
 """aicr_lab.charts.repo / cli: source classification, served repositories, real helm as the client."""
 
-import hashlib
 import shutil
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -13,21 +10,6 @@ from aicr_lab.charts.repo import ChartRepoError, normalise_prefix, parse_source,
 
 EXAMPLES = example_charts_dir()
 EXAMPLE_NAMES = ["example-agent", "example-crds", "example-hooks", "example-monitoring", "example-operator"]
-
-
-def fetch(url):
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.status, response.headers.get("Content-Type"), response.read()
-
-
-def tree_digest(root):
-    digest = hashlib.sha256()
-    for path in sorted(Path(root).rglob("*")):
-        digest.update(str(path.relative_to(root)).encode())
-        if path.is_file():
-            digest.update(path.read_bytes())
-            digest.update(str(path.stat().st_mtime_ns).encode())
-    return digest.hexdigest()
 
 
 @pytest.mark.parametrize("given,expected", [("", ""), ("/", ""), ("examples", "/examples"), ("/examples/", "/examples"), ("//a//b/", "/a/b")])

@@ -18,8 +18,8 @@ from aicr_lab.kube import Kube
 from waiting import wait_for  # pylint: disable=import-error
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import FABRIC_CREDENTIALS_ROLE, KubernetesClusterView, parse_quantity, split_ref
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import build_api_client, client_for
+from ansible_collections.aicr.runtime.plugins.module_utils._fabric.nodes import FABRIC_CREDENTIALS_ROLE, parse_quantity, split_ref
+from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import build_api_client
 
 COLLECTION = Path(__file__).resolve().parents[5]
 MACHINE = "cb765435-c696-502d-9ae2-781e57375583"
@@ -74,12 +74,6 @@ def kube(tmp_path_factory):
     handle.api_client = api_client
     yield handle
     handle.stop()
-
-
-@pytest.fixture(scope="module")
-def view(kube):
-    """The engine's view as fabric_device runs it: the ``fabric`` identity."""
-    return KubernetesClusterView(client_for(kube.kubeconfig_for("fabric")))
 
 
 @pytest.mark.parametrize("value, expected", [(None, 0), ("2", 2), (3, 3), ("1.0", 1), ("lots", 0)])

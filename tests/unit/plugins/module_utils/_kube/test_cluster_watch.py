@@ -5,7 +5,6 @@ import pytest
 
 from aicr_lab.controlplane import stages
 
-from ansible_collections.aicr.runtime.plugins.module_utils._kube import readiness
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import GatedRelease, Options
 
 
@@ -21,10 +20,6 @@ def deployment(name, namespace, ready_after):
 def cluster(client):
     """The engine's client as gated_release runs it: the least-privilege ``release`` identity."""
     return client("release")
-
-
-def not_pending(obj):
-    return readiness.assess(obj)[0] != readiness.PENDING
 
 
 def test_wait_ready_watches_instead_of_sleeping(fakes):

@@ -9,8 +9,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import St
 
 from doubles import FakeCluster  # pylint: disable=import-error
 
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
-
 
 class LossyCluster(FakeCluster):
     """Applies a Lease update and then loses its answer (``lose_answers`` times), as a cut connection does; ``took``:

@@ -1,8 +1,6 @@
 """The example catalog (examples/catalog): resolutions, profile, and its manifests rendered with Helm."""
 
 import os
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -86,10 +84,3 @@ def test_example_catalog_rejects_uncovered_os():
     with pytest.raises(AicrError) as err:
         _resolve({"service": "kind", "os": "ubuntu"})
     assert err.value.msg == "no recipe provides os 'ubuntu' for criteria(service=kind, os=ubuntu)"
-
-
-def _helm():
-    candidate = Path(sys.executable).parent / "helm"
-    if candidate.is_file():
-        return str(candidate)
-    return shutil.which("helm")

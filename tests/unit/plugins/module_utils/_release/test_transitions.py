@@ -175,12 +175,3 @@ def test_scheduler_on_block_is_immediate_and_grows_with_more_failures():
     timed = []
     run_dag(["p", "q"], {}, lambda n: n, concurrency=1, deadline=0, clock=lambda: 1.0, on_block=lambda o: timed.append((o.name, o.error)))
     assert timed == [("p", "overall timeout reached before it could start"), ("q", "overall timeout reached before it could start")]
-
-
-@pytest.fixture
-def status_client(kube, clusterstack_crd):  # pylint: disable=unused-argument
-    """gated_release's identity (``release``, which holds aicr-runtime:stack) on the lab's real kube-apiserver."""
-    from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for  # pylint: disable=import-outside-toplevel
-    from ansible_collections.aicr.runtime.plugins.module_utils._stack import store  # pylint: disable=import-outside-toplevel
-
-    return client_for(kube.kubeconfig_for("release"))

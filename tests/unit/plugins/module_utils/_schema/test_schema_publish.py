@@ -2,8 +2,6 @@
 identity: create, no-op re-run without writes, check/diff mode, breaking-change refusal and allow_breaking,
 Established/NamesAccepted wait, conflicts, deletion."""
 
-import time
-import uuid
 
 import pytest
 import yaml
@@ -11,45 +9,15 @@ import yaml
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube import crd as kube_crd
-from ansible_collections.aicr.runtime.plugins.module_utils._schema import engine, publish
+from ansible_collections.aicr.runtime.plugins.module_utils._schema import publish
 
-BASE_VALUES = "# -- Replicas.\nreplicaCount: 1\nimage:\n  # -- Image tag.\n  tag: v1\nlogLevel: 2\n"
 PUBLISHER = "crd-publisher"
-
-
-@pytest.fixture
-def domain(kube):
-    """A CRD domain of the test's own (CRDs are cluster-scoped, the cluster is shared): the test's CRDs are
-    ``<plural>.<chart>.bundles.<domain>``; every CRD under it is deleted after the test (and waited for)."""
-    name = "t%s.aicr.io" % uuid.uuid4().hex[:8]
-    yield name
-    path = kube_crd.BASE_PATH
-    mine = [c["metadata"]["name"] for c in kube.rest.get(path)["items"] if c["metadata"]["name"].endswith("." + name)]
-    for crd_name in mine:
-        kube.rest.delete("%s/%s" % (path, crd_name))
-    deadline = time.monotonic() + 120
-    while any(kube.get("%s/%s" % (path, n)) is not None for n in mine):
-        assert time.monotonic() < deadline, "the test's CRDs were never deleted"
-        time.sleep(0.05)
 
 
 @pytest.fixture
 def cluster(client):
     """The engine's client as crd_publish runs it: the ``crd-publisher`` identity."""
     return client(PUBLISHER)
-
-
-@pytest.fixture
-def admin(client):
-    """Test set-up and inspection only: custom resources of the published CRDs (no collection identity writes those)."""
-    return client("admin")
-
-
-def crd_of(tmp_path, name, text, domain):
-    """The values_schema CRD of a values file (chart name ``name``, group ``<name>.bundles.<domain>``)."""
-    path = tmp_path / ("%s-%d.yaml" % (name, abs(hash(text))))
-    path.write_text(text)
-    return engine.run({"values_files": [str(path)], "output": "crd", "name": name, "domain": domain})[0]["crd"]
 
 
 def _mutations(kube, mark):
@@ -59,44 +27,6 @@ def _mutations(kube, mark):
 def writes(kube, mark):
     """Mutating requests of the publisher since ``mark`` that were not dry runs."""
     return [(e["verb"], e["path"]) for e in _mutations(kube, mark) if "dryRun=All" not in (e.get("query") or "")]
-
-
-def dry_runs(kube, mark):
-    return [e["path"] for e in _mutations(kube, mark) if "dryRun=All" in (e.get("query") or "")]
-
-
-def values_schema(crd):
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["values"]
-
-
-def go(kube, crd, check_mode=False, **params):
-    params.setdefault("wait_sleep", 0.05)
-    params.setdefault("wait_timeout", 30)
-    return publish.publish(dict(params, definition=crd, kubeconfig=kube.kubeconfig_for(PUBLISHER)), check_mode=check_mode)
-
-
-def eventually(call, timeout=30):
-    """The apiserver serves an updated schema shortly after the update (each apiserver swaps its CR handler asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return call()
-        except ClusterError as exc:
-            if exc.status != 422 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-def custom_resource(crd, name, values, namespace):
-    spec = crd["spec"]
-    return {"apiVersion": "%s/%s" % (spec["group"], spec["versions"][0]["name"]), "kind": spec["names"]["kind"],
-            "metadata": {"name": name, "namespace": namespace}, "spec": {"version": "1.0.0", "values": values}}
-
-
-def cr_path(crd, namespace, name=None):
-    spec = crd["spec"]
-    path = "/apis/%s/%s/namespaces/%s/%s" % (spec["group"], spec["versions"][0]["name"], namespace, spec["names"]["plural"])
-    return path + ("/" + name if name else "")
 
 
 class NeverEstablished(object):

@@ -1,13 +1,7 @@
 """Chart sources: directories with subcharts, packaged charts, helm pull from a local http repository."""
 
-import functools
-import http.server
 import os
-import shutil
-import subprocess
 import tarfile
-import threading
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +9,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import jsonschema, sources
 
-REPO_ROOT = Path(__file__).resolve().parents[5]
-HELM = REPO_ROOT / ".venv" / "bin" / "helm"
 NVIDIA_REPO = "helm.ngc.nvidia.com_nvidia"
 
 
@@ -87,25 +79,6 @@ def test_bad_sources(tmp_path):
     with pytest.raises(AicrError) as exc:
         sources.load_chart(str(tmp_path / "bad.tgz"))
     assert "is not a readable chart archive" in exc.value.msg
-
-
-@pytest.fixture
-def local_repo(shared_dir, tmp_path):
-    """A one-chart http repository served from tmp_path on a free 127.0.0.1 port."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    shutil.copy(str(shared_dir / "charts-repo" / "http" / NVIDIA_REPO / "gpu-operator-v26.3.3.tgz"), str(repo))
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(repo))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    url = "http://127.0.0.1:%d" % server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    if HELM.exists():
-        subprocess.run([str(HELM), "repo", "index", str(repo), "--url", url], check=True, capture_output=True)
-    yield url
-    server.shutdown()
-    server.server_close()
 
 
 def test_missing_helm_binary(tmp_path):

@@ -3,7 +3,6 @@
 import copy
 import threading
 
-import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._stack import live as live_mod
@@ -134,12 +133,6 @@ def test_a_store_that_keeps_failing_gives_up_without_raising():
     summary = writer.close()
     assert memory.writes == [] and any("given up after 3 failed writes" in w and "503" in w for w in summary["warnings"])
     writer.on_transition(result("a", "Ready"))  # after close: ignored, never raises
-
-
-@pytest.fixture
-def api(stack_client):
-    """The status writer's identity (``stack``) on the shared cluster, where the ClusterStack CRD is installed."""
-    return stack_client
 
 
 def device(event, res_uuid, node="node-1", serial=None):
