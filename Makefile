@@ -24,6 +24,16 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
+# pytest-xdist workers for the unit and integration suites (--dist loadfile: a file's tests stay on one worker). Each
+# worker is a pytest session of its own, so each integration worker starts its own control plane. PYTEST_WORKERS=0
+# runs in this process.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+# Unit tests are hermetic: they run on a PATH without the venv's helm and kubectl and with an empty binary cache, and
+# tests/unit/conftest.py sets AICR_LAB_DISABLED so a unit test that asks for the lab (control plane, helm, OCI
+# registry) fails saying so. A test that needs a cluster or a binary belongs in tests/integration.
+UNIT_PATH ?= /usr/bin:/bin
+
 .PHONY: all venv helm controlplane system-deps collection unit sanity lint integration molecule test demo bench oracles oracles-schema ee-context docs changelog-lint clean
 
 all: test
@@ -62,8 +72,8 @@ collection: venv
 
 # --- suites -----------------------------------------------------------------
 
-unit: venv helm controlplane system-deps
-	$(BIN)/pytest tests/unit
+unit: venv
+	env PATH=$(UNIT_PATH) AICR_CACHE_DIR=$(CURDIR)/$(BUILD)/no-lab-binaries $(PY) -m pytest $(PYTEST_PARALLEL) tests/unit
 
 # ansible-test insists on running inside ansible_collections/<ns>/<name> and lists
 # files through git: sanity runs on a fresh git copy of the tracked (plus new,
@@ -107,7 +117,7 @@ changelog-lint: venv
 	$(BIN)/antsibull-changelog lint
 
 integration: collection helm controlplane system-deps $(GALAXY_VENV)/.installed
-	$(BIN)/pytest tests/integration
+	$(BIN)/pytest $(PYTEST_PARALLEL) tests/integration
 
 # molecule's ansible-native scenarios (extensions/molecule): `default` starts the local
 # lab that the role scenarios share, and stops it at the end.

@@ -15,10 +15,14 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["aicr_lab.pytest_plugin"]
+pytest_plugins = ["aicr_lab.pytest_plugin", "pytester"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEV_NAMESPACE_ROOT = REPO_ROOT / ".build" / "dev"
+# helper modules every suite imports by name (``from waiting import wait_for``, ``from plugin_fixtures import *``)
+SUPPORT = str(Path(__file__).resolve().parent / "support")
+if SUPPORT not in sys.path:
+    sys.path.insert(0, SUPPORT)
 
 
 def _expose_repo_as_collection():

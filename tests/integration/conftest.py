@@ -15,6 +15,7 @@ own: ``from conftest import`` would find whichever conftest.py was imported firs
 (``kube.kubeconfig_for("release")`` …); the admin kubeconfig is for set-up and inspection only.
 """
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -26,10 +27,13 @@ import pytest
 
 import ansible_runner
 
-from aicr_lab.charts.pytest_fixture import start_chart_repo
+# the example charts over HTTP (session-scoped; read-only, so every module shares one server)
+from aicr_lab.charts.pytest_fixture import example_repo  # noqa: F401  pylint: disable=unused-import
 
 # tests/integration is on sys.path; dump and example_catalog are re-exported for modules still doing `from conftest import`
 from lab_support import FabricNodes, dump, example_catalog  # noqa: F401  # pylint: disable=import-error,unused-import
+# the collection tests' fixtures (client, stacks, fab, fake_cluster, ...), shared with the unit tests
+from plugin_fixtures import *  # noqa: F401,F403  pylint: disable=import-error,wildcard-import,unused-wildcard-import
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COLLECTIONS = REPO_ROOT / ".build" / "collections"
@@ -49,8 +53,17 @@ def _install_collection():
 
 @pytest.fixture(scope="session")
 def installed_collection():
-    if os.environ.get("AICR_REBUILD_COLLECTION") == "1" or not (INSTALLED / "MANIFEST.json").is_file():
-        _install_collection()
+    # pytest-xdist's workers are sessions of their own, all using .build/collections: one builds (under the lock) and
+    # notes the run's id; the others wait for it and use that build (a second build would replace files in use)
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    built_for = REPO_ROOT / ".build" / "collection.run"
+    built_for.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(REPO_ROOT / ".build" / "collection.lock"), "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = run_id is not None and built_for.is_file() and built_for.read_text(encoding="utf-8") == run_id
+        if not done and (os.environ.get("AICR_REBUILD_COLLECTION") == "1" or not (INSTALLED / "MANIFEST.json").is_file()):
+            _install_collection()
+            built_for.write_text(run_id or "", encoding="utf-8")
     return INSTALLED
 
 
@@ -146,14 +159,6 @@ def scratch_dir():
     path = Path(tempfile.mkdtemp(prefix="aicr-it-"))
     yield path
     shutil.rmtree(str(path), ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def example_repo(tmp_path_factory):
-    """The example charts served over HTTP by the chart repository emulator, one per test module."""
-    server = start_chart_repo(tmp_path_factory.mktemp("example-charts"))
-    yield server
-    server.stop()
 
 
 @pytest.fixture

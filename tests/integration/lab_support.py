@@ -10,12 +10,13 @@ import os
 import re
 import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 from aicr_lab.controlplane.cluster import node_object
 from aicr_lab.controlplane.rest import ApiError
+# wait_until: the name modules imported from here
+from waiting import wait_for, wait_until  # noqa: F401  pylint: disable=import-error,unused-import
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CATALOG = REPO_ROOT / "examples" / "catalog"
@@ -133,18 +134,6 @@ def namespace_without_lease_role(kube, prefix):
     finally:
         kube.rest.delete("/api/v1/namespaces/%s" % name, propagationPolicy="Background")
         kube.namespaces.remove(name)
-
-
-def wait_until(predicate, timeout, what, interval=0.1):
-    """Poll ``predicate`` until it returns something true (returned); fail naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
-        time.sleep(interval)
 
 
 def create_owned_stack(kube, name, spec):

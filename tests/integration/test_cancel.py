@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from lab_support import alive, descendants, processes
+from waiting import wait_for  # pylint: disable=import-error
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".venv" / "bin"
@@ -28,18 +29,6 @@ IDENTITY = "release"
 SLOW = "600s"
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not (BIN / "helm4").exists(), reason="helm not installed (make helm)")]
-
-
-def wait_for(condition, what, timeout=120.0):
-    """``condition()``'s first truthy value, polled until ``timeout``; fails naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.1)
 
 
 def helm_children_of_this_test(helm):
@@ -91,15 +80,15 @@ def lease_path(kube):
 def wait_until_busy(rollout):
     """The Lease held, ``slow`` installed and waiting for readiness, ``hooks``' helm upgrade running; returns the module's pid."""
     kube = rollout.kube
-    wait_for(lambda: kube.rest.exists(lease_path(kube)), "the Lease")
-    wait_for(lambda: kube.rest.get("/api/v1/namespaces/%s/secrets" % kube.namespace, labelSelector="owner=helm,name=slow,status=deployed")["items"],
+    wait_for(lambda: kube.rest.exists(lease_path(kube)), 120, "the Lease")
+    wait_for(lambda: kube.rest.get("/api/v1/namespaces/%s/secrets" % kube.namespace, labelSelector="owner=helm,name=slow,status=deployed")["items"], 120,
              "slow deployed")
-    wait_for(lambda: [p for p in helm_children_of_this_test(rollout.helm) if "upgrade" in processes().get(p, (0, []))[1]], "hooks' helm upgrade")
+    wait_for(lambda: [p for p in helm_children_of_this_test(rollout.helm) if "upgrade" in processes().get(p, (0, []))[1]], 120, "hooks' helm upgrade")
     # slow's Secret says deployed a moment before its helm prints its answer and exits: only then is slow done
-    wait_for(lambda: not [p for p in helm_children_of_this_test(rollout.helm) if processes().get(p, (0, []))[1][1:3] == ["upgrade", "slow"]],
+    wait_for(lambda: not [p for p in helm_children_of_this_test(rollout.helm) if processes().get(p, (0, []))[1][1:3] == ["upgrade", "slow"]], 120,
              "slow's helm upgrade to exit")
     modules = wait_for(lambda: [pid for pid, argv in descendants(rollout.proc.pid).items()
-                                if any("AnsiballZ_gated_release" in a for a in argv) and alive(pid)], "the module's process")
+                                if any("AnsiballZ_gated_release" in a for a in argv) and alive(pid)], 120, "the module's process")
     # the deepest one is the module itself (a wrapper shell may start it)
     table = processes()
     return [pid for pid in modules if not any(table.get(other, (None,))[0] == pid for other in modules)][0]
@@ -107,7 +96,7 @@ def wait_until_busy(rollout):
 
 def assert_cleaned_up(rollout):
     kube = rollout.kube
-    wait_for(lambda: not helm_children_of_this_test(rollout.helm), "no helm child left", timeout=30)
+    wait_for(lambda: not helm_children_of_this_test(rollout.helm), 30, "no helm child left")
     assert not kube.rest.exists(lease_path(kube)), "the Lease was not released"
     left = [p.name for p in rollout.tmpdir.iterdir() if p.name.startswith("aicr-")]
     assert left == [], left
@@ -138,5 +127,5 @@ def test_sigterm_to_ansible_playbook_reaches_the_module_and_cleans_up(slow_rollo
     os.kill(slow_rollout.proc.pid, signal.SIGTERM)
     slow_rollout.proc.wait(timeout=90)
     # the module is in its worker's process group, not ansible-playbook's: it may finish its cleanup a moment later
-    wait_for(lambda: not alive(module), "the module's exit", timeout=90)
+    wait_for(lambda: not alive(module), 90, "the module's exit")
     assert_cleaned_up(slow_rollout)

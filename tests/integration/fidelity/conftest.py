@@ -178,14 +178,6 @@ def cluster_scoped_cleanup(kube):
 
 
 @pytest.fixture(scope="session")
-def example_repo(tmp_path_factory):
-    """The example charts at ``<url>`` (…/examples)."""
-    server = start_chart_repo(tmp_path_factory.mktemp("fidelity-examples"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
 def shared_repo(tmp_path_factory, shared_dir):
     """``charts-repo/http`` served one repository per slug."""
     server = start_chart_repo(tmp_path_factory.mktemp("fidelity-shared"), charts=["/=%s" % shared_http_dir(shared_dir)], url_prefix="")

@@ -3,10 +3,11 @@
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import yaml
+# imported from here by the fidelity tests
+from waiting import wait_until  # noqa: F401  pylint: disable=import-error,unused-import
 
 BIN = Path(sys.executable).parent
 
@@ -37,15 +38,3 @@ class Cli:
 
     def yaml(self, *args, **kwargs):
         return yaml.safe_load(self.run(*(list(args) + ["-o", "yaml"]), **kwargs).stdout)
-
-
-def wait_until(probe, timeout, what, interval=0.2):
-    """Poll ``probe()`` until it returns something truthy (returned) or ``timeout`` seconds pass (AssertionError)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %ss waiting for %s (last: %r)" % (timeout, what, value))
-        time.sleep(interval)

@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from aicr_lab import guard
 from aicr_lab.kube import Kube, LabFeatureMissing
 
 
@@ -27,6 +28,7 @@ def _log(line):
 
 @pytest.fixture(scope="session")
 def lab_kube(tmp_path_factory):
+    guard.check("the lab's cluster (fixture lab_kube, or kube)")
     external = os.environ.get("AICR_TEST_KUBECONFIG")
     if external:
         kube = Kube.external(os.path.expanduser(external))
@@ -69,6 +71,7 @@ def kube(lab_kube, request):
 
 @pytest.fixture
 def private_kube(tmp_path, request):
+    guard.check("a control plane of the test's own (fixture private_kube)")
     if os.environ.get("AICR_TEST_KUBECONFIG"):
         pytest.skip("needs a control plane of its own (restarts it); not run against AICR_TEST_KUBECONFIG's cluster")
     nodes = getattr(request, "param", None)

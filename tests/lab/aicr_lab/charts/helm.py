@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aicr_lab import guard
+
 
 class HelmError(RuntimeError):
     """helm exited non-zero; the message carries the argv and helm's own output."""
@@ -19,6 +21,7 @@ class HelmError(RuntimeError):
 
 def find_binary(name="helm"):
     """Path of helm/helm3/helm4/kubectl: $AICR_<NAME>, then beside this Python (the venv), then PATH."""
+    guard.check("find the %s binary" % name)
     override = os.environ.get("AICR_%s" % name.upper())
     if override:
         return override

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from aicr_lab import guard
 from aicr_lab.charts.helm import find_binary, isolated_env, run_helm
 from aicr_lab.controlplane.processes import free_port
 
@@ -181,6 +182,7 @@ def start_registry(tmp_dir, host="127.0.0.1", port=None, timeout=15, attempts=3,
     ``auth``: ``(user, password)`` required for every request; ``tls``: ``{"cert", "key", "ca"}`` (serving certificate
     and the CA that signed it) and optionally ``"client_ca"`` (client certificates required) with ``"client_cert"``,
     ``"client_key"`` (the lab's own, for pushes and reads)."""
+    guard.check("start an OCI registry in %s" % tmp_dir)
     binary = find_registry()
     workdir = Path(tmp_dir)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ Plain functions (usable from any fixture, molecule or a script)::
 
 and ready-made session fixtures, enabled in a conftest.py with
 ``pytest_plugins = ["aicr_lab.charts.pytest_fixture"]``:
-``example_chart_repo`` (URL ``<base>/examples``), ``shared_chart_repo`` (one repository per
+``example_repo`` (URL ``<base>/examples``; also named ``example_chart_repo``), ``shared_chart_repo`` (one repository per
 ``charts-repo/http/<slug>`` at ``<base>/<slug>``) and ``oci_registry`` (empty registry).
 """
 
@@ -52,11 +52,18 @@ def start_chart_repo(tmp_dir, charts=None, url_prefix=EXAMPLES_URL_PREFIX, port=
 
 
 @pytest.fixture(scope="session")
-def example_chart_repo(tmp_path_factory):
-    """The example charts served at ``<url>`` = ``http://127.0.0.1:PORT/examples``."""
+def example_repo(tmp_path_factory):
+    """The example charts served at ``<url>`` = ``http://127.0.0.1:PORT/examples``, one server per pytest session
+    (read-only: every test and module of the session shares it; the suites' one example chart-repository fixture)."""
     server = start_chart_repo(tmp_path_factory.mktemp("example-chart-repo"))
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def example_chart_repo(example_repo):  # pylint: disable=redefined-outer-name
+    """``example_repo`` under its earlier name."""
+    return example_repo
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,8 @@ import threading
 import time
 from pathlib import Path
 
+from aicr_lab import guard
+
 MODULES_DIR = Path(__file__).resolve().parents[3] / "controlplane"
 PEERS_DIR = Path(__file__).resolve().parents[3] / "peers"
 
@@ -181,6 +183,7 @@ def _build_module(module_dir, go, go_version, log, group="controlplane"):
 
 def ensure_binaries(log=None, groups=DEFAULT_GROUPS):
     """Build whatever is missing or stale in ``groups`` (default: the control plane); return ``{binary name: absolute path}``."""
+    guard.check("build or find the lab's binaries")
     log = log or (lambda line: sys.stderr.write(line + "\n"))
     for group in groups:
         _group(group)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from aicr_lab import pki
+from aicr_lab import guard, pki
 from aicr_lab.controlplane import build, identities, processes, stages
 from aicr_lab.controlplane.rest import ApiError, Rest
 
@@ -189,6 +189,7 @@ class ControlPlane:  # pylint: disable=too-many-instance-attributes
     # --- start / stop ------------------------------------------------------------------------
 
     def start(self):
+        guard.check("start a control plane in %s" % self.dir)
         started = time.monotonic()
         binaries = self.binaries
         if self.dir.exists():

@@ -11,7 +11,6 @@ import pytest
 import requests
 
 from aicr_lab.fabric import cli
-from aicr_lab.fabric.kube_sync import NodeGpuSync
 from aicr_lab.fabric.pytest_fixture import start_simulator
 from aicr_lab.fabric.state import Fabric
 
@@ -335,24 +334,6 @@ def test_state_listener_counts_gpus():
     assert seen[-1] == 2
     fabric.detach(machine, device["res_uuid"])
     assert seen[-1] == 1
-
-
-@pytest.mark.parametrize("private_kube", [[{"name": "node-0"}]], indirect=True)
-def test_kube_sync_patches_node_allocatable(tmp_path, private_kube):
-    # a control plane of its own with one node: the sync patches node status (the shared cluster's nodes stay untouched),
-    # and the simulator's second machine (node-1) has no node there
-    from kubernetes import client as k8s_client  # pylint: disable=import-outside-toplevel
-
-    sim = start_simulator(tmp_path / "sim", machines=2, kubeconfig=private_kube.kubeconfig, local_gpus=1)
-    try:
-        sim.control.seed("node-0", "A100", 2)
-        core = sim.sync.api
-        assert core.read_node("node-0").status.allocatable["nvidia.com/gpu"] == "3"
-        assert core.read_node("node-0").status.capacity["nvidia.com/gpu"] == "3"
-        assert isinstance(sim.sync, NodeGpuSync) and any("node-1" in e for e in sim.sync.errors)
-        assert isinstance(core, k8s_client.CoreV1Api)
-    finally:
-        sim.stop()
 
 
 def test_cli_serves_and_writes_info(tmp_path):

@@ -6,17 +6,16 @@ tests/integration/test_gated_release.py; here it is replaced to observe what the
 
 import json
 
-import pytest
-
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.modules import gated_release
+
+from modules_testlib import run_main  # pylint: disable=import-error
 
 RECIPE = {"recipe_name": "demo", "components": [{"name": "a", "chart": "a", "repository": "https://x", "version": "1", "namespace": "n", "values": {}}]}
 
 
 def run_module(capsys, monkeypatch, args, outcome):
+    """``run_main`` of gated_release with its engine replaced: ``(exit code, result, what the engine was called with)``."""
     seen = {}
 
     def fake_execute(params, check_mode=False, diff=False):
@@ -26,10 +25,8 @@ def run_module(capsys, monkeypatch, args, outcome):
         return dict(outcome)
 
     monkeypatch.setattr(gated_release, "execute", fake_execute)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exc:
-            gated_release.main()
-    return exc.value.code, json.loads(capsys.readouterr().out), seen
+    code, out = run_main(gated_release, capsys, args)
+    return code, out, seen
 
 
 OK = {"changed": True, "components": [{"name": "a", "phase": "Ready"}], "waves": [], "actions": ["install a"], "summary": {}, "helm_version": 3}

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from waiting import wait_for  # pylint: disable=import-error
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
@@ -20,14 +21,6 @@ def fresh():
     cancel.reset()
     yield
     cancel.reset()
-
-
-def wait_for(condition, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() >= deadline:
-            pytest.fail("timed out waiting for %s" % what)
-        time.sleep(0.01)
 
 
 class Failed(Exception):
@@ -52,7 +45,7 @@ def test_sigterm_raises_cancelled_in_the_main_thread_and_runs_the_hooks_once():
     with pytest.raises(cancel.Cancelled) as error:
         with cancel.sigterm_cancels():
             os.kill(os.getpid(), signal.SIGTERM)
-            wait_for(lambda: False, "the signal", timeout=10)  # interrupted by Cancelled
+            wait_for(lambda: False, 10, "the signal")  # interrupted by Cancelled
     assert error.value.msg == "cancelled (SIGTERM)" and error.value.details["stopped"] == ["helm upgrade --install a"]
     assert stopped == ["x"] and cancel.requested()
     assert signal.getsignal(signal.SIGTERM) == previous, "the previous handler is restored"
@@ -66,7 +59,7 @@ def test_a_second_sigterm_during_cleanup_does_not_interrupt_it():
         with cancel.sigterm_cancels():
             try:
                 os.kill(os.getpid(), signal.SIGTERM)
-                wait_for(lambda: False, "the signal", timeout=10)
+                wait_for(lambda: False, 10, "the signal")
             finally:
                 os.kill(os.getpid(), signal.SIGTERM)  # ignored: the cleanup goes on
                 cleaned.append("done")
@@ -89,7 +82,7 @@ def test_workers_stop_at_their_next_check():
     with pytest.raises(cancel.Cancelled):
         with cancel.sigterm_cancels():
             os.kill(os.getpid(), signal.SIGTERM)
-            wait_for(lambda: False, "the signal", timeout=10)
+            wait_for(lambda: False, 10, "the signal")
     thread.join(timeout=10)
     assert seen == ["cancelled (SIGTERM): the next read not started"]
 
@@ -112,12 +105,12 @@ def test_a_helm_child_started_from_a_worker_thread_is_stopped(tmp_path):
 
     thread = threading.Thread(target=worker)
     thread.start()
-    wait_for(lambda: marker.exists() and marker.read_text().strip(), "the helm child")
+    wait_for(lambda: marker.exists() and marker.read_text().strip(), 30, "the helm child")
     child = int(marker.read_text())
     with pytest.raises(cancel.Cancelled) as error:
         with cancel.sigterm_cancels():
             os.kill(os.getpid(), signal.SIGTERM)
-            wait_for(lambda: False, "the signal", timeout=10)
+            wait_for(lambda: False, 10, "the signal")
     thread.join(timeout=10)
     assert error.value.details["stopped"] == ["helm upgrade --install slow"]
     assert isinstance(outcome[0], cancel.Cancelled) and outcome[0].msg == "cancelled (SIGTERM): helm upgrade --install slow stopped"
@@ -131,7 +124,7 @@ def test_a_helm_child_that_exited_before_sigterm_is_not_reported_stopped(tmp_pat
     finished = children.start_child(["/bin/sh", "-c", "exit 0"], dict(os.environ), "helm upgrade --install slow")
     running = children.start_child(["/bin/sh", "-c", "exec sleep 600"], dict(os.environ), "helm upgrade --install hooks")
     try:
-        wait_for(lambda: not children.alive(finished), "the first child's exit")
+        wait_for(lambda: not children.alive(finished), 30, "the first child's exit")
         assert children.stop_children(grace=10) == ["helm upgrade --install hooks"]
         assert finished.returncode is None, "the exited child is left to its worker to collect"
     finally:
@@ -148,7 +141,7 @@ def test_call_engine_fails_in_one_line_saying_what_was_done_and_stopped():
         cancel.on_cancel(lambda: ["helm upgrade --install b"])
         try:
             os.kill(os.getpid(), signal.SIGTERM)
-            wait_for(lambda: False, "the signal", timeout=10)
+            wait_for(lambda: False, 10, "the signal")
         finally:
             cancel.cleaned("Lease ns/aicr-runtime-x released")
 
@@ -168,7 +161,7 @@ def cancelled(engine):
     def cancelled_engine():
         engine()
         os.kill(os.getpid(), signal.SIGTERM)
-        wait_for(lambda: False, "the signal", timeout=10)
+        wait_for(lambda: False, 10, "the signal")
 
     with pytest.raises(Failed):
         call_engine(module, "fabric_device", cancelled_engine, temporary=False)

@@ -13,8 +13,6 @@ import time
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive import GatedClient, fabric_lease_name, run_exclusive
-from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
 
@@ -117,28 +115,3 @@ def test_sigterm_before_a_detach_leaves_the_device_attached(fab):
     assert len(fab.mutations("detach")) == 1 and len(fab.devices(1)) == 1
     assert cancel.notes() == ["%s detached from machine %s" % (detached[0], machine)]
     assert detached[0] in [d["res_uuid"] for d in seeded]
-
-
-def test_sigterm_under_the_stack_lease_stops_the_run_and_releases_the_lease(fab, kube, client):
-    """A run of a stack holds the stack's fabric Lease while it attaches: a SIGTERM after its first attach stops it as
-    above, and the Lease is deleted on the way out (the next run need not wait for it to expire)."""
-    as_fabric = client("fabric")
-    attached = []
-
-    def on_transition(record):
-        attached.append(record["res_uuid"])
-        if len(attached) == 1:
-            sigterm_self()
-
-    def attempt(gate):
-        records = DeviceRecords(GatedClient(as_fabric, gate), kube.namespace, stack="cancelled")
-        service = fab.service("fti_fm", records=records, gate=gate, on_transition=on_transition)
-        return service.run([Target(machine_id=fab.machines[0], model="A100", count=3)])
-
-    with pytest.raises(cancel.Cancelled):
-        with cancel.sigterm_cancels():
-            run_exclusive(as_fabric, "cancelled", kube.namespace, attempt)
-    assert len(fab.mutations("attach")) == 1 and [d["res_uuid"] for d in fab.devices()] == attached
-    lease = "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (kube.namespace, fabric_lease_name("cancelled"))
-    assert kube.get(lease) is None, "the Lease was released"
-    assert "Lease %s/%s released" % (kube.namespace, fabric_lease_name("cancelled")) in cancel.message("fabric_device", temporary=False)

@@ -3,7 +3,6 @@
 import base64
 import gzip
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,8 +13,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source, normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import read_release
-
-REPO = Path(__file__).resolve().parents[5]
 
 
 def test_digest_is_stable_and_sensitive():
@@ -165,20 +162,6 @@ def test_read_release_takes_the_latest_revision():
     assert read_release(ListOnly([]), "a", "ns") is None
 
 
-needs_helm = pytest.mark.skipif(not (REPO / ".venv" / "bin" / "helm4").exists() and not shutil.which("helm"), reason="helm not installed (make helm)")
-
-
-@pytest.mark.helm
-@needs_helm
-@pytest.mark.parametrize("binary", ["helm3", "helm4"])
-def test_real_helm_version(binary):
-    path = REPO / ".venv" / "bin" / binary
-    if not path.exists():
-        pytest.skip("%s not installed" % binary)
-    runner = helm.HelmRunner(str(path))
-    assert runner.major == int(binary[-1])
-
-
 def test_helm_runs_without_garbage_collection_unless_the_environment_says_otherwise(monkeypatch):
     monkeypatch.delenv("GOGC", raising=False)
     monkeypatch.delenv("GOMEMLIMIT", raising=False)
@@ -246,23 +229,3 @@ def test_helm_environment_is_built_not_inherited(tmp_path):
     runner = helm.HelmRunner("h", kubeconfig_path="/k/one:/k/two")
     assert "--kubeconfig" not in runner._global()
     assert helm.HelmRunner("h", kubeconfig_path="/k/one", context="c")._global() == ["--kubeconfig", "/k/one", "--kube-context", "c"]
-
-
-@pytest.mark.helm
-@needs_helm
-def test_real_helm_reaches_the_python_clients_cluster_whatever_the_environment_says(tmp_path, kube, monkeypatch):
-    """Real helm, the lab's real API server: with every HELM_* variable (and KUBECONFIG) set wrong, helm installs into the
-    namespace it is given, as the identity of the given kubeconfig, and stores the release as a Secret."""
-    binary = REPO / ".venv" / "bin" / "helm"
-    for key, value in WRONG_HELM_ENVIRONMENT.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("KUBECONFIG", kube.kubeconfig_for("nobody"))
-    runner = helm.HelmRunner(str(binary), kubeconfig_path=kube.kubeconfig_for("release"), home=str(tmp_path / "home"))
-    mark = kube.audit_mark()
-    revision = runner.upgrade("plain", kube.namespace, str(REPO / "examples" / "charts" / "example-agent"), None, None, {}, {"aicr.io/stack": "env"},
-                              timeout=60, workdir=str(tmp_path))
-    assert revision == 1
-    secret = kube.get("/api/v1/namespaces/%s/secrets/sh.helm.release.v1.plain.v1" % kube.namespace)
-    assert secret is not None and secret["metadata"]["labels"]["owner"] == "helm"
-    helm_users = set(e["user"] for e in kube.audit(since=mark) if e["userAgent"].lower().startswith("helm"))
-    assert helm_users == {kube.user("release")}, helm_users

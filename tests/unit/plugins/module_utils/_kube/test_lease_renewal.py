@@ -4,13 +4,10 @@ and once on the lab's real API server behind its fault proxy."""
 
 import pytest
 
-from ansible_collections.aicr.runtime.plugins.module_utils._kube.connection import client_for
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.lease import StackLease, lease_name
 
-from doubles import FakeCluster, wait_for  # pylint: disable=import-error
-
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
+from doubles import FakeCluster  # pylint: disable=import-error
 
 
 class LossyCluster(FakeCluster):
@@ -127,22 +124,3 @@ def test_a_lost_answer_counts_from_the_renewal_that_landed():
     assert lease.loss() is None
     cluster.now += 1.0  # 10.5 s after it
     assert lease.loss() is not None
-
-
-def test_on_the_lab_a_renewal_whose_answer_is_cut_keeps_the_lease(kube):
-    """The real API server applies a renewal whose answer the lab's fault proxy cuts (after the status line, before the
-    body): the background renewer's retry gets 409, re-reads the Lease, finds its own renewal there, and goes on."""
-    with kube.fault_proxy() as proxy:
-        client = client_for(proxy.kubeconfig_for(kube.kubeconfig_for("release")))
-        lease = StackLease(client, "cut-answer", namespace=kube.namespace, duration=10).acquire()
-        try:
-            proxy.add_cut(count=1, verbs=["update"], path=r"/leases/", after_bytes=0)
-            wait_for(lambda: any(r["fault"] == "cut" for r in proxy.requests), 15, "no renewal was cut")
-            wait_for(lambda: lease.renewals >= 2 or lease.lost is not None, 20, "the renewals after the cut one never ran")
-            assert lease.lost is None, lease.lost
-            lease.check()
-            updates = [r for r in proxy.requests if r["verb"] == "update" and "/leases/" in r["target"]]
-            assert len(updates) >= 3, updates  # the cut one, its 409 retry, a renewal after
-        finally:
-            lease.release()
-    assert kube.get(LEASES % kube.namespace + "/" + lease_name("cut-answer")) is None, "the Lease was still this run's to delete"

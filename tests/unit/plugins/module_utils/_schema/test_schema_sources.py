@@ -1,13 +1,7 @@
 """Chart sources: directories with subcharts, packaged charts, helm pull from a local http repository."""
 
-import functools
-import http.server
 import os
-import shutil
-import subprocess
 import tarfile
-import threading
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +9,6 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._common import validation
 from ansible_collections.aicr.runtime.plugins.module_utils._schema import jsonschema, sources
 
-REPO_ROOT = Path(__file__).resolve().parents[5]
-HELM = REPO_ROOT / ".venv" / "bin" / "helm"
 NVIDIA_REPO = "helm.ngc.nvidia.com_nvidia"
 
 
@@ -89,40 +81,6 @@ def test_bad_sources(tmp_path):
     assert "is not a readable chart archive" in exc.value.msg
 
 
-@pytest.fixture
-def local_repo(shared_dir, tmp_path):
-    """A one-chart http repository served from tmp_path on a free 127.0.0.1 port."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    shutil.copy(str(shared_dir / "charts-repo" / "http" / NVIDIA_REPO / "gpu-operator-v26.3.3.tgz"), str(repo))
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(repo))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    url = "http://127.0.0.1:%d" % server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    if HELM.exists():
-        subprocess.run([str(HELM), "repo", "index", str(repo), "--url", url], check=True, capture_output=True)
-    yield url
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.mark.helm
-@pytest.mark.skipif(not HELM.exists(), reason="helm not installed (make helm)")
-def test_helm_pull_from_http_repository(local_repo):
-    chart = sources.load_chart("gpu-operator", version="v26.3.3", repository=local_repo, helm_binary=str(HELM))
-    assert (chart.name, chart.version) == ("gpu-operator", "v26.3.3")
-    assert [key for key, _sub in chart.subcharts] == ["node-feature-discovery"]
-    assert sources.discover_versions(local_repo, "gpu-operator") == ["v26.3.3"]
-    with pytest.raises(AicrError) as exc:
-        sources.load_chart("gpu-operator", version="v0.0.1", repository=local_repo, helm_binary=str(HELM))
-    assert exc.value.msg.startswith("chart: helm pull gpu-operator --version v0.0.1 failed: ")
-    with pytest.raises(AicrError) as exc:
-        sources.discover_versions(local_repo, "nothing")
-    assert exc.value.msg == "repository: %s/index.yaml lists no chart named 'nothing'" % local_repo
-
-
 def test_missing_helm_binary(tmp_path):
     with pytest.raises(AicrError) as exc:
         sources.load_chart("oci://127.0.0.1:1/charts/x", version="1.0.0", helm_binary=str(tmp_path / "no-helm"))
@@ -177,16 +135,6 @@ def test_pull_argv_for_oci_and_repository(fake_helm, tmp_path):
     assert argv[argv.index("--repo") + 1] == "http://127.0.0.1:8879/charts" and "--version" not in argv
     sources.pull("oci://127.0.0.1:5000/charts/umbrella", helm_binary=str(fake_helm), insecure=True)
     assert "--plain-http" in (tmp_path / "argv").read_text().split("\n")
-
-
-@pytest.mark.helm
-@pytest.mark.parametrize("binary", ["helm", "helm4"])
-def test_both_helm_majors_pull(local_repo, binary):
-    helm = REPO_ROOT / ".venv" / "bin" / binary
-    if not helm.exists():
-        pytest.skip("%s not installed (make helm)" % binary)
-    chart = sources.load_chart("gpu-operator", version="v26.3.3", repository=local_repo, helm_binary=str(helm))
-    assert chart.version == "v26.3.3" and chart.values()["operator"]
 
 
 def test_index_auth_takes_the_repository_entry_by_the_pull_rule(tmp_path):

@@ -19,7 +19,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive imp
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
-from doubles import wait_for  # pylint: disable=import-error
+from waiting import wait_for  # pylint: disable=import-error
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/%s/leases"
 WAIT = 30  # seconds a test waits for the other thread's step before it fails

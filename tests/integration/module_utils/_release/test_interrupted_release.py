@@ -21,9 +21,9 @@ from ansible_collections.aicr.runtime.plugins.module_utils._entry.gated_release 
 from ansible_collections.aicr.runtime.plugins.module_utils._release.inventory import Inventory
 from ansible_collections.aicr.runtime.plugins.module_utils._release.plan import build_plan
 
-from doubles import wait_for  # pylint: disable=import-error
+from waiting import wait_for  # pylint: disable=import-error
 
-REPO = Path(__file__).resolve().parents[5]
+REPO = Path(__file__).resolve().parents[4]
 HELM = REPO / ".venv" / "bin" / "helm"
 CHARTS = REPO / "examples" / "charts"
 OLD_ENOUGH = 8  # the timeout of the second run, so also the time the reinstall and its hook get

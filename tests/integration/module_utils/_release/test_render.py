@@ -10,7 +10,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._release.apply import
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import HelmRunner
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import chart_version, render_manifests
 
-REPO = Path(__file__).resolve().parents[5]
+REPO = Path(__file__).resolve().parents[4]
 HELM = REPO / ".venv" / "bin" / "helm"
 
 pytestmark = [pytest.mark.helm, pytest.mark.skipif(not HELM.exists(), reason="helm not installed (make helm)")]

@@ -26,6 +26,8 @@ import threading
 import time
 
 import yaml
+# imported from here by tests
+from waiting import wait_for  # noqa: F401  pylint: disable=import-error,unused-import
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import AicrError
 from ansible_collections.aicr.runtime.plugins.module_utils._kube.errors import ClusterError, NotServed
@@ -44,14 +46,6 @@ BUILTIN_KINDS = {
 }
 STATIC_KINDS = ("ConfigMap", "Secret", "Service", "Namespace", "ServiceAccount", "Lease", "ClusterRole", "Node", "Pod", "ResourceSlice",
                 "ResourceClaim")
-
-
-def wait_for(predicate, timeout, what):
-    """Wait until ``predicate()`` holds (another thread's step, a background renewal); fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 class FakeClock:

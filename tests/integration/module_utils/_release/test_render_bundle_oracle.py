@@ -23,7 +23,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._helm.helm import Hel
 from ansible_collections.aicr.runtime.plugins.module_utils._recipe import resolve as resolve_mod
 from ansible_collections.aicr.runtime.plugins.module_utils._release.render import render_key, render_manifests
 
-REPO = Path(__file__).resolve().parents[5]
+REPO = Path(__file__).resolve().parents[4]
 HELM = REPO / ".venv" / "bin" / "helm"
 GOLDEN = REPO / "tests" / "oracles" / "golden" / "aicr" / "bundle"
 
