@@ -63,7 +63,8 @@ def disagreements(option, variable, filters):
         found.append("type %s, the role's %s" % (module_type, role_type))
     if module_type == "list" and option.get("elements") != variable.get("elements"):
         found.append("elements %s, the role's %s" % (option.get("elements"), variable.get("elements")))
-    if not filters and module_type != "raw" and option.get("default") is not None and "default" in variable and _normal(option.get("default"), module_type) != _normal(variable["default"], module_type):
+    declared_default = option.get("default") is not None and "default" in variable
+    if not filters and module_type != "raw" and declared_default and _normal(option.get("default"), module_type) != _normal(variable["default"], module_type):
         found.append("default %r, the role's %r" % (option.get("default"), variable["default"]))
     if option.get("choices"):
         allowed = set(str(c) for c in option["choices"])
@@ -121,5 +122,6 @@ def test_every_role_default_is_the_one_its_argument_spec_declares(role):
     defaults = yaml.safe_load((REPO / "roles" / role / "defaults" / "main.yml").read_text()) or {}
     wrong = ["%s: defaults/main.yml %r, meta/argument_specs.yml %r" % (name, value, specs[name].get("default"))
              for name, value in sorted(defaults.items())
-             if not (isinstance(value, str) and "{{" in value) and name in specs and not specs[name].get("required") and _normal(value, "raw") != _normal(specs[name].get("default"), "raw")]
+             if not (isinstance(value, str) and "{{" in value) and name in specs and not specs[name].get("required")
+             and _normal(value, "raw") != _normal(specs[name].get("default"), "raw")]
     assert not wrong, "\n".join(wrong)
