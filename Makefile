@@ -116,8 +116,9 @@ docs: venv
 changelog-lint: venv
 	$(BIN)/antsibull-changelog lint
 
+# --durations: the slowest steps of every run are in its log (issue 37: the suite's 20-minute budget is spent there)
 integration: collection helm controlplane system-deps $(GALAXY_VENV)/.installed
-	$(BIN)/pytest $(PYTEST_PARALLEL) tests/integration
+	$(BIN)/pytest $(PYTEST_PARALLEL) --durations=30 tests/integration
 
 # molecule's ansible-native scenarios (extensions/molecule): `default` starts the local
 # lab that the role scenarios share, and stops it at the end.
