@@ -5,10 +5,6 @@ The signal is real (``os.kill`` of this process from a machine thread, at a know
 into ``Cancelled`` in the main thread, which only waits for the machine threads.
 """
 
-import os
-import signal
-import time
-
 import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
@@ -16,23 +12,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._fabric.exclusive imp
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.records import DeviceRecords
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
-
-@pytest.fixture(autouse=True)
-def fresh_cancel_state():
-    cancel.reset()
-    yield
-    cancel.reset()
-
-
-def sigterm_self():
-    """SIGTERM to this process from a machine thread; returns once the main thread's handler has seen it (Python runs
-    signal handlers in the main thread, a moment later: the thread sending it waits for that, as a real signal's
-    arrival precedes whatever the threads do next)."""
-    os.kill(os.getpid(), signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while not cancel.requested():
-        assert time.monotonic() < deadline, "the SIGTERM handler did not run"
-        time.sleep(0.001)
+from sigterm import fresh_cancel_state, sigterm_self  # noqa: F401  pylint: disable=import-error,unused-import
 
 
 def test_sigterm_under_the_stack_lease_stops_the_run_and_releases_the_lease(fab, kube, client):

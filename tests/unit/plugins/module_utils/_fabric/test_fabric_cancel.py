@@ -5,7 +5,6 @@ The signal is real (``os.kill`` of this process from a machine thread, at a know
 into ``Cancelled`` in the main thread, which only waits for the machine threads.
 """
 
-import os
 import signal
 import threading
 import time
@@ -15,23 +14,7 @@ import pytest
 from ansible_collections.aicr.runtime.plugins.module_utils._common import cancel
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
-
-@pytest.fixture(autouse=True)
-def fresh_cancel_state():
-    cancel.reset()
-    yield
-    cancel.reset()
-
-
-def sigterm_self():
-    """SIGTERM to this process from a machine thread; returns once the main thread's handler has seen it (Python runs
-    signal handlers in the main thread, a moment later: the thread sending it waits for that, as a real signal's
-    arrival precedes whatever the threads do next)."""
-    os.kill(os.getpid(), signal.SIGTERM)
-    deadline = time.monotonic() + 30
-    while not cancel.requested():
-        assert time.monotonic() < deadline, "the SIGTERM handler did not run"
-        time.sleep(0.001)
+from sigterm import fresh_cancel_state, sigterm_self  # noqa: F401  pylint: disable=import-error,unused-import
 
 
 def run_cancellable(service, targets):

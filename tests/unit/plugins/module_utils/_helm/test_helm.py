@@ -13,6 +13,7 @@ from ansible_collections.aicr.runtime.plugins.module_utils._common.errors import
 from ansible_collections.aicr.runtime.plugins.module_utils._helm import helm
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.mirrors import chart_source, normalize_mirrors
 from ansible_collections.aicr.runtime.plugins.module_utils._helm.storage import read_release
+from helm_environment import WRONG_HELM_ENVIRONMENT  # pylint: disable=import-error
 
 
 def test_digest_is_stable_and_sensitive():
@@ -199,19 +200,6 @@ def test_the_helm_version_is_cached_per_executable(tmp_path):
     for _attempt in range(2):  # a refused version is never cached
         with pytest.raises(AicrError, match="helm >= 3.13"):
             assert helm.HelmRunner(str(too_old), runner=Recorder([("v3.12.0", 0, "")]), version_cache_dir=str(cache)).major
-
-
-# Each variable helm itself reads that would send it elsewhere than the Python client (another API server, identity,
-# CA, namespace, context, release store or home), set to something wrong.
-WRONG_HELM_ENVIRONMENT = {
-    "HELM_KUBEAPISERVER": "https://127.0.0.1:1", "HELM_KUBETOKEN": "not-a-token", "HELM_KUBECAFILE": "/nonexistent/ca.crt",
-    "HELM_KUBEASUSER": "system:admin", "HELM_KUBEASGROUPS": "system:masters", "HELM_KUBEINSECURE_SKIP_TLS_VERIFY": "true",
-    "HELM_KUBETLS_SERVER_NAME": "wrong.example", "HELM_KUBECONTEXT": "no-such-context", "HELM_NAMESPACE": "kube-system",
-    "HELM_DRIVER": "configmap", "HELM_DRIVER_SQL_CONNECTION_STRING": "postgres://nowhere", "HELM_CONFIG_HOME": "/nonexistent/config",
-    "HELM_CACHE_HOME": "/nonexistent/cache", "HELM_DATA_HOME": "/nonexistent/data", "HELM_PLUGINS": "/nonexistent/plugins",
-    "HELM_REGISTRY_CONFIG": "/nonexistent/registry.json", "HELM_REPOSITORY_CONFIG": "/nonexistent/repositories.yaml",
-    "HELM_REPOSITORY_CACHE": "/nonexistent/repository", "HELM_MAX_HISTORY": "1", "KUBECONFIG": "/nonexistent/kubeconfig",
-}
 
 
 def test_helm_environment_is_built_not_inherited(tmp_path):

@@ -1,26 +1,8 @@
-"""Readiness is observed through watches: KubeCluster.watch_until against the lab's real kube-apiserver, and wait_ready's use of it."""
-
-
-import pytest
-
-from aicr_lab.controlplane import stages
+"""wait_ready observes readiness through a watch, not by sleeping (the watch itself against the lab's kube-apiserver:
+tests/integration/module_utils/_kube/test_cluster_watch.py)."""
 
 from ansible_collections.aicr.runtime.plugins.module_utils._release.context import RunContext
 from ansible_collections.aicr.runtime.plugins.module_utils._release.engine import Options
-
-
-def deployment(name, namespace, ready_after):
-    """A Deployment whose pod becomes Ready ``ready_after`` (a Go duration) after it runs (kwok's stage)."""
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}, "annotations": {stages.READY_AFTER: ready_after}},
-                                  "spec": {"containers": [{"name": "c", "image": "i"}]}}}}
-
-
-@pytest.fixture
-def cluster(client):
-    """The engine's client as gated_release runs it: the least-privilege ``release`` identity."""
-    return client("release")
 
 
 def test_wait_ready_watches_instead_of_sleeping(fakes):
