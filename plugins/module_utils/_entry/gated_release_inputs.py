@@ -75,7 +75,7 @@ def checked(params, check_mode=False, diff=False):
         plan = build_plan(recipe, skip_components=params.get("skip_components"), component_overrides=params.get("component_overrides"),
                           skip_deployment_order=params.get("skip_deployment_order"), base_dir=params.get("catalog"), problems=found)
     schemas = _mapping(found, "values_schemas", params.get("values_schemas"))
-    if plan is not None and _given(params, "validate_values"):
+    if plan is not None and spec.given(params, "validate_values"):
         found.run(validate_values, plan, schemas)
     options = found.run(options_from, params, recipe if recipe is not None else {}, check_mode, diff, problems=found)
     found.run(_check_repositories, params, options)
@@ -139,25 +139,19 @@ def options_from(params, recipe, check_mode, diff, problems=None, local=True):
     try:
         if problems is None or not params.get("stack"):  # a given stack was checked with status_stack (check_stack_options)
             check_stack_name("stack", stack)  # a stack named after its recipe obeys the same rule (its labels, Lease, inventory)
-        cache_dir = _private_cache_dir(params) if local and _given(params, "render_cache") else None
-        if local and _given(params, "chart_cache"):
+        cache_dir = _private_cache_dir(params) if local and spec.given(params, "render_cache") else None
+        if local and spec.given(params, "chart_cache"):
             chart_cache_dir(params)  # the same rule for the chart cache's directory and its bound, in this pass
     except AicrError as exc:
         own.extend(exc)
     given = dict((name, params.get(name)) for name in spec.OPTIONS if name in params)  # every declared option, by name
     given.update(stack=stack, recipe_name=recipe_name, cache_dir=cache_dir, check_mode=check_mode, diff=diff,
-                 validate_chart_schema=_given(params, "validate_values"))
+                 validate_chart_schema=spec.given(params, "validate_values"))
     options = Options(problems=own, **given)
     own.choice("preflight", params.get("preflight"), preflight.MODES, default=spec.default("preflight"))
     if problems is None:
         own.raise_if_any()
     return options
-
-
-def _given(params, name):
-    """``params[name]``, or the option's declared default when it is not given (None)."""
-    value = params.get(name)
-    return spec.default(name) if value is None else value
 
 
 def under_resolve(error):

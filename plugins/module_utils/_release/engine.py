@@ -112,7 +112,7 @@ class Options(object):
         self.holder_message = kwargs.get("holder_message") or ""
         self.recipe_name = kwargs.get("recipe_name") or ""
         self.cache_dir = kwargs.get("cache_dir")
-        self.early_start = bool(_given(kwargs, "early_start"))
+        self.early_start = bool(spec.given(kwargs, "early_start"))
         self.validate_chart_schema = bool(kwargs.get("validate_chart_schema", kwargs.get("validate_values")))
         self.on_failure = own.choice("on_failure", kwargs.get("on_failure"), ON_FAILURE, default=spec.default("on_failure"))
         self.chart_crds = own.choice("chart_crds", kwargs.get("chart_crds"), CHART_CRDS, default=spec.default("chart_crds"))
@@ -121,7 +121,7 @@ class Options(object):
             own.add("allow_breaking_crd_changes", "%s is not allowed; allowed: a list of CRD or component names" % repr(allow)[:80])
             allow = []
         self.allow_breaking_crd_changes = frozenset(allow)
-        self.health = kwargs.get("health") or health.HealthOptions(_given(kwargs, "health_checks"), kwargs.get("health_check_timeout"),
+        self.health = kwargs.get("health") or health.HealthOptions(spec.given(kwargs, "health_checks"), kwargs.get("health_check_timeout"),
                                                                    kwargs.get("health_check_skip"), problems=own)
         # drift (issue 39): ignore (the default: not read, as before), report (read, nothing written), correct
         self.drift = own.choice("drift", kwargs.get("drift"), drift.MODES, default=spec.default("drift"))
@@ -138,12 +138,6 @@ class Options(object):
             value = getattr(self, name)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 setattr(self, name, float(value))
-
-
-def _given(kwargs, name):
-    """``kwargs[name]``, or the option's declared default when it is not given (None)."""
-    value = kwargs.get(name)
-    return spec.default(name) if value is None else value
 
 
 class GatedRelease(object):

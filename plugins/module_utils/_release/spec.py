@@ -97,6 +97,12 @@ def default(name):
     return _copy(OPTIONS[name].get("default"))
 
 
+def given(values, name):
+    """``values[name]`` (module parameters or engine settings), or the option's declared default when it is not given (None)."""
+    value = values.get(name)
+    return default(name) if value is None else value
+
+
 def helm_flags(values):
     """``[flag, value, ...]`` for every option with a ``helm_flag`` in ``values`` (an option not given: its default)."""
     argv = []
