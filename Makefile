@@ -24,11 +24,15 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-# pytest-xdist workers for the unit and integration suites (--dist loadfile: a file's tests stay on one worker). Each
-# worker is a pytest session of its own, so each integration worker starts its own control plane. PYTEST_WORKERS=0
-# runs in this process.
+# pytest-xdist workers for the unit suite (--dist loadfile: a file's tests stay on one worker). PYTEST_WORKERS=0 runs
+# in this process.
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+# Integration workers spend much of their time waiting on readiness (2 workers left a quarter of the 2 cores idle):
+# a third worker fills that wait. Each worker is a pytest session of its own and starts its own control plane.
+# INTEGRATION_WORKERS=0 runs in this process.
+INTEGRATION_WORKERS ?= 3
+INTEGRATION_PARALLEL := $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile)
 # Unit tests are hermetic: they run on a PATH without the venv's helm and kubectl and with an empty binary cache, and
 # tests/unit/conftest.py sets AICR_LAB_DISABLED so a unit test that asks for the lab (control plane, helm, OCI
 # registry) fails saying so. A test that needs a cluster or a binary belongs in tests/integration.
@@ -96,11 +100,11 @@ sanity: $(SANITY_VENV)/.installed
 	  while IFS= read -r -d '' f; do [ -e "$$f" ] && printf '%s\0' "$$f"; done | \
 	  xargs -0 cp --parents -t $(SANITY_ROOT)
 	cd $(SANITY_ROOT) && git init -q && git add -A && \
-	  $(CURDIR)/$(SANITY_VENV)/bin/ansible-test sanity --color no --python 3.11 \
+	  $(STATIC_NICE) $(CURDIR)/$(SANITY_VENV)/bin/ansible-test sanity --color no --python 3.11 \
 	  --requirements --local $(SANITY_ARGS)
 
 lint: collection
-	$(BIN)/ansible-lint --profile production --offline
+	$(STATIC_NICE) $(BIN)/ansible-lint --profile production --offline
 
 # galaxy-importer has pins of its own: a separate venv under .build (ignored by git, lint and the build).
 $(GALAXY_VENV)/.installed: requirements-dev.txt
@@ -114,18 +118,25 @@ docs: venv
 	$(PY) scripts/gen-docs
 
 changelog-lint: venv
-	$(BIN)/antsibull-changelog lint
+	$(STATIC_NICE) $(BIN)/antsibull-changelog lint
 
 # --durations: the slowest steps of every run are in its log (issue 37: the suite's 20-minute budget is spent there)
 integration: collection helm controlplane system-deps $(GALAXY_VENV)/.installed
-	$(BIN)/pytest $(PYTEST_PARALLEL) --durations=30 tests/integration
+	$(BIN)/pytest $(INTEGRATION_PARALLEL) --durations=30 tests/integration
 
 # molecule's ansible-native scenarios (extensions/molecule): `default` starts the local
 # lab that the role scenarios share, and stops it at the end.
 molecule: collection helm controlplane
 	$(BIN)/molecule test --all
 
-test: unit sanity lint changelog-lint integration molecule
+# The static checks (sanity, lint, changelog-lint) use one core at a time and the integration suite leaves about a
+# quarter of the two cores idle while it waits on readiness: `make test` runs them beside it under `nice -n 19`, so
+# they take only what the suite leaves and the suite's timings stay its own. One make, so the collection both use is
+# built once before either starts; --output-sync keeps each target's log in one piece (printed when it ends).
+STATIC_NICE ?=
+test: unit
+	$(MAKE) --no-print-directory -j --output-sync=target STATIC_NICE='nice -n 19' sanity lint changelog-lint integration
+	$(MAKE) --no-print-directory molecule
 
 # Execution environment build context (the image build itself needs podman/docker).
 ee-context: collection helm
