@@ -24,10 +24,11 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-# pytest-xdist workers for the unit suite (--dist loadfile: a file's tests stay on one worker). PYTEST_WORKERS=0 runs
-# in this process.
-PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+# pytest-xdist workers for the unit suite: --dist loadgroup, with tests/unit/conftest.py grouping each file's tests on
+# one worker except the files that wait far more than they compute (XDIST_SPREAD), so 4 workers on 2 cores overlap
+# those waits. PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= 4
+PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
 # Integration workers spend much of their time waiting on readiness (2 workers left a quarter of the 2 cores idle):
 # a third worker fills that wait. Each worker is a pytest session of its own and starts its own control plane.
 # INTEGRATION_WORKERS=0 runs in this process.
@@ -129,14 +130,13 @@ integration: collection helm controlplane system-deps $(GALAXY_VENV)/.installed
 molecule: collection helm controlplane
 	$(BIN)/molecule test --all
 
-# The static checks (sanity, lint, changelog-lint) use one core at a time and the integration suite leaves about a
-# quarter of the two cores idle while it waits on readiness: `make test` runs them beside it under `nice -n 19`, so
-# they take only what the suite leaves and the suite's timings stay its own. One make, so the collection both use is
-# built once before either starts; --output-sync keeps each target's log in one piece (printed when it ends).
+# After unit, everything else runs at once in one make (so the collection they share is built once, before any of
+# them starts): the integration suite's workers and molecule's scenarios spend much of their time waiting on readiness,
+# and the static checks (sanity, lint, changelog-lint), which use one core, run beside them under `nice -n 19`, taking
+# only the CPU the suites leave. --output-sync keeps each target's log in one piece, printed when it ends.
 STATIC_NICE ?=
 test: unit
-	$(MAKE) --no-print-directory -j --output-sync=target STATIC_NICE='nice -n 19' sanity lint changelog-lint integration
-	$(MAKE) --no-print-directory molecule
+	$(MAKE) --no-print-directory -j --output-sync=target STATIC_NICE='nice -n 19' sanity lint changelog-lint integration molecule
 
 # Execution environment build context (the image build itself needs podman/docker).
 ee-context: collection helm

@@ -10,6 +10,9 @@ import pytest
 
 from ansible_collections.aicr.runtime.plugins.module_utils._fabric.targets import Target
 
+# Each case waits on real retry back-offs far more than it computes: spread them over the xdist workers (conftest.py).
+XDIST_SPREAD = True
+
 # (id, fault rules, ok?, error text, devices on the machine afterwards, mutating requests or None)
 ATTACH = [
     ("latency_short", [{"op": "attach", "action": "latency", "delay": 0.1, "times": None}], True, None, 2, 2),
