@@ -134,8 +134,12 @@ molecule: collection helm controlplane
 # them starts): the integration suite's workers and molecule's scenarios spend much of their time waiting on readiness,
 # and the static checks (sanity, lint, changelog-lint), which use one core, run beside them under `nice -n 19`, taking
 # only the CPU the suites leave. --output-sync keeps each target's log in one piece, printed when it ends.
+# The set-up those need (helm, the control plane, the OCI registry, the sanity and galaxy-importer venvs: downloads and
+# installs, mostly waiting on I/O) is done while unit runs; unit's PATH and binary cache hold none of it.
 STATIC_NICE ?=
-test: unit
+SUITES_SETUP := helm controlplane system-deps $(GALAXY_VENV)/.installed $(SANITY_VENV)/.installed
+test:
+	$(MAKE) --no-print-directory -j --output-sync=target unit $(SUITES_SETUP)
 	$(MAKE) --no-print-directory -j --output-sync=target STATIC_NICE='nice -n 19' sanity lint changelog-lint integration molecule
 
 # Execution environment build context (the image build itself needs podman/docker).
