@@ -29,9 +29,9 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # those waits. PYTEST_WORKERS=0 runs in this process.
 PYTEST_WORKERS ?= 4
 PYTEST_PARALLEL := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
-# Integration workers spend much of their time waiting on readiness (2 workers left a quarter of the 2 cores idle):
-# a third worker fills that wait. Each worker is a pytest session of its own and starts its own control plane.
-# INTEGRATION_WORKERS=0 runs in this process.
+# Integration is mostly CPU-bound (Ansible), but 2 workers still left a quarter of the 2 cores idle between waits on
+# readiness: a third worker fills most of it. Each worker is a pytest session of its own and starts its own control
+# plane. INTEGRATION_WORKERS=0 runs in this process.
 INTEGRATION_WORKERS ?= 3
 INTEGRATION_PARALLEL := $(if $(filter 0,$(INTEGRATION_WORKERS)),,-n $(INTEGRATION_WORKERS) --dist loadfile)
 # Unit tests are hermetic: they run on a PATH without the venv's helm and kubectl and with an empty binary cache, and
@@ -131,9 +131,9 @@ molecule: collection helm controlplane
 	$(BIN)/molecule test --all
 
 # After unit, everything else runs at once in one make (so the collection they share is built once, before any of
-# them starts): the integration suite's workers and molecule's scenarios spend much of their time waiting on readiness,
-# and the static checks (sanity, lint, changelog-lint), which use one core, run beside them under `nice -n 19`, taking
-# only the CPU the suites leave. --output-sync keeps each target's log in one piece, printed when it ends.
+# them starts): integration and molecule, whose waits on readiness leave CPU idle when run one after the other, and
+# the static checks (sanity, lint, changelog-lint), which use one core, beside them under `nice -n 19`, taking only
+# the CPU the suites leave. --output-sync keeps each target's log in one piece, printed when it ends.
 # The set-up those need (helm, the control plane, the OCI registry, the sanity and galaxy-importer venvs: downloads and
 # installs, mostly waiting on I/O) is done while unit runs; unit's PATH and binary cache hold none of it.
 STATIC_NICE ?=
